@@ -1,0 +1,76 @@
+"""Events the runner emits while it works, for live views and stores.
+
+The runner never prints: it calls `observer(event)` for each event, synchronously, from the
+event loop; observers must be quick and must not raise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict
+from sparring.transcript import Message
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    """A run begins: `scenarios` scenarios, `trials` trials in all."""
+
+    scenarios: int
+    trials: int
+    user_model: str | None
+    judge_model: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TrialStarted:
+    """A trial (1-based `trial`) of `scenario_id` started."""
+
+    scenario_id: str
+    name: str
+    trial: int
+
+
+@dataclass(frozen=True, slots=True)
+class MessageAdded:
+    """A user or agent message joined a trial's transcript."""
+
+    scenario_id: str
+    trial: int
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictAdded:
+    """A check or judge verdict was decided for a trial."""
+
+    scenario_id: str
+    trial: int
+    verdict: Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class TrialFinished:
+    """A trial ended; `result` is final."""
+
+    result: TrialResult
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioFinished:
+    """All trials of a scenario ended."""
+
+    result: ScenarioResult
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    """The run ended; `result` is final."""
+
+    result: RunResult
+
+
+Event = (RunStarted | TrialStarted | MessageAdded | VerdictAdded | TrialFinished
+         | ScenarioFinished | RunFinished)
+Observer = Callable[[Event], None]

@@ -1,0 +1,49 @@
+"""The `Model` protocol: one chat completion in, text (and token counts) out.
+
+Providers are leaves (`openai`, `scripted`, ...) resolved by string spec in `registry`.
+Structured output (JSON by schema, tolerant parsing, one repair retry) is built on top of
+`Model.complete` in `structured`, so every provider gets it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+
+
+class ChatMessage(TypedDict):
+    """One prompt message, in the OpenAI chat shape."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A model's answer: its text and the token counts the provider reported (or `None`)."""
+
+    text: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@runtime_checkable
+class Model(Protocol):
+    """An LLM sparring uses as simulated user or judge.
+
+    `complete` must be safe to call concurrently. When `json_schema` is given the provider
+    should ask the endpoint for JSON matching it (native structured output where supported);
+    callers still parse and validate the text themselves. Transport errors raise
+    `sparring.errors.ModelError` after the provider's own retries.
+    """
+
+    name: str
+    """The spec it was made from, e.g. `openai:gpt-4o-mini`."""
+
+    async def complete(
+        self, messages: Sequence[ChatMessage], *, temperature: float,
+        json_schema: dict[str, Any] | None = None, schema_name: str = "answer",
+    ) -> Completion: ...
+
+    async def aclose(self) -> None: ...

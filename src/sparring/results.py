@@ -1,0 +1,215 @@
+"""Results of a run: Verdict, TrialResult, ScenarioResult, RunResult.
+
+This is the canonical, versioned report schema (DESIGN.md section 6): the JSON report is
+`RunResult.model_dump_json()`, and every other report is rendered from these models.
+Status rules live here so every report and the CLI agree on them.
+"""
+
+from __future__ import annotations
+
+from math import comb
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sparring.transcript import Transcript
+
+SCHEMA_VERSION = "1"
+
+VerdictStatus = Literal["met", "not_met", "error", "skipped"]
+VerdictKind = Literal["criterion", "restriction", "should", "check"]
+TrialStatus = Literal["passed", "failed", "error", "timed_out", "skipped"]
+ScenarioStatus = Literal["passed", "failed", "error", "skipped", "not_run"]
+EndReason = Literal[
+    "goal_achieved", "user_gave_up", "max_turns", "target_error", "timeout", "script_done",
+    "model_error", "skipped",
+]
+
+
+class Verdict(BaseModel):
+    """The decision on one criterion, `should` or check.
+
+    `turn` is the 1-based turn of the reply a per-reply verdict is about (`None` for the
+    whole conversation); `turns` are the turns the judge cited as relevant.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    id: str
+    kind: VerdictKind
+    description: str
+    status: VerdictStatus
+    reason: str = ""
+    evidence: tuple[str, ...] = ()
+    turns: tuple[int, ...] = ()
+    turn: int | None = None
+
+
+class ReplyNote(BaseModel):
+    """The judge's short note and 0-1 score on one agent reply (1-based `turn`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    turn: int
+    note: str
+    score: float | None = Field(default=None, ge=0, le=1)
+
+
+class Usage(BaseModel):
+    """Model calls and tokens spent by sparring's own models (user simulator and judge)."""
+
+    model_config = ConfigDict(extra="forbid")
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        """Add `other`'s counts into this one."""
+        self.model_calls += other.model_calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+
+
+def trial_status(verdicts: list[Verdict] | tuple[Verdict, ...]) -> TrialStatus:
+    """Status of a trial that ran to the end, from its verdicts.
+
+    Any `not_met` -> failed (a definite failure); else any `error` -> error (never a pass);
+    else any `met` -> passed; else (everything skipped, e.g. no model) -> skipped.
+    """
+    statuses = {v.status for v in verdicts}
+    if "not_met" in statuses:
+        return "failed"
+    if "error" in statuses:
+        return "error"
+    if "met" in statuses:
+        return "passed"
+    return "skipped"
+
+
+class TrialResult(BaseModel):
+    """One trial: its transcript (whatever it got, even on error), verdicts and status."""
+
+    model_config = ConfigDict(extra="forbid")
+    scenario_id: str
+    trial: int
+    """1-based trial number."""
+    status: TrialStatus
+    end_reason: EndReason
+    transcript: Transcript = Field(default_factory=Transcript)
+    verdicts: list[Verdict] = Field(default_factory=list)
+    reply_notes: list[ReplyNote] = Field(default_factory=list)
+    error: str | None = None
+    """Why the trial is `error` / `timed_out` / `skipped`."""
+    duration_ms: float = 0
+    usage: Usage = Field(default_factory=Usage)
+
+    @property
+    def failures(self) -> list[Verdict]:
+        """Verdicts that are `not_met` or `error`."""
+        return [v for v in self.verdicts if v.status in ("not_met", "error")]
+
+
+def pass_hat_k(passed: int, total: int) -> dict[int, float]:
+    """pass^k for k = 1..total: the chance that k trials drawn without replacement all pass.
+
+    Estimator C(passed, k) / C(total, k), as in tau-bench (Yao et al., 2024).
+    """
+    return {k: comb(passed, k) / comb(total, k) for k in range(1, total + 1)}
+
+
+class ScenarioResult(BaseModel):
+    """All trials of one scenario and the verdict across them."""
+
+    model_config = ConfigDict(extra="forbid")
+    scenario_id: str
+    name: str
+    kind: str
+    source: str | None = None
+    threshold: float
+    trials: list[TrialResult] = Field(default_factory=list)
+
+    @property
+    def counted(self) -> list[TrialResult]:
+        """Trials that ran (everything but `skipped`)."""
+        return [t for t in self.trials if t.status != "skipped"]
+
+    @property
+    def pass_rate(self) -> float | None:
+        """passed / trials that ran; errors and timeouts count as not passed."""
+        counted = self.counted
+        if not counted:
+            return None
+        return sum(t.status == "passed" for t in counted) / len(counted)
+
+    @property
+    def status(self) -> ScenarioStatus:
+        """passed if the pass rate reaches the threshold; if not, `error` when the trials
+        that errored could have made up the difference, else `failed`."""
+        counted = self.counted
+        if not self.trials:
+            return "not_run"
+        if not counted:
+            return "skipped"
+        passed = sum(t.status == "passed" for t in counted)
+        undecided = sum(t.status in ("error", "timed_out") for t in counted)
+        needed = self.threshold * len(counted) - 1e-9
+        if passed >= needed:
+            return "passed"
+        return "error" if passed + undecided >= needed else "failed"
+
+    def summary(self) -> dict[str, object]:
+        """Derived numbers for reports: status, pass rate, pass^k."""
+        counted = self.counted
+        passed = sum(t.status == "passed" for t in counted)
+        return {
+            "status": self.status,
+            "pass_rate": self.pass_rate,
+            "passed_trials": passed,
+            "counted_trials": len(counted),
+            "pass_hat_k": pass_hat_k(passed, len(counted)) if counted else {},
+        }
+
+
+class RunResult(BaseModel):
+    """One execution of a suite; `model_dump_json()` is the JSON report."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_version: str = SCHEMA_VERSION
+    sparring_version: str
+    run_id: str
+    started_at: str
+    """ISO 8601, UTC."""
+    duration_ms: float = 0
+    user_model: str | None = None
+    judge_model: str | None = None
+    scenarios: list[ScenarioResult] = Field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """Scenarios per status."""
+        out: dict[str, int] = {}
+        for s in self.scenarios:
+            out[s.status] = out.get(s.status, 0) + 1
+        return out
+
+    @property
+    def exit_code(self) -> int:
+        """0 all that ran passed, 1 some failed, 3 some could not run (errors, timeouts).
+
+        A definite failure outranks an error, so exit 1 always means the agent misbehaved.
+        """
+        statuses = {s.status for s in self.scenarios}
+        if "failed" in statuses:
+            return 1
+        if "error" in statuses or "not_run" in statuses:
+            return 3
+        return 0
+
+    def report_dict(self) -> dict[str, object]:
+        """The JSON report: the model dump plus derived per-scenario summaries and counts."""
+        data = self.model_dump(mode="json")
+        for raw, scenario in zip(data["scenarios"], self.scenarios, strict=True):
+            raw.update(scenario.summary())
+            for raw_trial in raw["trials"]:
+                raw_trial["failures"] = [v["id"] for v in raw_trial["verdicts"]
+                                         if v["status"] in ("not_met", "error")]
+        data["counts"] = self.counts()
+        data["exit_code"] = self.exit_code
+        return data

@@ -1,0 +1,485 @@
+"""What a test says: targets, scenarios (simulated, scripted, single-turn), criteria, checks.
+
+These pydantic models are the test-file schema: the YAML loader validates against them and
+`sparring schema` prints their JSON Schema. All are frozen and reject unknown keys.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    JsonValue,
+    Tag,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import SkipJsonSchema
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+def parse_threshold(value: Any) -> float:
+    """Read a pass-rate threshold as a fraction in [0, 1].
+
+    `0.8`, `"80%"` and `80` all mean 0.8 (DESIGN.md section 1). A number above 1 without `%`
+    is read as percent only from 10 to 100; values such as `8` are ambiguous.
+
+    Raises:
+        ValueError: not a number, out of range, or ambiguous (with a "did you mean" hint).
+    """
+    if isinstance(value, bool):
+        raise ValueError("threshold must be a number such as 0.8 or '80%', not a boolean")
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith("%"):
+            try:
+                percent = float(text[:-1])
+            except ValueError:
+                raise ValueError(f"threshold {value!r} is not a percentage like '80%'") from None
+            if not 0 <= percent <= 100:
+                raise ValueError(f"threshold {value!r} must be between 0% and 100%")
+            return percent / 100
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"threshold {value!r} is not a number like 0.8 or '80%'") from None
+    if not isinstance(value, int | float):
+        raise ValueError(f"threshold must be a number such as 0.8 or '80%', got {value!r}")
+    number = float(value)
+    if 0 <= number <= 1:
+        return number
+    if 1 < number < 10:
+        raise ValueError(
+            f"threshold {value} is ambiguous: did you mean {number / 10:g} ({number * 10:g}%)? "
+            "Write a fraction (0.8) or a percentage ('80%' or 80)")
+    if 10 <= number <= 100:
+        return number / 100
+    raise ValueError(f"threshold {value} is out of range: use a fraction 0-1 or a percent 0-100")
+
+
+Threshold = Annotated[float, Field(ge=0, le=1)]
+
+
+# --- targets ---------------------------------------------------------------------------
+
+class HttpTargetSpec(BaseModel):
+    """An agent behind a JSON-over-HTTP endpoint (DESIGN.md section 4, `http`).
+
+    Placeholders `{{input}}` / `{{message}}`, `{{history}}` and `{{secrets.NAME}}` are filled
+    in `url`, `headers` and `body_template`. `response_path` picks the reply text;
+    `tool_calls_path` (optional) picks a list of tool calls, each an object with `name` and
+    `arguments` (a JSON object or string).
+    """
+
+    model_config = _FROZEN
+    type: Literal["http"] = "http"
+    url: str
+    method: Literal["POST", "PUT", "PATCH", "GET", "HEAD"] = "POST"
+    headers: dict[str, str] = Field(default_factory=dict)
+    body_template: JsonValue = Field(default_factory=lambda: {"message": "{{input}}"})
+    response_path: str = "$"
+    tool_calls_path: str | None = None
+    timeout_s: float = Field(default=60, gt=0, le=3600)
+
+
+class OpenAIChatTargetSpec(BaseModel):
+    """An agent behind an OpenAI-compatible chat completions endpoint (`openai_chat`).
+
+    The whole conversation is sent as `messages` each turn (with `system_prompt` first when
+    given); tool calls in the reply are recorded.
+    """
+
+    model_config = _FROZEN
+    type: Literal["openai_chat"] = "openai_chat"
+    base_url: str
+    model: str
+    api_key: str = "{{secrets.OPENAI_API_KEY}}"
+    system_prompt: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    temperature: float | None = None
+    timeout_s: float = Field(default=60, gt=0, le=3600)
+
+
+class CallableTargetSpec(BaseModel):
+    """A Python function `agent(history) -> reply`, named by import path `module:attribute`."""
+
+    model_config = _FROZEN
+    type: Literal["callable"] = "callable"
+    ref: str = Field(pattern=r"^[\w.]+:[\w.]+$")
+    timeout_s: float = Field(default=60, gt=0, le=3600)
+
+
+def _target_type(value: Any) -> str | None:
+    if isinstance(value, dict):
+        if "type" in value:
+            return value["type"]
+        if "url" in value:
+            return "http"
+        if "ref" in value:
+            return "callable"
+        if "base_url" in value:
+            return "openai_chat"
+        return None
+    return getattr(value, "type", None)
+
+
+TargetSpec = Annotated[
+    Annotated[HttpTargetSpec, Tag("http")]
+    | Annotated[OpenAIChatTargetSpec, Tag("openai_chat")]
+    | Annotated[CallableTargetSpec, Tag("callable")],
+    Discriminator(_target_type, custom_error_type="target_type",
+                  custom_error_message="target needs `type` (http, openai_chat, callable) or "
+                  "a `url` (http), `ref` (callable) or `base_url` (openai_chat)"),
+]
+
+
+# --- checks ----------------------------------------------------------------------------
+
+class _Check(BaseModel):
+    model_config = _FROZEN
+    turn: int | None = None
+    """1-based turn the check looks at (negative counts from the end); `None` means the
+    reply it is attached to, or the whole conversation for scenario-level checks."""
+
+
+class ContainsCheck(_Check):
+    """Reply text contains `value` (any of the list, or all with `match: all`)."""
+
+    type: Literal["contains"] = "contains"
+    value: str | list[str]
+    match: Literal["any", "all"] = "any"
+    case_sensitive: bool = False
+
+
+class NotContainsCheck(_Check):
+    """Reply text contains none of `value`."""
+
+    type: Literal["not_contains"] = "not_contains"
+    value: str | list[str]
+    case_sensitive: bool = False
+
+
+class RegexCheck(_Check):
+    """Reply text matches the regular expression `pattern` (Python `re.search`)."""
+
+    type: Literal["regex"] = "regex"
+    pattern: str
+    ignore_case: bool = False
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise ValueError(f"invalid regular expression {pattern!r}: {e}") from None
+        return pattern
+
+
+class EqualsCheck(_Check):
+    """Reply text equals `value` after stripping surrounding whitespace."""
+
+    type: Literal["equals"] = "equals"
+    value: str
+    case_sensitive: bool = True
+
+
+class JsonSchemaCheck(_Check):
+    """Reply text parses as JSON and validates against `schema` (JSON Schema)."""
+
+    type: Literal["json_schema"] = "json_schema"
+    schema_: dict[str, JsonValue] = Field(alias="schema")
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class ToolCalledCheck(_Check):
+    """Tools called: every `include` name, no `exclude` name; `ordered` keeps `include` order."""
+
+    type: Literal["tool_called"] = "tool_called"
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    ordered: bool = False
+
+
+class ToolArgsCheck(_Check):
+    """Some call of `tool` has `args` (a subset of its arguments, or exactly them)."""
+
+    type: Literal["tool_args"] = "tool_args"
+    tool: str
+    args: dict[str, JsonValue]
+    match: Literal["subset", "exact"] = "subset"
+
+
+class LatencyBelowCheck(_Check):
+    """Every reply looked at arrived in under `ms` milliseconds."""
+
+    type: Literal["latency_below"] = "latency_below"
+    ms: float = Field(gt=0)
+
+
+_SHORTHAND_FIELD = {
+    "contains": "value", "not_contains": "value", "regex": "pattern", "equals": "value",
+    "json_schema": "schema", "tool_called": "include", "tool_args": None, "latency_below": "ms",
+}
+CHECK_TYPES = tuple(_SHORTHAND_FIELD)
+
+
+def expand_check_shorthand(value: Any) -> Any:
+    """Turn `{contains: "x", turn: 2}` into `{type: contains, value: "x", turn: 2}`.
+
+    A check written with `type:` is returned unchanged; so is anything that is not a mapping
+    with exactly one check-type key (validation then reports it).
+    """
+    if not isinstance(value, dict) or "type" in value:
+        return value
+    keys = [k for k in value if k in _SHORTHAND_FIELD]
+    if len(keys) != 1:
+        return value
+    kind = keys[0]
+    rest = {k: v for k, v in value.items() if k != kind}
+    body = value[kind]
+    if isinstance(body, dict) and (kind != "json_schema" or "schema" in body):
+        return {"type": kind, **body, **rest}
+    return {"type": kind, _SHORTHAND_FIELD[kind] or "args": body, **rest}
+
+
+def _check_type(value: Any) -> str | None:
+    if isinstance(value, dict):
+        return value.get("type")
+    return getattr(value, "type", None)
+
+
+Check = Annotated[
+    Annotated[ContainsCheck, Tag("contains")]
+    | Annotated[NotContainsCheck, Tag("not_contains")]
+    | Annotated[RegexCheck, Tag("regex")]
+    | Annotated[EqualsCheck, Tag("equals")]
+    | Annotated[JsonSchemaCheck, Tag("json_schema")]
+    | Annotated[ToolCalledCheck, Tag("tool_called")]
+    | Annotated[ToolArgsCheck, Tag("tool_args")]
+    | Annotated[LatencyBelowCheck, Tag("latency_below")],
+    Discriminator(_check_type, custom_error_type="check_type",
+                  custom_error_message="a check is one of: " + ", ".join(CHECK_TYPES)),
+]
+
+
+# --- criteria and turns ----------------------------------------------------------------
+
+class Criterion(BaseModel):
+    """A statement the judge decides for the whole conversation.
+
+    `kind: success` must hold ("The assistant offers a refund"); `kind: restriction` names
+    something that must not happen and is met when it did not happen.
+    """
+
+    model_config = _FROZEN
+    id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=64)
+    text: str = Field(min_length=1, max_length=500)
+    kind: Literal["success", "restriction"] = "success"
+
+
+def _criteria_list(values: Any, *, prefix: str, kind: str) -> Any:
+    if not isinstance(values, list):
+        return values
+    out = []
+    for i, v in enumerate(values, start=1):
+        if isinstance(v, str):
+            out.append({"id": f"{prefix}{i}", "text": v, "kind": kind})
+        elif isinstance(v, dict) and "kind" not in v:
+            out.append({**v, "kind": kind})
+        else:
+            out.append(v)
+    return out
+
+
+class ScriptedTurn(BaseModel):
+    """One scripted user message, with checks and `should` assertions on the agent's reply."""
+
+    model_config = _FROZEN
+    user: str
+    checks: list[Check] = Field(default_factory=list)
+    should: list[str] = Field(default_factory=list)
+    """Verb phrases completing "The message should ...", judged on this reply."""
+
+    @field_validator("should", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("checks", mode="before")
+    @classmethod
+    def _expand(cls, v: Any) -> Any:
+        return [expand_check_shorthand(c) for c in v] if isinstance(v, list) else v
+
+
+# --- scenarios -------------------------------------------------------------------------
+
+class _ScenarioBase(BaseModel):
+    model_config = _FROZEN
+    id: str = Field(pattern=r"^[A-Za-z0-9_.:/-]+$", max_length=128)
+    name: str | None = None
+    description: str | None = None
+    """What is being tested; the judge reads it as context."""
+    target: TargetSpec | None = None
+    """Overrides the file's target."""
+    criteria: list[Criterion] = Field(default_factory=list)
+    restrictions: list[Criterion] = Field(default_factory=list)
+    checks: list[Check] = Field(default_factory=list)
+    """Checks over the whole conversation (or the turn each names)."""
+    trials: int = Field(default=1, ge=1, le=100)
+    threshold: Threshold = 1.0
+    timeout_s: float = Field(default=600, gt=0)
+    """Conversation timeout in seconds."""
+    tags: list[str] = Field(default_factory=list)
+    source: SkipJsonSchema[str | None] = None
+    """`file:line` the scenario came from; set by the loader."""
+
+    @field_validator("threshold", mode="before")
+    @classmethod
+    def _threshold(cls, v: Any) -> float:
+        return parse_threshold(v)
+
+    @field_validator("criteria", mode="before")
+    @classmethod
+    def _criteria(cls, v: Any) -> Any:
+        return _criteria_list(v, prefix="c", kind="success")
+
+    @field_validator("restrictions", mode="before")
+    @classmethod
+    def _restrictions(cls, v: Any) -> Any:
+        return _criteria_list(v, prefix="r", kind="restriction")
+
+    @field_validator("checks", mode="before")
+    @classmethod
+    def _expand(cls, v: Any) -> Any:
+        return [expand_check_shorthand(c) for c in v] if isinstance(v, list) else v
+
+    @model_validator(mode="after")
+    def _unique_criterion_ids(self) -> _ScenarioBase:
+        ids = [c.id for c in self.all_criteria]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"criterion ids must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+    @property
+    def all_criteria(self) -> list[Criterion]:
+        """Success criteria then restrictions, as the judge grades them."""
+        return [*self.criteria, *self.restrictions]
+
+    @property
+    def display_name(self) -> str:
+        """`name` if given, else `id`."""
+        return self.name or self.id
+
+
+class SimulatedScenario(_ScenarioBase):
+    """A simulated user (persona + goal, played by a model) talks to the target."""
+
+    kind: Literal["simulated"] = "simulated"
+    persona: str = "A typical first-time user of this product."
+    goal: str | None = None
+    """What the user wants; defaults to `description`."""
+    opening_message: str | None = None
+    """Sent verbatim as the first message (saves one model call)."""
+    instructions: str | None = None
+    context: str | None = None
+    """Scenario context: the situation the user is in."""
+    min_turns: int | None = Field(default=None, ge=1)
+    """Turns before the user may stop; default 1 (or 80% of max_turns with
+    `min_turns_default: ratio`)."""
+    min_turns_default: Literal["one", "ratio"] = "one"
+    max_turns: int = Field(default=6, ge=1, le=50)
+
+    @model_validator(mode="after")
+    def _turns(self) -> SimulatedScenario:
+        if self.min_turns is not None and self.min_turns > self.max_turns:
+            raise ValueError(f"min_turns ({self.min_turns}) is above max_turns "
+                             f"({self.max_turns}); lower min_turns or raise max_turns")
+        if not (self.goal or self.description):
+            raise ValueError("a simulated scenario needs a `goal` (or a `description`) "
+                             "so the simulated user knows what it wants")
+        return self
+
+    @property
+    def effective_min_turns(self) -> int:
+        """`min_turns`, else 80% of `max_turns` (rounded down, >= 1) or 1."""
+        if self.min_turns is not None:
+            return self.min_turns
+        if self.min_turns_default == "ratio":
+            return max(1, int(self.max_turns * 0.8))
+        return 1
+
+
+class ScriptedScenario(_ScenarioBase):
+    """User messages written in the test are sent in order; agent replies are live."""
+
+    kind: Literal["scripted"] = "scripted"
+    turns: list[ScriptedTurn] = Field(min_length=1)
+
+
+class SingleTurnScenario(_ScenarioBase):
+    """One prompt, one reply (Q&A); `expected_output` is shown to the judge as reference."""
+
+    kind: Literal["single_turn"] = "single_turn"
+    prompt: str
+    expected_output: str | None = None
+    should: list[str] = Field(default_factory=list)
+    category: str | None = None
+    topic: str | None = None
+    behavior: str | None = None
+
+    @field_validator("should", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+
+def scenario_kind(value: Any) -> str:
+    """Kind of a scenario mapping: explicit `kind`, else `turns` -> scripted, `prompt` ->
+    single_turn, otherwise simulated."""
+    if isinstance(value, dict):
+        if "kind" in value:
+            return value["kind"]
+        if "turns" in value:
+            return "scripted"
+        if "prompt" in value:
+            return "single_turn"
+        return "simulated"
+    return getattr(value, "kind", "simulated")
+
+
+Scenario = Annotated[
+    Annotated[SimulatedScenario, Tag("simulated")]
+    | Annotated[ScriptedScenario, Tag("scripted")]
+    | Annotated[SingleTurnScenario, Tag("single_turn")],
+    Discriminator(scenario_kind, custom_error_type="scenario_kind",
+                  custom_error_message="`kind` is one of: simulated, scripted, single_turn"),
+]
+AnyScenario = SimulatedScenario | ScriptedScenario | SingleTurnScenario
+
+
+def has_something_to_check(scenario: AnyScenario) -> bool:
+    """True when the scenario has at least one criterion, check, `should` or expected output."""
+    if scenario.all_criteria or scenario.checks:
+        return True
+    if isinstance(scenario, ScriptedScenario):
+        return any(t.checks or t.should for t in scenario.turns)
+    if isinstance(scenario, SingleTurnScenario):
+        return bool(scenario.should or scenario.expected_output)
+    return False
+
+
+class TestFile(BaseModel):
+    """A test file: one `target` shared by its `scenarios` (a test set)."""
+
+    __test__ = False  # not a pytest test class
+    model_config = _FROZEN
+    target: TargetSpec | None = None
+    scenarios: list[Scenario] = Field(min_length=1)

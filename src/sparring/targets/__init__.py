@@ -1,0 +1,1 @@
+"""Targets: the agent under test, reached through a transport. See `base.Target`."""

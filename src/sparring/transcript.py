@@ -1,0 +1,115 @@
+"""The conversation record: Message, ToolCall, Transcript (frozen, JSON-serialisable).
+
+Turn numbers are 1-based and count user messages: the user's first message and the agent's
+reply to it are both turn 1.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, JsonValue
+
+Role = Literal["user", "agent", "system", "tool"]
+
+
+class ToolCall(BaseModel):
+    """One tool call the agent made.
+
+    `arguments_raw` is the arguments text exactly as the target sent it; `arguments` is its
+    parsed JSON, or `None` with `arguments_error` saying why it did not parse.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    arguments_raw: str = "{}"
+    arguments: JsonValue = None
+    arguments_error: str | None = None
+    id: str | None = None
+    result: JsonValue = None
+    """What the tool returned, when the target reports it."""
+
+    @classmethod
+    def from_arguments(cls, name: str, arguments: Any, *, id: str | None = None,
+                       result: JsonValue = None) -> ToolCall:
+        """Build a ToolCall from arguments given as a JSON string, a dict, or `None`.
+
+        A string that is not valid JSON is kept in `arguments_raw` and the parse error is
+        recorded in `arguments_error`; this never raises.
+        """
+        if arguments is None:
+            return cls(name=name, arguments_raw="{}", arguments={}, id=id, result=result)
+        if isinstance(arguments, str):
+            try:
+                parsed = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as e:
+                return cls(name=name, arguments_raw=arguments, arguments=None,
+                           arguments_error=f"arguments are not valid JSON: {e}", id=id,
+                           result=result)
+            return cls(name=name, arguments_raw=arguments, arguments=parsed, id=id,
+                       result=result)
+        raw = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+        return cls(name=name, arguments_raw=raw, arguments=arguments, id=id, result=result)
+
+
+class Message(BaseModel):
+    """One message in a conversation.
+
+    `latency_ms` is the target's reply time in milliseconds (agent messages only); `raw` is
+    the payload the target sent, for reports and `sparring doctor`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Role
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    latency_ms: float | None = None
+    raw: JsonValue = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class Transcript(BaseModel):
+    """An ordered, immutable list of messages; `with_message` returns a new transcript."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    messages: tuple[Message, ...] = ()
+
+    def with_message(self, message: Message) -> Transcript:
+        """Return a new transcript with `message` appended."""
+        return Transcript.model_construct(messages=(*self.messages, message))
+
+    @property
+    def user_turns(self) -> int:
+        """Number of user messages so far."""
+        return sum(1 for m in self.messages if m.role == "user")
+
+    def agent_replies(self) -> list[tuple[int, Message]]:
+        """Agent messages with their 1-based turn number, in order."""
+        out: list[tuple[int, Message]] = []
+        turn = 0
+        for m in self.messages:
+            if m.role == "user":
+                turn += 1
+            elif m.role == "agent":
+                out.append((turn, m))
+        return out
+
+    def tool_calls(self) -> list[ToolCall]:
+        """Every tool call of every agent message, in order."""
+        return [c for m in self.messages if m.role == "agent" for c in m.tool_calls]
+
+
+def content_text(value: Any) -> str:
+    """Render a reply value as text: strings as is, anything else as canonical JSON.
+
+    DESIGN.md section 3: a reply that is JSON rather than text is shown as canonical JSON
+    text (sorted keys, no ASCII escaping), never as a language's default object rendering.
+    """
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
