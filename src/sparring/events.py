@@ -25,11 +25,13 @@ class RunStarted:
 
 @dataclass(frozen=True, slots=True)
 class TrialStarted:
-    """A trial (1-based `trial`) of `scenario_id` started."""
+    """A trial (1-based `trial`) of `scenario_id` started; `trials` is how many trials the
+    scenario has (`None` when the emitter does not say), for "trial n/N" displays."""
 
     scenario_id: str
     name: str
     trial: int
+    trials: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
