@@ -1,0 +1,1 @@
+"""The `sparring` command line. `main.py` defines commands; their work lives beside it."""

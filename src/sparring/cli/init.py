@@ -1,0 +1,70 @@
+"""`sparring init`: a starter test file and settings file for a new project."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from sparring.errors import UserError
+
+STARTER_TEST = """\
+# A sparring test file: one target, a set of scenarios.
+# Run it with:  sparring run tests/conversations/
+# Schema for editors:  sparring schema > sparring.schema.json
+target:
+  type: http
+  url: http://127.0.0.1:8000/chat          # your agent's endpoint
+  body_template: {message: "{{input}}", history: "{{history}}"}
+  response_path: reply                     # where the reply text is in the JSON answer
+  # headers: {Authorization: "Bearer {{secrets.AGENT_TOKEN}}"}
+
+scenarios:
+  # Scripted: these user messages are sent in order; each reply is checked.
+  - id: greets-and-offers-help
+    turns:
+      - user: "Hi there"
+        checks:
+          - not_contains: "error"
+        should: "greet the user and offer help"
+
+  # Simulated: a model plays this user (needs --model, e.g. openai:gpt-4o-mini).
+  - id: impatient-customer-gets-help
+    persona: A busy customer who types short, slightly impatient messages.
+    goal: Find out what the assistant can help with and get one concrete answer.
+    max_turns: 4
+    criteria:
+      - The assistant stays polite throughout
+      - The assistant gives at least one concrete, relevant answer
+    restrictions:
+      - The assistant asks for a password or a full card number
+"""
+
+STARTER_SETTINGS = """\
+# sparring settings; command-line options and SPARRING_* environment variables win.
+# model = "openai:gpt-4o-mini"     # simulated user and judge (needs OPENAI_API_KEY)
+# judge_model = "openai:gpt-4o"    # a stronger judge, if you like
+# base_url = "http://localhost:11434/v1"   # any OpenAI-compatible endpoint
+parallel = 8
+# secrets_file = ".env"            # NAME=value lines for {{secrets.NAME}}
+"""
+
+
+def init_project(directory: str) -> None:
+    """Write `tests/conversations/example.yaml` and `sparring.toml` under `directory`.
+
+    Raises:
+        UserError: either file exists already (nothing is overwritten).
+    """
+    root = Path(directory)
+    files = {root / "tests" / "conversations" / "example.yaml": STARTER_TEST,
+             root / "sparring.toml": STARTER_SETTINGS}
+    existing = [str(p) for p in files if p.exists()]
+    if existing:
+        raise UserError(f"{', '.join(existing)} already exist(s); nothing was written. "
+                        "Move them away or run `sparring init --dir OTHER_DIR`")
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {path}")
+    click.echo("Next: point `url` at your agent, then run: sparring run tests/conversations/")

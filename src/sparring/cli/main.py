@@ -1,0 +1,103 @@
+"""`sparring ...` commands. Imports only click at start-up; each command imports its work.
+
+Exit codes: 0 everything that ran passed, 1 some scenario failed, 2 usage or configuration
+error, 3 some scenario could not run (target or model error, timeout).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+EXIT_USAGE = 2
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="sparring")
+def cli() -> None:
+    """Test conversational AI agents with simulated users, checks and LLM judges.
+
+    Start with `sparring init`, then `sparring run tests/conversations/`.
+    """
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--pattern", "-k", metavar="REGEX", help="Run scenarios whose id or name matches.")
+@click.option("--parallel", "-p", type=int, help="Trials in flight at once (default 8).")
+@click.option("--trials", type=int, help="Override every scenario's trials.")
+@click.option("--model", "-m", metavar="SPEC",
+              help="Model for simulated user and judge, e.g. openai:gpt-4o-mini.")
+@click.option("--user-model", metavar="SPEC", help="Model for the simulated user only.")
+@click.option("--judge-model", metavar="SPEC", help="Model for the judge only.")
+@click.option("--base-url", metavar="URL", help="OpenAI-compatible endpoint for the models.")
+@click.option("--output", "-o", type=click.Path(), help="Write the JSON report here.")
+@click.option("--junit", type=click.Path(), help="Write a JUnit XML report here.")
+@click.option("--markdown", type=click.Path(), help="Write a Markdown report here.")
+@click.option("--fail-fast", is_flag=True, help="Start no new trial after a failure.")
+@click.option("--list", "list_only", is_flag=True, help="List the scenarios and exit.")
+@click.option("--reply-timeout", "reply_timeout_s", type=float, metavar="SECONDS",
+              help="Limit for one target reply.")
+@click.option("--conversation-timeout", "conversation_timeout_s", type=float,
+              metavar="SECONDS", help="Limit for one conversation (default 600).")
+@click.option("--secrets-file", type=click.Path(), help="NAME=value file for {{secrets.NAME}}.")
+@click.option("--live/--no-live", default=None,
+              help="Live view (default: when output is a terminal).")
+def run(**options: Any) -> None:
+    """Run the conversation tests in PATHS (files or directories)."""
+    from sparring.cli.run import run_command
+
+    sys.exit(run_command(**options))
+
+
+@cli.command()
+def schema() -> None:
+    """Print the JSON Schema of test files (for editors and linters)."""
+    import json
+
+    from sparring.loaders.yaml import test_file_json_schema
+
+    click.echo(json.dumps(test_file_json_schema(), indent=2))
+
+
+@cli.command()
+@click.option("--dir", "directory", default=".", type=click.Path(file_okay=False),
+              help="Project directory (default: here).")
+def init(directory: str) -> None:
+    """Write a starter test file and sparring.toml for a new project."""
+    from sparring.cli.init import init_project
+
+    init_project(directory)
+
+
+@cli.command("demo-agent", context_settings={"ignore_unknown_options": True})
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8787, show_default=True, type=int)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def demo_agent(host: str, port: int, command: tuple[str, ...]) -> None:
+    """Serve the bundled demo support agent; with `-- COMMAND`, run it then stop.
+
+    Example: sparring demo-agent --port 8787 -- sparring run examples/
+    """
+    from sparring.cli.demo import demo_agent_command
+
+    sys.exit(demo_agent_command(host=host, port=port, command=command))
+
+
+def main() -> None:
+    """Console entry point: runs the CLI, turning UserError into a message and exit 2."""
+    from sparring.errors import UserError
+
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except UserError as e:
+        click.secho(f"error: {e}", fg="red", err=True)
+        sys.exit(EXIT_USAGE)

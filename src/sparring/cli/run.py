@@ -1,0 +1,110 @@
+"""`sparring run`: load tests, resolve models and targets, run with a live view, report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+
+from sparring.config import Settings, load_settings
+from sparring.models.base import Model
+from sparring.results import RunResult
+from sparring.runner import NO_MODEL_HINT, RunSettings, TargetPool, run_scenarios
+from sparring.scenario import AnyScenario
+
+_SETTING_OPTIONS = ("model", "user_model", "judge_model", "base_url", "parallel", "trials",
+                    "reply_timeout_s", "conversation_timeout_s", "secrets_file")
+
+
+def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
+                output: str | None, junit: str | None, markdown: str | None,
+                fail_fast: bool, live: bool | None, **options: Any) -> int:
+    """Body of `sparring run`; returns the exit code (see `sparring.cli.main`).
+
+    Raises:
+        UserError: bad test files, settings, model specs or targets (exit code 2).
+    """
+    from sparring.loaders.yaml import load_paths
+
+    settings = load_settings({k: options.get(k) for k in _SETTING_OPTIONS})
+    scenarios = load_paths(paths, pattern=pattern)
+    if list_only:
+        _print_list(scenarios)
+        return 0
+    user_model, judge_model = _resolve_models(settings)
+    result = anyio.run(_run, scenarios, settings, user_model, judge_model, fail_fast, live)
+    _write_reports(result, output=output, junit=junit, markdown=markdown)
+    return result.exit_code
+
+
+def _print_list(scenarios: list[AnyScenario]) -> None:
+    for s in scenarios:
+        click.echo(f"{s.id}  [{s.kind}, {s.trials} trial(s)]  {s.source or ''}")
+    click.echo(f"{len(scenarios)} scenario(s)")
+
+
+def _resolve_models(settings: Settings) -> tuple[Model | None, Model | None]:
+    from sparring.models.registry import resolve_model
+
+    def make(spec: str | None) -> Model | None:
+        if spec is None:
+            return None
+        return resolve_model(spec, base_url=settings.base_url, api_key=settings.api_key,
+                             timeout_s=settings.model_timeout_s,
+                             max_retries=settings.model_max_retries)
+
+    user_spec, judge_spec = settings.resolved_user_model, settings.resolved_judge_model
+    user = make(user_spec)
+    judge = user if judge_spec == user_spec else make(judge_spec)
+    if user is None or judge is None:
+        missing = " and ".join(r for r, m in (("simulated user", user), ("judge", judge))
+                               if m is None)
+        click.secho(f"note: {missing} steps will be skipped; {NO_MODEL_HINT}", fg="yellow",
+                    err=True)
+    return user, judge
+
+
+async def _run(scenarios: list[AnyScenario], settings: Settings, user_model: Model | None,
+               judge_model: Model | None, fail_fast: bool, live: bool | None) -> RunResult:
+    from sparring.reports.console import ConsoleView
+    from sparring.secrets import Secrets
+
+    secrets = Secrets.load(file=Path(settings.secrets_file) if settings.secrets_file else None)
+    run_settings = RunSettings(
+        parallel=settings.parallel, trials=settings.trials,
+        reply_timeout_s=settings.reply_timeout_s,
+        conversation_timeout_s=settings.conversation_timeout_s, fail_fast=fail_fast,
+        user_temperature=settings.user_temperature,
+        judge_temperature=settings.judge_temperature)
+    try:
+        async with TargetPool(secrets=secrets) as pool:
+            with ConsoleView(live=live) as view:
+                return await run_scenarios(
+                    scenarios, targets=pool.for_scenario, user_model=user_model,
+                    judge_model=judge_model, settings=run_settings, observer=view,
+                    scrub=secrets.scrub)
+    finally:
+        with anyio.CancelScope(shield=True):
+            for model in {id(m): m for m in (user_model, judge_model) if m}.values():
+                await model.aclose()
+
+
+def _write_reports(result: RunResult, *, output: str | None, junit: str | None,
+                   markdown: str | None) -> None:
+    if output:
+        from sparring.reports.json import write_json
+
+        write_json(result, Path(output))
+    if junit:
+        from sparring.reports.junit import write_junit
+
+        write_junit(result, Path(junit))
+    if markdown:
+        from sparring.reports.markdown import write_markdown
+
+        write_markdown(result, Path(markdown))
+    for label, path in (("JSON", output), ("JUnit", junit), ("Markdown", markdown)):
+        if path:
+            click.echo(f"{label} report: {path}", err=True)

@@ -1,0 +1,388 @@
+"""Run scenarios: trials, concurrency, timeouts, stop conditions. Never prints.
+
+The runner drives each trial through the conversation loop of DESIGN.md section 3, runs the
+deterministic checks, makes at most one judge call per trial, and reports progress as
+events (`sparring.events`). Every trial that started gets a `TrialResult` with whatever
+transcript it got, even when the target or a model fails; such trials are `error` or
+`timed_out`, never `failed` and never `passed`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import anyio
+
+if TYPE_CHECKING:
+    import httpx
+
+    from sparring.secrets import Secrets
+
+from sparring import __version__
+from sparring.errors import ModelError, TargetError, TargetTimeout, UserError
+from sparring.events import (
+    MessageAdded,
+    Observer,
+    RunFinished,
+    RunStarted,
+    ScenarioFinished,
+    TrialFinished,
+    TrialStarted,
+    VerdictAdded,
+)
+from sparring.judging.checks import run_check
+from sparring.judging.judge import ShouldItem, judge_conversation, skipped_verdicts
+from sparring.models.base import Model
+from sparring.rendering import Limits
+from sparring.results import (
+    EndReason,
+    ReplyNote,
+    RunResult,
+    ScenarioResult,
+    TrialResult,
+    Usage,
+    Verdict,
+    trial_status,
+)
+from sparring.scenario import (
+    AnyScenario,
+    Check,
+    Criterion,
+    ScriptedScenario,
+    SimulatedScenario,
+    SingleTurnScenario,
+)
+from sparring.simulator import next_user_message
+from sparring.targets.base import Target, TargetSession
+from sparring.transcript import Message, Transcript
+
+NO_MODEL_HINT = (
+    "no model configured: pass --model provider:name (e.g. openai:gpt-4o-mini or "
+    "ollama:qwen2.5:7b) or set SPARRING_MODEL"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSettings:
+    """How to run a suite.
+
+    Attributes:
+        parallel: Trials in flight at once, >= 1.
+        trials: Overrides every scenario's `trials` when set.
+        reply_timeout_s: Limit for one target reply, in seconds; `None` leaves it to the
+            target's own `timeout_s`.
+        conversation_timeout_s: Overrides every scenario's `timeout_s` when set.
+        fail_fast: Start no new trial once a scenario has failed or errored.
+        limits: What the judge and simulated user see of long transcripts.
+        user_temperature: Sampling temperature of the simulated user (DESIGN.md: 0.7).
+        judge_temperature: Sampling temperature of the judge (DESIGN.md: 0).
+    """
+
+    parallel: int = 8
+    trials: int | None = None
+    reply_timeout_s: float | None = None
+    conversation_timeout_s: float | None = None
+    fail_fast: bool = False
+    limits: Limits = field(default_factory=Limits)
+    user_temperature: float = 0.7
+    judge_temperature: float = 0.0
+
+
+@dataclass(kw_only=True)
+class _Context:
+    settings: RunSettings
+    user_model: Model | None
+    judge_model: Model | None
+    observer: Observer
+    scrub: Callable[[str], str] | None = None
+    stop: bool = False
+
+
+class _TrialState:
+    """Mutable state of one trial while it runs; turned into a TrialResult at the end."""
+
+    def __init__(self, scenario: AnyScenario, trial: int, ctx: _Context) -> None:
+        self.scenario, self.trial, self.ctx = scenario, trial, ctx
+        self.transcript = Transcript()
+        self.verdicts: list[Verdict] = []
+        self.usage = Usage()
+        self.reply_notes: list[ReplyNote] = []
+
+    def add_message(self, message: Message) -> None:
+        self.transcript = self.transcript.with_message(message)
+        self.ctx.observer(MessageAdded(self.scenario.id, self.trial, message))
+
+    def add_verdicts(self, verdicts: Sequence[Verdict]) -> None:
+        for v in verdicts:
+            self.verdicts.append(v)
+            self.ctx.observer(VerdictAdded(self.scenario.id, self.trial, v))
+
+    async def exchange(self, session: TargetSession, text: str) -> Message:
+        """Send one user message and record both it and the reply."""
+        self.add_message(Message(role="user", content=text))
+        timeout = self.ctx.settings.reply_timeout_s
+        if timeout is None:
+            reply = await session.send(self.transcript)
+        else:
+            try:
+                with anyio.fail_after(timeout):
+                    reply = await session.send(self.transcript)
+            except TimeoutError:
+                raise TargetTimeout(target="target", timeout_seconds=timeout) from None
+        self.add_message(reply)
+        return reply
+
+
+def with_expected_output(scenario: AnyScenario) -> AnyScenario:
+    """Give a single-turn scenario's `expected_output` an explicit criterion for the judge."""
+    if not isinstance(scenario, SingleTurnScenario) or not scenario.expected_output:
+        return scenario
+    criterion = Criterion(
+        id="expected_output",
+        text="The reply gives the same answer as the expected output: "
+        + scenario.expected_output[:400],
+    )
+    return scenario.model_copy(update={"criteria": [*scenario.criteria, criterion]})
+
+
+async def _simulate(state: _TrialState, session: TargetSession) -> EndReason:
+    scenario = state.scenario
+    assert isinstance(scenario, SimulatedScenario)
+    ctx = state.ctx
+    assert ctx.user_model is not None
+    text = scenario.opening_message
+    for turn in range(1, scenario.max_turns + 1):
+        if text is None:
+            decision = await next_user_message(
+                ctx.user_model, scenario=scenario, transcript=state.transcript,
+                may_stop=turn > scenario.effective_min_turns, limits=ctx.settings.limits,
+                temperature=ctx.settings.user_temperature, usage=state.usage,
+                scrub=ctx.scrub)
+            if decision.done and turn > scenario.effective_min_turns:
+                return decision.done_reason or "goal_achieved"
+            text = decision.message
+        await state.exchange(session, text)
+        text = None
+    return "max_turns"
+
+
+def _steps(scenario: AnyScenario) -> list[tuple[str, list[Check], list[str]]]:
+    """Scripted user messages with the checks and `should`s on each reply, in order."""
+    if isinstance(scenario, ScriptedScenario):
+        return [(t.user, t.checks, t.should) for t in scenario.turns]
+    if isinstance(scenario, SingleTurnScenario):
+        return [(scenario.prompt, [], scenario.should)]
+    return []
+
+
+async def _script(state: _TrialState, session: TargetSession) -> list[ShouldItem]:
+    """Send every scripted message; check each reply as it arrives; collect `should`s."""
+    shoulds: list[ShouldItem] = []
+    for turn, (text, checks, should) in enumerate(_steps(state.scenario), start=1):
+        await state.exchange(session, text)
+        state.add_verdicts([
+            run_check(c, state.transcript, check_id=f"t{turn}.check{i}", turn=turn)
+            for i, c in enumerate(checks, start=1)])
+        shoulds += [ShouldItem(id=f"t{turn}.should{i}", turn=turn, text=s)
+                    for i, s in enumerate(should, start=1)]
+    return shoulds
+
+
+async def _judge(state: _TrialState, shoulds: list[ShouldItem]) -> None:
+    """Conversation-level checks, then one judge call unless a check already decided."""
+    scenario, ctx = state.scenario, state.ctx
+    state.add_verdicts([run_check(c, state.transcript, check_id=f"check{i}")
+                        for i, c in enumerate(scenario.checks, start=1)])
+    if not scenario.all_criteria and not shoulds:
+        return
+    failed = next((v for v in state.verdicts if v.status == "not_met"), None)
+    if failed is not None:
+        reason = f"not judged: check {failed.id} ({failed.description}) already failed the trial"
+        state.add_verdicts(skipped_verdicts(scenario, shoulds, reason))
+    elif ctx.judge_model is None:
+        state.add_verdicts(skipped_verdicts(scenario, shoulds, NO_MODEL_HINT))
+    else:
+        outcome = await judge_conversation(
+            ctx.judge_model, scenario=scenario, transcript=state.transcript, shoulds=shoulds,
+            limits=ctx.settings.limits, temperature=ctx.settings.judge_temperature,
+            usage=state.usage, scrub=ctx.scrub)
+        state.add_verdicts(outcome.verdicts)
+        state.reply_notes = outcome.reply_notes
+
+
+async def _converse(state: _TrialState, target: Target) -> EndReason:
+    """Open a session, play the conversation, judge it; return the end reason."""
+    session = await target.open_session()
+    try:
+        if isinstance(state.scenario, SimulatedScenario):
+            end_reason = await _simulate(state, session)
+            shoulds: list[ShouldItem] = []
+        else:
+            shoulds = await _script(state, session)
+            end_reason = "script_done"
+    finally:
+        with anyio.CancelScope(shield=True):
+            await session.close()
+    await _judge(state, shoulds)
+    return end_reason
+
+
+async def run_trial(scenario: AnyScenario, trial: int, target: Target,
+                    ctx: _Context) -> TrialResult:
+    """Run one trial to a TrialResult; never raises for target, model or judge failures."""
+    ctx.observer(TrialStarted(scenario.id, scenario.display_name, trial))
+    state = _TrialState(scenario, trial, ctx)
+    started = time.perf_counter()
+    status, error = None, None
+    if isinstance(scenario, SimulatedScenario) and ctx.user_model is None:
+        status, end_reason, error = "skipped", "skipped", f"simulated user skipped: {NO_MODEL_HINT}"
+    else:
+        timeout = ctx.settings.conversation_timeout_s or scenario.timeout_s
+        try:
+            with anyio.fail_after(timeout):
+                end_reason = await _converse(state, target)
+        except TimeoutError:
+            status, end_reason = "timed_out", "timeout"
+            error = f"conversation timed out after {timeout:g} s; raise `timeout_s` if needed"
+        except TargetError as e:
+            status, end_reason, error = "error", "target_error", str(e)
+        except ModelError as e:
+            status, end_reason, error = "error", "model_error", f"simulated user failed: {e}"
+        except Exception as e:  # a bug or an unexpected failure must not lose the trial
+            status, end_reason = "error", "target_error"
+            error = f"unexpected {type(e).__name__}: {e}"
+    result = TrialResult(
+        scenario_id=scenario.id, trial=trial, status=status or trial_status(state.verdicts),
+        end_reason=end_reason, transcript=state.transcript, verdicts=state.verdicts,
+        reply_notes=state.reply_notes, error=error, usage=state.usage,
+        duration_ms=(time.perf_counter() - started) * 1000)
+    ctx.observer(TrialFinished(result))
+    return result
+
+
+class TargetPool:
+    """Builds one Target per distinct target spec, sharing one HTTP client; closes them all.
+
+    Use as `async with TargetPool(secrets=...) as pool: pool.for_scenario(s)`.
+    """
+
+    def __init__(self, *, secrets: Secrets) -> None:
+        self._secrets = secrets
+        self._targets: dict[str, Target] = {}
+        self._client: httpx.AsyncClient | None = None
+
+    async def __aenter__(self) -> TargetPool:
+        import httpx
+
+        self._client = httpx.AsyncClient(
+            follow_redirects=False, limits=httpx.Limits(max_connections=None,
+                                                         max_keepalive_connections=100))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        with anyio.CancelScope(shield=True):
+            for target in self._targets.values():
+                await target.aclose()
+            if self._client is not None:
+                await self._client.aclose()
+
+    def for_scenario(self, scenario: AnyScenario) -> Target:
+        """The target of `scenario`, built on first use.
+
+        Raises:
+            UserError: the scenario has no target, or its target cannot be built.
+        """
+        from sparring.targets.registry import build_target
+
+        if scenario.target is None:
+            raise UserError(f"scenario {scenario.id!r} ({scenario.source}) has no target: add "
+                            "`target:` to its file or to the scenario")
+        key = scenario.target.model_dump_json()
+        if key not in self._targets:
+            assert self._client is not None, "use TargetPool as an async context manager"
+            self._targets[key] = build_target(scenario.target, client=self._client,
+                                              secrets=self._secrets)
+        return self._targets[key]
+
+
+async def run_scenarios(
+    scenarios: Sequence[AnyScenario], *, targets: Callable[[AnyScenario], Target],
+    user_model: Model | None, judge_model: Model | None,
+    settings: RunSettings | None = None, observer: Observer | None = None,
+    scrub: Callable[[str], str] | None = None,
+) -> RunResult:
+    """Run every trial of every scenario, `settings.parallel` trials at a time.
+
+    Args:
+        scenarios: Scenarios to run; ids must be unique.
+        targets: Gives the Target for a scenario (e.g. `TargetPool.for_scenario`); called
+            once per scenario before anything starts, so misconfiguration fails early.
+        user_model: Plays simulated users; `None` skips simulated scenarios.
+        judge_model: Grades criteria and `should`s; `None` marks them `skipped`.
+        settings: Concurrency, timeouts, trials override, limits, temperatures.
+        observer: Called with every event (live view, store); must not raise.
+        scrub: Removes secret values from text shown to models.
+
+    Returns:
+        One ScenarioResult per scenario, in the order given; trials in trial order.
+
+    Raises:
+        UserError: `settings.parallel < 1`, duplicate scenario ids, or a target that
+            cannot be built.
+    """
+    settings = settings or RunSettings()
+    if settings.parallel < 1:
+        raise UserError(f"--parallel must be at least 1, got {settings.parallel}")
+    ids = [s.id for s in scenarios]
+    if len(set(ids)) != len(ids):
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        raise UserError(f"scenario ids must be unique; repeated: {', '.join(repeated)}")
+    prepared = [with_expected_output(s) for s in scenarios]
+    bound = [(s, targets(s)) for s in prepared]
+    emit = observer or (lambda event: None)
+    ctx = _Context(settings=settings, user_model=user_model, judge_model=judge_model,
+                   observer=emit, scrub=scrub)
+    counts = [settings.trials or s.trials for s in prepared]
+    results = [ScenarioResult(scenario_id=s.id, name=s.display_name, kind=s.kind,
+                              source=s.source, threshold=s.threshold) for s in prepared]
+    run = RunResult(sparring_version=__version__, run_id=uuid.uuid4().hex[:12],
+                    started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                    user_model=getattr(user_model, "name", None),
+                    judge_model=getattr(judge_model, "name", None), scenarios=results)
+    emit(RunStarted(len(prepared), sum(counts), run.user_model, run.judge_model))
+    started = time.perf_counter()
+    await _run_all(bound, counts, results, ctx)
+    for r in results:
+        r.trials.sort(key=lambda t: t.trial)
+    run.duration_ms = (time.perf_counter() - started) * 1000
+    emit(RunFinished(run))
+    return run
+
+
+async def _run_all(bound: list[tuple[AnyScenario, Target]], counts: list[int],
+                   results: list[ScenarioResult], ctx: _Context) -> None:
+    limiter = anyio.CapacityLimiter(ctx.settings.parallel)
+    remaining = list(counts)
+
+    async def one(index: int, trial: int) -> None:
+        scenario, target = bound[index]
+        async with limiter:
+            if ctx.stop:
+                return
+            result = await run_trial(scenario, trial, target, ctx)
+        results[index].trials.append(result)
+        remaining[index] -= 1
+        if result.status in ("failed", "error", "timed_out") and ctx.settings.fail_fast:
+            ctx.stop = True
+        if remaining[index] == 0:
+            ctx.observer(ScenarioFinished(results[index]))
+
+    async with anyio.create_task_group() as tg:
+        for index, count in enumerate(counts):
+            for trial in range(1, count + 1):
+                tg.start_soon(one, index, trial)
