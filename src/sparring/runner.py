@@ -232,10 +232,13 @@ async def _converse(state: _TrialState, target: Target) -> EndReason:
     return end_reason
 
 
-async def run_trial(scenario: AnyScenario, trial: int, target: Target,
-                    ctx: _Context) -> TrialResult:
-    """Run one trial to a TrialResult; never raises for target, model or judge failures."""
-    ctx.observer(TrialStarted(scenario.id, scenario.display_name, trial))
+async def run_trial(scenario: AnyScenario, trial: int, target: Target, ctx: _Context, *,
+                    trials: int) -> TrialResult:
+    """Run trial number `trial` (1-based, of `trials`) to a TrialResult.
+
+    Never raises for target, model or judge failures: they become the trial's status.
+    """
+    ctx.observer(TrialStarted(scenario.id, scenario.display_name, trial, trials))
     state = _TrialState(scenario, trial, ctx)
     started = time.perf_counter()
     status, error = None, None
@@ -374,7 +377,7 @@ async def _run_all(bound: list[tuple[AnyScenario, Target]], counts: list[int],
         async with limiter:
             if ctx.stop:
                 return
-            result = await run_trial(scenario, trial, target, ctx)
+            result = await run_trial(scenario, trial, target, ctx, trials=counts[index])
         results[index].trials.append(result)
         remaining[index] -= 1
         if result.status in ("failed", "error", "timed_out") and ctx.settings.fail_fast:
