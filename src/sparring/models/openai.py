@@ -1,0 +1,175 @@
+"""`OpenAIModel`: any OpenAI-compatible chat completions endpoint (OpenAI, Ollama, vLLM, ...).
+
+A leaf provider: only `sparring.models.registry` imports it, so the openai SDK is loaded
+only when such a model is used. Retries (429 honouring `Retry-After` / `retry-after-ms`,
+408/409/5xx, timeouts and connection errors, capped exponential backoff with jitter) are
+the SDK's own; what is left after them becomes a `ModelError` that says what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+
+from sparring.errors import ModelError, UserError
+from sparring.models.base import ChatMessage, Completion
+
+_REJECTION_HINTS = ("response_format", "response format", "json_schema", "json schema",
+                    "structured output", "json mode")
+
+
+class OpenAIModel:
+    """A model behind an OpenAI-compatible `/chat/completions` endpoint.
+
+    One SDK client per instance, shared by all concurrent `complete` calls.
+
+    Args:
+        name: The spec shown in reports, e.g. `openai:gpt-4o-mini`.
+        model: The model name sent to the endpoint, e.g. `gpt-4o-mini` or `qwen2.5:7b`.
+        base_url: Endpoint root ending in `/v1`; `None` means OpenAI (or `OPENAI_BASE_URL`).
+        api_key: Bearer key; `None` reads `OPENAI_API_KEY`.
+        timeout_s: Limit for one HTTP attempt, in seconds.
+        max_retries: Retries after the first attempt, for 408/409/429/5xx, timeouts and
+            connection errors.
+
+    Raises:
+        UserError: no API key given and `OPENAI_API_KEY` unset.
+    """
+
+    def __init__(
+        self, *, name: str, model: str, base_url: str | None = None,
+        api_key: str | None = None, timeout_s: float = 120, max_retries: int = 4,
+    ) -> None:
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            raise UserError(f"model {name!r} needs an API key: export OPENAI_API_KEY=... or "
+                            "pass api_key (local servers accept any non-empty key)")
+        self.name, self.model = name, model
+        self.timeout_s, self.max_retries = timeout_s, max_retries
+        self._client = AsyncOpenAI(api_key=key, base_url=base_url, timeout=timeout_s,
+                                   max_retries=max_retries)
+        self.base_url = str(self._client.base_url).rstrip("/")
+        self.native_json_schema = True
+        """False once the endpoint rejected `response_format`; instructions are used then."""
+
+    async def complete(
+        self, messages: Sequence[ChatMessage], *, temperature: float,
+        json_schema: dict[str, Any] | None = None, schema_name: str = "answer",
+    ) -> Completion:
+        """One chat completion; with `json_schema`, ask for JSON matching it.
+
+        Native structured output (`response_format: json_schema`, non-strict) is tried
+        first; if the endpoint rejects it, the schema goes into the system prompt from then
+        on. Callers still parse the text (see `sparring.models.structured`).
+
+        Raises:
+            ModelError: the call failed after the SDK's retries; the message says what to do.
+        """
+        try:
+            if json_schema is not None and self.native_json_schema:
+                response_format = {"type": "json_schema", "json_schema": {
+                    "name": schema_name, "schema": json_schema, "strict": False}}
+                try:
+                    return await self._create(messages, temperature, response_format)
+                except openai.APIStatusError as e:
+                    if not _rejects_response_format(e):
+                        raise
+                    self.native_json_schema = False
+            if json_schema is not None:
+                messages = with_schema_instructions(messages, json_schema)
+            return await self._create(messages, temperature, None)
+        except openai.OpenAIError as e:
+            raise self._error(e) from e
+
+    async def _create(
+        self, messages: Sequence[ChatMessage], temperature: float,
+        response_format: dict[str, Any] | None,
+    ) -> Completion:
+        extra: dict[str, Any] = {}
+        if response_format is not None:
+            extra["response_format"] = response_format
+        response = await self._client.chat.completions.create(
+            model=self.model, messages=list(messages),  # type: ignore[arg-type]
+            temperature=temperature, **extra)
+        if not response.choices:
+            raise ModelError(f"{self.name}: the endpoint returned no choices; check that "
+                             f"{self.base_url} is a chat completions endpoint")
+        message = response.choices[0].message
+        if message.content is None and getattr(message, "refusal", None):
+            raise ModelError(f"{self.name} refused to answer: {message.refusal}")
+        usage = response.usage
+        return Completion(
+            text=message.content or "",
+            input_tokens=usage.prompt_tokens if usage is not None else None,
+            output_tokens=usage.completion_tokens if usage is not None else None)
+
+    def _error(self, e: openai.OpenAIError) -> ModelError:
+        where = f"{self.name} at {self.base_url}"
+        tries = f"after {self.max_retries} retries" if self.max_retries else "(no retries)"
+        if isinstance(e, openai.APITimeoutError):
+            return ModelError(f"{where}: no answer within {self.timeout_s:g} s {tries}; raise "
+                              "the model timeout or check that the server is not overloaded")
+        if isinstance(e, openai.APIConnectionError):
+            return ModelError(f"{where}: could not connect {tries}; check base_url and that "
+                              f"the server is running ({e})")
+        if isinstance(e, openai.APIStatusError):
+            return ModelError(f"{where}: HTTP {e.status_code}: {_detail(e)}. "
+                              + _status_hint(e.status_code, self.model, tries))
+        return ModelError(f"{where}: {e}")
+
+    async def aclose(self) -> None:
+        """Close the SDK client and its connections."""
+        await self._client.close()
+
+
+def _status_hint(status: int, model: str, tries: str) -> str:
+    if status == 401:
+        return ("The API key was rejected: set OPENAI_API_KEY (or the provider's key) or pass "
+                "api_key")
+    if status == 403:
+        return f"The API key has no access to model {model!r}; check the key's permissions"
+    if status == 404:
+        return (f"Check the model name {model!r} (for Ollama: `ollama list`) and that "
+                "base_url ends in /v1")
+    if status == 429:
+        return f"Still rate limited {tries}; lower the concurrency or wait and rerun"
+    if status >= 500:
+        return f"The server kept failing {tries}; check its logs or try again later"
+    return "Check the model settings and the request the endpoint expects"
+
+
+def _detail(e: openai.APIStatusError) -> str:
+    body = e.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return body["message"][:300]
+    return e.message[:300]
+
+
+def _rejects_response_format(e: openai.APIStatusError) -> bool:
+    if e.status_code not in (400, 422, 501):
+        return False
+    text = f"{e.message} {e.body}".lower()
+    return any(hint in text for hint in _REJECTION_HINTS)
+
+
+def with_schema_instructions(
+    messages: Sequence[ChatMessage], json_schema: dict[str, Any],
+) -> list[ChatMessage]:
+    """Return `messages` with the JSON answer format spelled out in the system prompt.
+
+    Used when the endpoint has no native structured output: the schema is appended to the
+    first system message (or sent as a new first system message).
+    """
+    instructions = ("Answer with one JSON object only: no prose, no code fences. It must match "
+                    "this JSON Schema:\n" + json.dumps(json_schema, separators=(",", ":")))
+    out = list(messages)
+    if out and out[0]["role"] == "system":
+        out[0] = {"role": "system", "content": f"{out[0]['content']}\n\n{instructions}"}
+    else:
+        out.insert(0, {"role": "system", "content": instructions})
+    return out

@@ -1,0 +1,143 @@
+"""Resolve a model spec such as `openai:gpt-4o-mini` to a `Model`.
+
+Providers are loaded lazily from a dict of loaders, so importing this module imports no
+SDK; a provider's SDK is imported only when a model of that provider is resolved.
+
+- `openai:NAME`: OpenAI, or `base_url` / `OPENAI_BASE_URL`; key from `api_key` or
+  `OPENAI_API_KEY`, required.
+- `ollama:NAME`: `base_url`, else `OLLAMA_HOST`, else http://localhost:11434/v1; no key.
+- `openai-compatible:NAME`: `base_url` (or `OPENAI_BASE_URL`), required; key optional.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any
+
+from sparring.errors import UserError
+from sparring.models.base import Model
+
+OLLAMA_DEFAULT_URL = "http://localhost:11434/v1"
+_NO_KEY = "not-needed"
+"""Sent as the bearer key to servers that need none (the SDK insists on one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelOptions:
+    """Connection settings passed to a provider loader (see `resolve_model`)."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout_s: float = 120
+    max_retries: int = 4
+
+
+ProviderLoader = Callable[[str, str, ModelOptions], Model]
+"""`loader(spec, model_name, options) -> Model`; imports its SDK only when called."""
+
+
+def _openai_class() -> Any:
+    return import_module("sparring.models.openai").OpenAIModel
+
+
+def _openai(spec: str, model: str, o: ModelOptions) -> Model:
+    key = o.api_key or os.environ.get("OPENAI_API_KEY")
+    if not key:
+        raise UserError(f"model {spec!r} needs an OpenAI API key: export OPENAI_API_KEY=sk-... "
+                        "or pass api_key. For a local server use 'ollama:NAME' or "
+                        "'openai-compatible:NAME' with a base_url")
+    return _openai_class()(name=spec, model=model, api_key=key,
+                           base_url=o.base_url or os.environ.get("OPENAI_BASE_URL") or None,
+                           timeout_s=o.timeout_s, max_retries=o.max_retries)
+
+
+def ollama_base_url(host: str | None) -> str:
+    """The OpenAI-compatible URL of an Ollama server given as `OLLAMA_HOST` would be.
+
+    `None` or empty -> http://localhost:11434/v1; `0.0.0.0:11434`, `myhost` or
+    `http://myhost:8080` -> the same with scheme, port (default 11434) and `/v1` added.
+    """
+    if not host:
+        return OLLAMA_DEFAULT_URL
+    scheme, sep, rest = host.partition("://")
+    if not sep:
+        scheme, rest = "http", host
+    rest = rest.rstrip("/")
+    hostport, slash, path = rest.partition("/")
+    if ":" not in hostport.rpartition("]")[2]:
+        hostport += ":11434"
+    if hostport.startswith("0.0.0.0"):
+        hostport = "127.0.0.1" + hostport[len("0.0.0.0"):]
+    path = f"/{path}" if slash else ""
+    if not path.endswith("/v1"):
+        path += "/v1"
+    return f"{scheme}://{hostport}{path}"
+
+
+def _ollama(spec: str, model: str, o: ModelOptions) -> Model:
+    base_url = o.base_url or ollama_base_url(os.environ.get("OLLAMA_HOST"))
+    return _openai_class()(name=spec, model=model, base_url=base_url,
+                           api_key=o.api_key or _NO_KEY, timeout_s=o.timeout_s,
+                           max_retries=o.max_retries)
+
+
+def _compatible(spec: str, model: str, o: ModelOptions) -> Model:
+    base_url = o.base_url or os.environ.get("OPENAI_BASE_URL")
+    if not base_url:
+        raise UserError(f"model {spec!r} needs a base_url, the endpoint root ending in /v1 "
+                        "(e.g. http://localhost:8000/v1): pass base_url or set OPENAI_BASE_URL")
+    key = o.api_key or os.environ.get("OPENAI_API_KEY") or _NO_KEY
+    return _openai_class()(name=spec, model=model, base_url=base_url, api_key=key,
+                           timeout_s=o.timeout_s, max_retries=o.max_retries)
+
+
+PROVIDERS: dict[str, ProviderLoader] = {
+    "openai": _openai,
+    "ollama": _ollama,
+    "openai-compatible": _compatible,
+}
+
+
+def register_provider(name: str, loader: ProviderLoader) -> None:
+    """Make `name:MODEL` specs resolve through `loader` (replacing any earlier one)."""
+    PROVIDERS[name] = loader
+
+
+def resolve_model(
+    spec: str, *, base_url: str | None = None, api_key: str | None = None,
+    timeout_s: float = 120, max_retries: int = 4,
+) -> Model:
+    """Build the model a spec names, e.g. `openai:gpt-4o-mini` or `ollama:qwen2.5:7b`.
+
+    Everything after the first `:` is the model name, so names may contain colons.
+
+    Args:
+        spec: `provider:name`, provider one of `PROVIDERS`.
+        base_url: Endpoint root ending in `/v1` (overrides the provider's default).
+        api_key: Bearer key (overrides the provider's environment variable).
+        timeout_s: Limit for one HTTP attempt, in seconds.
+        max_retries: Retries of a failed attempt (429, 5xx, timeouts).
+
+    Raises:
+        UserError: malformed spec, unknown provider (with a did-you-mean), or a missing
+            key / base_url the provider needs.
+    """
+    provider, sep, name = spec.strip().partition(":")
+    if not sep or not provider:
+        raise UserError(f"model {spec!r} is not 'provider:name'; write e.g. "
+                        f"'openai:{spec.strip() or 'gpt-4o-mini'}' or 'ollama:qwen2.5:7b'")
+    loader = PROVIDERS.get(provider)
+    if loader is None:
+        close = difflib.get_close_matches(provider, PROVIDERS, n=1)
+        hint = f" Did you mean '{close[0]}:{name}'?" if close else ""
+        raise UserError(f"unknown model provider {provider!r} in {spec!r}; use one of: "
+                        f"{', '.join(sorted(PROVIDERS))}.{hint}")
+    if not name:
+        raise UserError(f"model {spec!r} names no model; write e.g. '{provider}:gpt-4o-mini'")
+    options = ModelOptions(base_url=base_url, api_key=api_key, timeout_s=timeout_s,
+                           max_retries=max_retries)
+    return loader(spec.strip(), name, options)

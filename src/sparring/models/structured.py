@@ -1,0 +1,153 @@
+"""Structured output on top of any `Model`: JSON by schema, tolerant parsing, one repair.
+
+`complete_json` asks the model for JSON matching a schema, parses the answer leniently
+(bare JSON, a fenced block, an object inside prose), validates it with the caller's
+function, and on failure asks once more with the bad answer and a format reminder. A second
+failure raises `ModelOutputError`, which callers record as `error` (fail closed).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from sparring.errors import ModelOutputError
+from sparring.models.base import ChatMessage, Completion, Model
+from sparring.results import Usage
+
+T = TypeVar("T")
+
+_DECODER = json.JSONDecoder()
+_MAX_OBJECT_STARTS = 200
+"""How many `{` positions the prose scan tries before giving up (bounds the work)."""
+
+
+def parse_json_loosely(text: str) -> Any:
+    """Parse the JSON value in a model answer.
+
+    Tried in order: the whole text (after dropping a leading `<think>...</think>` block),
+    each ```` ``` ```` fenced block, then the leftmost `{` at which a JSON object parses
+    (so the outermost object of one that has prose around it).
+
+    Raises:
+        ValueError: no JSON found; the message says what the text looked like.
+    """
+    body = text.rpartition("</think>")[2] if "</think>" in text else text
+    body = body.strip()
+    if not body:
+        raise ValueError("the answer was empty")
+    try:
+        return json.loads(body)
+    except ValueError:
+        pass
+    for block in _fenced_blocks(body):
+        try:
+            return json.loads(block)
+        except ValueError:
+            continue
+    found = _first_object(body)
+    if found is not None:
+        return found
+    raise ValueError("the answer contained no parseable JSON object")
+
+
+def _fenced_blocks(text: str) -> list[str]:
+    """Contents of ```-fenced blocks, the language tag (```json) dropped."""
+    out: list[str] = []
+    start = text.find("```")
+    while start != -1:
+        line_end = text.find("\n", start + 3)
+        if line_end == -1:
+            break
+        end = text.find("```", line_end)
+        if end == -1:
+            out.append(text[line_end + 1:])
+            break
+        out.append(text[line_end + 1:end])
+        start = text.find("```", end + 3)
+    return out
+
+
+def _first_object(text: str) -> dict[str, Any] | None:
+    index = text.find("{")
+    for _ in range(_MAX_OBJECT_STARTS):
+        if index == -1:
+            return None
+        try:
+            value, _end = _DECODER.raw_decode(text, index)
+        except ValueError:
+            index = text.find("{", index + 1)
+            continue
+        return value
+    return None
+
+
+def describe_problem(error: ValueError) -> str:
+    """A short, model-readable account of why an answer was rejected."""
+    if isinstance(error, ValidationError):
+        parts = []
+        for item in error.errors(include_url=False)[:5]:
+            where = ".".join(str(p) for p in item["loc"]) or "(top level)"
+            parts.append(f"{where}: {item['msg']}")
+        return "; ".join(parts)
+    return str(error)[:500]
+
+
+async def complete_json(
+    model: Model, messages: Sequence[ChatMessage], *, schema: dict[str, Any],
+    validate: Callable[[Any], T], schema_name: str = "answer", temperature: float,
+    usage: Usage | None = None,
+) -> T:
+    """Ask `model` for JSON matching `schema`; return `validate(parsed)`.
+
+    Args:
+        model: Any `Model`; it is asked for native structured output where it has it.
+        messages: The prompt, OpenAI chat shape.
+        schema: JSON Schema of the answer (sent to the model, not checked here).
+        validate: Turns the parsed JSON into `T`; raises `ValueError` (pydantic's
+            `ValidationError` is one) when the shape is wrong.
+        schema_name: Name of the schema for the endpoint (letters, digits, `_`, `-`).
+        temperature: Sampling temperature.
+        usage: When given, one model call and its tokens are added per call made.
+
+    Returns:
+        The validated value. At most two model calls are made.
+
+    Raises:
+        ModelOutputError: both answers were unparseable or invalid (`raw` = the last one).
+        ModelError: a model call failed.
+    """
+    first = await _call(model, messages, schema, schema_name, temperature, usage)
+    try:
+        return validate(parse_json_loosely(first.text))
+    except ValueError as e:
+        problem = describe_problem(e)
+    reminder = (f"Your answer could not be used: {problem}. Reply again with only one JSON "
+                "object matching this JSON Schema, no prose and no code fences:\n"
+                + json.dumps(schema, separators=(",", ":")))
+    repair: list[ChatMessage] = [
+        *messages, {"role": "assistant", "content": first.text or "(empty answer)"},
+        {"role": "user", "content": reminder}]
+    second = await _call(model, repair, schema, schema_name, temperature, usage)
+    try:
+        return validate(parse_json_loosely(second.text))
+    except ValueError as e:
+        raise ModelOutputError(
+            f"{model.name} gave no valid {schema_name!r} JSON in two tries: "
+            f"{describe_problem(e)}", raw=second.text) from e
+
+
+async def _call(
+    model: Model, messages: Sequence[ChatMessage], schema: dict[str, Any], schema_name: str,
+    temperature: float, usage: Usage | None,
+) -> Completion:
+    completion = await model.complete(messages, temperature=temperature, json_schema=schema,
+                                      schema_name=schema_name)
+    if usage is not None:
+        usage.model_calls += 1
+        usage.input_tokens += completion.input_tokens or 0
+        usage.output_tokens += completion.output_tokens or 0
+    return completion
