@@ -1,0 +1,202 @@
+"""Render a Transcript as prompt text for sparring's own models (judge, simulated user).
+
+Every message is fenced between labelled delimiter lines, and delimiter text inside a
+message is neutralised, so a reply that imitates the prompt's format stays data (DESIGN.md
+section 5). Messages are numbered by turn (1-based, counting user messages; an agent greeting
+before the first user message is turn 0), cut to a per-message limit, and kept within a
+total: the judge sees the start and the end with a marker for the left-out middle, the
+simulated user sees the most recent messages.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sparring.transcript import Message, Transcript, content_text
+
+Scrub = Callable[[str], str]
+"""Removes secrets from text before a model sees it."""
+
+EMPTY_REPLY = "(empty reply)"
+FENCE_OPEN = "<<<BEGIN"
+FENCE_CLOSE = "<<<END"
+_DELIMITER = re.compile(r"<{3,}|>{3,}")
+_TOOL_ARGS_CHARS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How much of a conversation sparring's models see, in characters.
+
+    The judge sees at most `judge_chars_per_message` of each message and
+    `judge_chars_total` in all (the middle of a long chat is left out); the simulated user
+    sees the most recent `user_chars_total` characters, at most `user_chars_per_message`
+    per message.
+    """
+
+    judge_chars_per_message: int = 1500
+    judge_chars_total: int = 16000
+    user_chars_per_message: int = 2000
+    user_chars_total: int = 12000
+
+    def __post_init__(self) -> None:
+        for name in ("judge_chars_per_message", "judge_chars_total",
+                     "user_chars_per_message", "user_chars_total"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"Limits.{name} must be at least 1 character, "
+                                 f"got {getattr(self, name)}")
+
+
+DEFAULT_LIMITS = Limits()
+"""The limits DESIGN.md section 3 gives (1,500 / 16,000 judge; 2,000 / 12,000 user)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    turn: int
+    role: str
+    text: str
+
+
+def neutralise(text: str) -> str:
+    """Replace runs of `<<<` / `>>>` so text cannot open or close a message fence."""
+    return _DELIMITER.sub(lambda m: ("‹" if m.group()[0] == "<" else "›") * len(m.group()),
+                          text)
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` if it fits in `limit` characters, else its start and a marker saying how
+    many characters were cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} [... {len(text) - limit} more characters cut]"
+
+
+def message_text(message: Message, *, scrub: Scrub | None = None) -> str:
+    """The text a model is shown for one message: content plus its tool calls.
+
+    An agent message with no content and no tool calls is `(empty reply)`; content that is a
+    JSON object or array is shown as canonical JSON; tool calls are listed as
+    `(tool call) name {arguments}`. `scrub` runs over the result.
+    """
+    content = _canonical(message.content)
+    lines = [content] if content.strip() else []
+    for call in message.tool_calls:
+        arguments = cut(_arguments(call.arguments, call.arguments_raw), _TOOL_ARGS_CHARS)
+        lines.append(f"(tool call) {call.name} {arguments}")
+    if not lines:
+        lines = [EMPTY_REPLY if message.role == "agent" else "(empty message)"]
+    text = "\n".join(lines)
+    return scrub(text) if scrub is not None else text
+
+
+def render_for_judge(transcript: Transcript, *, limits: Limits = DEFAULT_LIMITS,
+                     scrub: Scrub | None = None) -> str:
+    """The transcript as the judge sees it: fenced, numbered messages.
+
+    Each message is cut to `limits.judge_chars_per_message`. When the whole is over
+    `limits.judge_chars_total`, the first and last messages are kept and a marker line such
+    as `[... 7 messages left out (turns 3-6) ...]` stands for the middle.
+    """
+    entries = _entries(transcript, scrub=scrub, per_message=limits.judge_chars_per_message)
+    if not entries:
+        return "(the conversation is empty)"
+    blocks = [_block(e, {"user": "user", "agent": "agent"}) for e in entries]
+    if _size(blocks) <= limits.judge_chars_total:
+        return "\n\n".join(blocks)
+    head, tail = _keep_ends(blocks, budget=limits.judge_chars_total - 80)
+    if head + tail >= len(blocks):
+        return "\n\n".join(blocks)
+    left_out = entries[head:len(entries) - tail]
+    marker = (f"[... {len(left_out)} messages left out "
+              f"({_turn_span(left_out)}) to keep this short ...]")
+    return "\n\n".join([*blocks[:head], marker, *blocks[len(blocks) - tail:]])
+
+
+def render_for_user(transcript: Transcript, *, limits: Limits = DEFAULT_LIMITS,
+                    scrub: Scrub | None = None) -> str:
+    """The transcript as the simulated user sees it: the most recent fenced messages.
+
+    The user's own messages are labelled `you`, the agent's `assistant`. Each message is cut
+    to `limits.user_chars_per_message`; messages are taken from the end while they fit in
+    `limits.user_chars_total` (the last one always), with a marker for the earlier ones.
+    """
+    entries = _entries(transcript, scrub=scrub, per_message=limits.user_chars_per_message)
+    if not entries:
+        return "(the conversation has not started)"
+    blocks = [_block(e, {"user": "you", "agent": "assistant"}) for e in entries]
+    kept: list[str] = []
+    used = 0
+    for block in reversed(blocks):
+        if kept and used + len(block) + 2 > limits.user_chars_total:
+            break
+        kept.append(block)
+        used += len(block) + 2
+    kept.reverse()
+    if len(kept) < len(blocks):
+        kept.insert(0, f"[... {len(blocks) - len(kept)} earlier messages not shown ...]")
+    return "\n\n".join(kept)
+
+
+def _entries(transcript: Transcript, *, scrub: Scrub | None, per_message: int) -> list[_Entry]:
+    out: list[_Entry] = []
+    turn = 0
+    for message in transcript.messages:
+        if message.role == "user":
+            turn += 1
+        text = cut(message_text(message, scrub=scrub), per_message)
+        out.append(_Entry(turn=turn, role=message.role, text=neutralise(text)))
+    return out
+
+
+def _block(entry: _Entry, labels: dict[str, str]) -> str:
+    label = labels.get(entry.role, entry.role)
+    return (f"[turn {entry.turn}] {label}:\n{FENCE_OPEN} {label} message>>>\n{entry.text}\n"
+            f"{FENCE_CLOSE} {label} message>>>")
+
+
+def _size(blocks: list[str]) -> int:
+    return sum(len(b) + 2 for b in blocks)
+
+
+def _keep_ends(blocks: list[str], *, budget: int) -> tuple[int, int]:
+    """How many blocks to keep from the start and from the end (at least one of each)."""
+    head, tail = 1, 1 if len(blocks) > 1 else 0
+    used = _size(blocks[:head]) + _size(blocks[len(blocks) - tail:])
+    take_head = False
+    stuck = 0
+    while head + tail < len(blocks) and stuck < 2:
+        index = head if take_head else len(blocks) - tail - 1
+        size = len(blocks[index]) + 2
+        if used + size <= budget:
+            used += size
+            head, tail = (head + 1, tail) if take_head else (head, tail + 1)
+            stuck = 0
+        else:
+            stuck += 1
+        take_head = not take_head
+    return head, tail
+
+
+def _turn_span(entries: list[_Entry]) -> str:
+    first, last = entries[0].turn, entries[-1].turn
+    return f"turn {first}" if first == last else f"turns {first}-{last}"
+
+
+def _canonical(content: str) -> str:
+    stripped = content.strip()
+    if not stripped or stripped[0] not in "{[":
+        return content
+    try:
+        return content_text(json.loads(stripped))
+    except ValueError:
+        return content
+
+
+def _arguments(arguments: object, raw: str) -> str:
+    if arguments is None:
+        return raw
+    return content_text(arguments)
