@@ -58,17 +58,19 @@ def _openai(spec: str, model: str, o: ModelOptions) -> Model:
 def ollama_base_url(host: str | None) -> str:
     """The OpenAI-compatible URL of an Ollama server given as `OLLAMA_HOST` would be.
 
-    `None` or empty -> http://localhost:11434/v1; `0.0.0.0:11434`, `myhost` or
-    `http://myhost:8080` -> the same with scheme, port (default 11434) and `/v1` added.
+    Read as Ollama reads it: `None` or empty -> http://localhost:11434/v1; a bare host
+    (`myhost`, `0.0.0.0:8080`) gets `http://`, port 11434 unless given, and `/v1`; a URL
+    (`https://ollama.example.com`) keeps its scheme's default port. `0.0.0.0` (a listen
+    address) is dialled as 127.0.0.1.
     """
     if not host:
         return OLLAMA_DEFAULT_URL
-    scheme, sep, rest = host.partition("://")
-    if not sep:
-        scheme, rest = "http", host
+    scheme, sep, rest = host.strip().partition("://")
+    if not sep:  # like Ollama: a bare host gets port 11434, a URL its scheme's default
+        scheme, rest = "http", scheme
     rest = rest.rstrip("/")
     hostport, slash, path = rest.partition("/")
-    if ":" not in hostport.rpartition("]")[2]:
+    if not sep and ":" not in hostport.rpartition("]")[2]:
         hostport += ":11434"
     if hostport.startswith("0.0.0.0"):
         hostport = "127.0.0.1" + hostport[len("0.0.0.0"):]
