@@ -1,0 +1,199 @@
+"""OpenAIChatTarget through the real openai SDK against a scripted local server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from sparring.errors import TargetError, TargetTimeout, UserError
+from sparring.scenario import OpenAIChatTargetSpec
+from sparring.secrets import Secrets
+from sparring.targets.base import Target, TargetSession
+from sparring.targets.openai_chat import OpenAIChatTarget
+from sparring.transcript import Message, ToolCall, Transcript
+from tests.support.openai_server import Reply, ScriptedOpenAIServer
+
+pytestmark = pytest.mark.anyio
+
+SECRETS = Secrets({"AGENT_KEY": "sk-agent-secret", "TENANT": "acme"})
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer() as s:
+        yield s
+
+
+def _target(server: ScriptedOpenAIServer, **fields: object) -> OpenAIChatTarget:
+    spec = OpenAIChatTargetSpec.model_validate({
+        "base_url": server.base_url, "model": "agent-1",
+        "api_key": "{{secrets.AGENT_KEY}}", **fields})
+    return OpenAIChatTarget(spec, secrets=SECRETS)
+
+
+def _transcript(*messages: Message) -> Transcript:
+    return Transcript(messages=messages)
+
+
+async def _send(target: OpenAIChatTarget, transcript: Transcript) -> Message:
+    session = await target.open_session()
+    try:
+        return await session.send(transcript)
+    finally:
+        await session.close()
+
+
+async def test_reply_text_latency_tokens_raw_and_request_shape(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.add(Reply("Sure, order 42 is on its way.",
+                     usage={"prompt_tokens": 31, "completion_tokens": 8, "total_tokens": 39}))
+    target = _target(server, system_prompt="You are a shop bot.", temperature=0.2,
+                     headers={"X-Tenant": "{{secrets.TENANT}}"})
+    assert isinstance(target, Target)
+    try:
+        session = await target.open_session()
+        assert isinstance(session, TargetSession)
+        reply = await session.send(_transcript(
+            Message(role="user", content="Where is my order?"),
+            Message(role="agent", content="Which order?"),
+            Message(role="user", content="42")))
+    finally:
+        await target.aclose()
+    assert reply.role == "agent"
+    assert reply.content == "Sure, order 42 is on its way."
+    assert reply.tool_calls == ()
+    assert reply.latency_ms is not None and reply.latency_ms > 0
+    assert (reply.input_tokens, reply.output_tokens) == (31, 8)
+    assert isinstance(reply.raw, dict)
+    assert reply.raw["choices"][0]["message"]["content"] == reply.content
+    request = server.requests[0]
+    assert request["model"] == "agent-1"
+    assert request["temperature"] == 0.2
+    assert request["messages"] == [
+        {"role": "system", "content": "You are a shop bot."},
+        {"role": "user", "content": "Where is my order?"},
+        {"role": "assistant", "content": "Which order?"},
+        {"role": "user", "content": "42"}]
+    assert server.headers[0]["authorization"] == "Bearer sk-agent-secret"
+    assert server.headers[0]["x-tenant"] == "acme"
+
+
+async def test_tool_calls_valid_and_invalid_arguments_are_recorded(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.add(Reply(None, tool_calls=[
+        {"id": "call_a", "name": "lookup_order", "arguments": {"order_id": 42}},
+        {"id": "call_b", "name": "refund", "arguments": '{"amount": 10,'},
+    ]))
+    target = _target(server)
+    try:
+        reply = await _send(target, _transcript(Message(role="user", content="Refund 42")))
+    finally:
+        await target.aclose()
+    assert reply.content == ""
+    good, bad = reply.tool_calls
+    assert (good.name, good.id, good.arguments) == ("lookup_order", "call_a", {"order_id": 42})
+    assert good.arguments_error is None
+    assert (bad.name, bad.id, bad.arguments_raw) == ("refund", "call_b", '{"amount": 10,')
+    assert bad.arguments is None
+    assert bad.arguments_error is not None and "not valid JSON" in bad.arguments_error
+    assert "temperature" not in server.requests[0]
+
+
+async def test_earlier_tool_calls_are_sent_back_with_tool_messages(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.add(Reply("Done."))
+    target = _target(server)
+    earlier = Message(role="agent", content="", tool_calls=(
+        ToolCall.from_arguments("lookup", '{"id": 1}', id="call_1", result={"status": "ok"}),
+        ToolCall.from_arguments("notify", "{}")))
+    try:
+        await _send(target, _transcript(
+            Message(role="user", content="Check 1"), earlier,
+            Message(role="user", content="And?")))
+    finally:
+        await target.aclose()
+    messages = server.requests[0]["messages"]
+    assert messages[1] == {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "lookup", "arguments": '{"id": 1}'}},
+        {"id": "call_1_1", "type": "function",
+         "function": {"name": "notify", "arguments": "{}"}}]}
+    assert messages[2] == {"role": "tool", "tool_call_id": "call_1",
+                           "content": '{"status": "ok"}'}
+    assert messages[3]["role"] == "tool" and messages[3]["tool_call_id"] == "call_1_1"
+    assert "does not run" in messages[3]["content"]
+    assert messages[4] == {"role": "user", "content": "And?"}
+
+
+async def test_http_error_is_a_target_error_with_status_and_no_secret(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.add(Reply("bad key sk-agent-secret", status=401))
+    target = _target(server)
+    try:
+        with pytest.raises(TargetError) as info:
+            await _send(target, _transcript(Message(role="user", content="hi")))
+    finally:
+        await target.aclose()
+    assert info.value.status == 401
+    assert "HTTP 401" in str(info.value)
+    assert "sk-agent-secret" not in str(info.value)
+    assert "check api_key" in str(info.value)
+
+
+async def test_5xx_is_retried_then_reported_as_target_error(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.add(*[Reply("overloaded", status=503, headers={"retry-after-ms": "1"})] * 3)
+    target = _target(server)
+    try:
+        with pytest.raises(TargetError) as info:
+            await _send(target, _transcript(Message(role="user", content="hi")))
+    finally:
+        await target.aclose()
+    assert info.value.status == 503
+    assert len(server.requests) == 3
+
+
+async def test_slow_reply_is_a_target_timeout(server: ScriptedOpenAIServer) -> None:
+    server.add(Reply("late", delay_s=5))
+    target = _target(server, timeout_s=0.2)
+    try:
+        with pytest.raises(TargetTimeout) as info:
+            await _send(target, _transcript(Message(role="user", content="hi")))
+    finally:
+        await target.aclose()
+    assert info.value.timeout_seconds == 0.2
+
+
+async def test_unreachable_endpoint_is_a_target_error() -> None:
+    with ScriptedOpenAIServer() as dead:
+        url = dead.base_url
+    spec = OpenAIChatTargetSpec(base_url=url, model="m", api_key="k")
+    target = OpenAIChatTarget(spec, secrets=SECRETS, max_retries=0)
+    try:
+        with pytest.raises(TargetError, match="could not connect") as info:
+            await _send(target, _transcript(Message(role="user", content="hi")))
+    finally:
+        await target.aclose()
+    assert info.value.status is None
+
+
+def test_missing_secret_is_a_user_error(server: ScriptedOpenAIServer) -> None:
+    with pytest.raises(UserError, match="NOPE"):
+        _target(server, api_key="{{secrets.NOPE}}")
+
+
+async def test_default_api_key_falls_back_to_a_dummy_key(server: ScriptedOpenAIServer) -> None:
+    server.add(Reply("hi"))
+    spec = OpenAIChatTargetSpec(base_url=server.base_url, model="local")
+    target = OpenAIChatTarget(spec, secrets=Secrets({}))
+    try:
+        await _send(target, _transcript(Message(role="user", content="hi")))
+    finally:
+        await target.aclose()
+    assert server.headers[0]["authorization"] == "Bearer not-needed"
