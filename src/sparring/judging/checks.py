@@ -89,9 +89,8 @@ def describe(check: Check) -> str:
     where = f" at turn {check.turn}" if check.turn is not None else ""
     match check:
         case ContainsCheck():
-            values = _values(check.value)
-            prefix = "" if len(values) == 1 else f"{check.match} of "
-            return f"contains {prefix}{_list(values)}{where}"
+            joiner = "and" if check.match == "all" else "or"
+            return f"contains {_list(_values(check.value), joiner)}{where}"
         case NotContainsCheck():
             return f"does not contain {_list(_values(check.value), 'or')}{where}"
         case RegexCheck():
