@@ -1,0 +1,47 @@
+"""Build a `Target` from its spec (the `target:` of a test file).
+
+Transports are leaves imported only here; `openai_chat` is imported lazily so its SDK
+loads only when a test uses it.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import assert_never
+
+import httpx
+
+from sparring.scenario import CallableTargetSpec, HttpTargetSpec, OpenAIChatTargetSpec
+from sparring.secrets import Secrets
+from sparring.targets.base import Target
+
+AnyTargetSpec = HttpTargetSpec | OpenAIChatTargetSpec | CallableTargetSpec
+
+
+def build_target(spec: AnyTargetSpec, *, client: httpx.AsyncClient, secrets: Secrets) -> Target:
+    """The target a spec describes.
+
+    Args:
+        spec: One of the `TargetSpec` union.
+        client: The run's shared HTTP client (`follow_redirects=False`), for `http`.
+        secrets: Fills `{{secrets.NAME}}` and scrubs values from errors.
+
+    Raises:
+        UserError: the spec cannot work: a response path that does not parse, a callable
+            ref that cannot be imported, a missing optional dependency.
+    """
+    match spec:
+        case HttpTargetSpec():
+            from sparring.targets.http import HttpTarget
+
+            return HttpTarget(spec, client=client, secrets=secrets)
+        case CallableTargetSpec():
+            from sparring.targets.callable import CallableTarget, load_callable
+
+            return CallableTarget(load_callable(spec.ref), name=spec.ref,
+                                  timeout_s=spec.timeout_s)
+        case OpenAIChatTargetSpec():
+            module = import_module("sparring.targets.openai_chat")
+            return module.OpenAIChatTarget(spec, secrets=secrets)
+        case _:
+            assert_never(spec)

@@ -1,0 +1,463 @@
+"""Request templates and response paths for HTTP-style targets (DESIGN.md sections 4, 5).
+
+Templates are filled on the parsed JSON, so quotes and newlines in a message never break a
+body. Placeholders: `{{input}}` / `{{message}}` (the message being sent), `{{history}}`
+(earlier turns as `[{"role": "user" | "assistant", "content": str}]`) and `{{secrets.NAME}}`.
+A string that is exactly one placeholder takes the value's own type (so `"{{history}}"`
+becomes a JSON array); inside a longer string non-text values are JSON-encoded. Unknown
+placeholders are left as typed. Only the template is scanned: inserted values are never
+rescanned, so a reply that contains `{{secrets.X}}` stays literal text. Object keys are
+not filled.
+
+Templates and paths are compiled once per target (`compile_body`, `TextTemplate`,
+`ResponsePath`); filling walks only the parts that hold placeholders.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, cast
+from urllib.parse import quote
+
+from pydantic import JsonValue
+
+from sparring.errors import TargetError, UserError
+from sparring.secrets import Secrets
+from sparring.transcript import Message, ToolCall, Transcript, content_text
+
+History = list[dict[str, str]]
+_PLACEHOLDER = re.compile(
+    r"\{\{\s*(input|message|history|secrets\.[A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+# --- filling ---------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    message: str
+    history: History
+    secrets: Secrets
+
+    def value(self, name: str) -> JsonValue:
+        if name == "input" or name == "message":
+            return self.message
+        if name == "history":
+            return self.history  # type: ignore[return-value]  # list[dict[str, str]] is JSON
+        return self.secrets.get(name[8:])  # "secrets.NAME"
+
+    def text(self, name: str) -> str:
+        value = self.value(name)
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+class _Node(Protocol):
+    def fill(self, ctx: _Context) -> JsonValue: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Const:
+    value: JsonValue
+
+    def fill(self, ctx: _Context) -> JsonValue:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class _One:
+    name: str
+
+    def fill(self, ctx: _Context) -> JsonValue:
+        return ctx.value(self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class _Dict:
+    items: tuple[tuple[str, _Node], ...]
+
+    def fill(self, ctx: _Context) -> JsonValue:
+        return {key: node.fill(ctx) for key, node in self.items}
+
+
+@dataclass(frozen=True, slots=True)
+class _List:
+    items: tuple[_Node, ...]
+
+    def fill(self, ctx: _Context) -> JsonValue:
+        return [node.fill(ctx) for node in self.items]
+
+
+class TextTemplate:
+    """A string with placeholders, filled as text (non-text values JSON-encoded).
+
+    Args:
+        text: The template as the test author wrote it.
+        url: Percent-encode values inserted after the first `?` (the query string), so a
+            message with `&` or `#` stays one parameter. Values before `?` (a base URL or
+            path held in a secret) are inserted as they are.
+    """
+
+    __slots__ = ("_parts", "text")
+
+    def __init__(self, text: str, *, url: bool = False) -> None:
+        self.text = text
+        parts: list[tuple[str, bool, bool]] = []  # (literal or name, is_name, encode)
+        pos, in_query = 0, False
+        for match in _PLACEHOLDER.finditer(text):
+            literal = text[pos:match.start()]
+            in_query = in_query or (url and "?" in literal)
+            parts.append((literal, False, False))
+            parts.append((match.group(1), True, in_query))
+            pos = match.end()
+        parts.append((text[pos:], False, False))
+        self._parts = tuple(p for p in parts if p[0] or p[1])
+
+    @property
+    def has_placeholders(self) -> bool:
+        """True when filling can change the text."""
+        return any(is_name for _, is_name, _ in self._parts)
+
+    def fill(self, *, message: str, history: History, secrets: Secrets) -> str:
+        """The text with placeholders replaced (see module docstring)."""
+        return self._fill(_Context(message, history, secrets))
+
+    def _fill(self, ctx: _Context) -> str:
+        if not self.has_placeholders:
+            return self.text
+        out: list[str] = []
+        for part, is_name, encode in self._parts:
+            if not is_name:
+                out.append(part)
+            else:
+                value = ctx.text(part)
+                out.append(quote(value, safe="") if encode else value)
+        return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class _Text:
+    template: TextTemplate
+
+    def fill(self, ctx: _Context) -> JsonValue:
+        return self.template._fill(ctx)  # pyright: ignore[reportPrivateUsage]
+
+
+def _compile(value: JsonValue) -> _Node:
+    if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value)
+        if whole is not None:
+            return _One(whole.group(1))
+        return _Text(TextTemplate(value)) if _PLACEHOLDER.search(value) else _Const(value)
+    if isinstance(value, dict):
+        items = tuple((k, _compile(v)) for k, v in value.items())
+        if all(isinstance(node, _Const) for _, node in items):
+            return _Const(value)
+        return _Dict(items)
+    if isinstance(value, list):
+        nodes = tuple(_compile(v) for v in value)
+        return _Const(value) if all(isinstance(n, _Const) for n in nodes) else _List(nodes)
+    return _Const(value)
+
+
+class JsonTemplate:
+    """A parsed JSON template, compiled once; `fill` returns a new JSON value per call.
+
+    Constant parts of the template are shared between results: do not mutate them.
+    """
+
+    __slots__ = ("_root",)
+
+    def __init__(self, template: JsonValue) -> None:
+        self._root = _compile(template)
+
+    def fill(self, *, message: str, history: History, secrets: Secrets) -> JsonValue:
+        """The template with placeholders replaced (see module docstring)."""
+        return self._root.fill(_Context(message, history, secrets))
+
+
+def compile_body(template: JsonValue) -> JsonTemplate | TextTemplate:
+    """Compile a `body_template`: JSON values, or a string holding a JSON object/array, give
+    a `JsonTemplate`; any other string is a raw text body (`TextTemplate`)."""
+    if isinstance(template, str):
+        try:
+            parsed = json.loads(template)
+        except ValueError:
+            return TextTemplate(template)
+        if not isinstance(parsed, dict | list):
+            return TextTemplate(template)
+        return JsonTemplate(parsed)  # type: ignore[arg-type]  # json.loads gives JSON
+    return JsonTemplate(template)
+
+
+def fill_template(template: JsonValue, *, message: str, history: History,
+                  secrets: Secrets) -> JsonValue:
+    """Fill a JSON template once (compiles it each call; targets keep a `JsonTemplate`).
+
+    Raises:
+        UserError: a `{{secrets.NAME}}` that is not set.
+    """
+    return JsonTemplate(template).fill(message=message, history=history, secrets=secrets)
+
+
+def fill_text(text: str, *, message: str, history: History, secrets: Secrets,
+              url: bool = False) -> str:
+    """Fill a text template once, e.g. a url or header value (see `TextTemplate`).
+
+    Raises:
+        UserError: a `{{secrets.NAME}}` that is not set.
+    """
+    return TextTemplate(text, url=url).fill(message=message, history=history, secrets=secrets)
+
+
+def chat_history(messages: Iterable[Message]) -> History:
+    """User and agent messages as `[{"role": "user" | "assistant", "content": str}]`;
+    system and tool messages are left out."""
+    return [{"role": "user" if m.role == "user" else "assistant", "content": m.content}
+            for m in messages if m.role == "user" or m.role == "agent"]
+
+
+def last_user_message(transcript: Transcript) -> tuple[str, History]:
+    """The transcript's last message (which must be the user's) and the history before it.
+
+    Raises:
+        ValueError: the transcript is empty or does not end with a user message (a bug in
+            the caller, not in the target).
+    """
+    messages = transcript.messages
+    if not messages or messages[-1].role != "user":
+        raise ValueError("a target session is sent a transcript ending with a user message")
+    return messages[-1].content, chat_history(messages[:-1])
+
+
+# --- response paths --------------------------------------------------------------------
+
+class ResponsePathError(TargetError):
+    """A response path does not exist in the target's reply.
+
+    Attributes:
+        path: The path as configured.
+        key: The step that failed, e.g. `reply` or `[3]`.
+        body_excerpt: The first 300 characters of the body, as canonical JSON.
+    """
+
+    def __init__(self, *, path: str, key: str, where: str, reason: str,
+                 body_excerpt: str, option: str = "response_path") -> None:
+        self.path, self.key, self.body_excerpt = path, key, body_excerpt
+        super().__init__(
+            f"{option} {path!r} not found in the reply: at {where or '$'!r}, {reason}. "
+            f"Body starts: {body_excerpt!r}. Fix `{option}` to point at the reply "
+            "('$' takes the whole body).")
+
+
+class _Missing(Exception):
+    def __init__(self, key: str, where: str, reason: str) -> None:
+        self.key, self.where, self.reason = key, where, reason
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    text: str
+    key: str | None = None
+    index: int | None = None
+    wildcard: bool = False
+
+
+_TOKEN = re.compile(r"""\.?(?:\[(?:(-?\d+)|(\*)|'([^']*)'|"([^"]*)")\]|([^.\[\]]+))""")
+
+
+def _parse_path(path: str) -> tuple[_Step, ...]:
+    text = path.strip()
+    text = text[1:] if text.startswith("$") else text
+    steps: list[_Step] = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            raise UserError(f"response path {path!r} is not valid at {text[pos:]!r}: write "
+                            "keys and indexes like `data.items[0].text`, `a.b`, `x[*].y`")
+        index, star, single, double, bare = m.groups()
+        if index is not None:
+            steps.append(_Step(f"[{index}]", index=int(index)))
+        elif star is not None or bare == "*":
+            steps.append(_Step("[*]", wildcard=True))
+        elif bare is not None:
+            is_int = re.fullmatch(r"-?\d+", bare) is not None
+            steps.append(_Step(bare, key=bare, index=int(bare) if is_int else None))
+        else:
+            key = single if single is not None else double or ""
+            steps.append(_Step(f"[{key!r}]", key=key))
+        pos = m.end()
+    return tuple(steps)
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "null" if value is None else f"a {type(value).__name__}"
+
+
+def _step(value: JsonValue, step: _Step, where: str) -> JsonValue:
+    if isinstance(value, dict):
+        if step.key is not None and step.key in value:
+            return value[step.key]
+        if step.key is None:
+            raise _Missing(step.text, where, f"expected a list, found {_kind(value)}")
+        keys = ", ".join(list(value)[:12]) or "none"
+        raise _Missing(step.text, where, f"no key {step.key!r} (keys there: {keys})")
+    if isinstance(value, list):
+        if step.index is None:
+            raise _Missing(step.text, where,
+                           f"expected an object with key {step.key!r}, found a list")
+        if -len(value) <= step.index < len(value):
+            return value[step.index]
+        raise _Missing(step.text, where,
+                       f"index {step.index} is out of range (list of {len(value)})")
+    raise _Missing(step.text, where, f"cannot take {step.text!r} of {_kind(value)}")
+
+
+def _walk(value: JsonValue, steps: tuple[_Step, ...], start: int, where: str) -> JsonValue:
+    for i in range(start, len(steps)):
+        step = steps[i]
+        if step.wildcard:
+            return _each(value, steps, i, where)
+        value = _step(value, step, where)
+        where = f"{where}{step.text}" if step.text.startswith("[") or not where \
+            else f"{where}.{step.text}"
+    return value
+
+
+def _each(value: JsonValue, steps: tuple[_Step, ...], i: int, where: str) -> JsonValue:
+    if not isinstance(value, list):
+        raise _Missing("[*]", where, f"expected a list, found {_kind(value)}")
+    found: list[JsonValue] = []
+    last: _Missing | None = None
+    for item in value:
+        try:
+            found.append(_walk(item, steps, i + 1, f"{where}[*]"))
+        except _Missing as e:
+            last = e
+    if last is not None and not found:
+        raise last
+    if found and all(isinstance(v, str) for v in found):
+        return "\n".join(v for v in found if isinstance(v, str))
+    return found
+
+
+class ResponsePath:
+    """A compiled response path (parse once per target, extract per reply).
+
+    Syntax: `$` or empty = the whole body; `a.b`; `choices.0.message.content` (a number
+    indexes a list, or is a key in an object); `data.messages[-1].text`; `["odd.key"]`;
+    `sources[*].text` (every item; items lacking the rest of the path are skipped; text
+    results are joined with newlines).
+
+    Raises:
+        UserError: the path does not parse.
+    """
+
+    __slots__ = ("_option", "_steps", "path")
+
+    def __init__(self, path: str, *, option: str = "response_path") -> None:
+        self.path, self._option = path, option
+        self._steps = _parse_path(path)
+
+    def extract(self, body: JsonValue, *, scrub: _Scrub | None = None) -> JsonValue:
+        """The value at the path; `false`, `0`, `""` and `null` are values, not "missing".
+
+        Args:
+            body: The parsed reply body.
+            scrub: Applied to the body excerpt in the error (e.g. `Secrets.scrub`).
+
+        Raises:
+            ResponsePathError: the path does not exist in `body`.
+        """
+        if not self._steps:
+            return body
+        try:
+            return _walk(body, self._steps, 0, "")
+        except _Missing as e:
+            excerpt = content_text(body)[:300]
+            raise ResponsePathError(
+                path=self.path, key=e.key, where=e.where, reason=e.reason,
+                body_excerpt=scrub(excerpt) if scrub else excerpt, option=self._option,
+            ) from None
+
+
+class _Scrub(Protocol):
+    def __call__(self, text: str, /) -> str: ...
+
+
+def extract_path(body: JsonValue, path: str) -> JsonValue:
+    """Extract `path` from `body` once (see `ResponsePath`; targets keep a compiled one).
+
+    Raises:
+        UserError: the path does not parse.
+        ResponsePathError: the path does not exist in `body`.
+    """
+    return ResponsePath(path).extract(body)
+
+
+def tool_calls_from(value: object, *, where: str) -> tuple[ToolCall, ...]:
+    """Tool calls from `[{name, arguments}]` (arguments an object or a JSON string).
+
+    Also accepted: OpenAI's `{id, function: {name, arguments}}` items, `args` or `input`
+    instead of `arguments`, `ToolCall` objects, a single item, and `null` (no calls).
+
+    Args:
+        value: The extracted list.
+        where: Where it came from, for the error, e.g. "tool_calls_path 'calls'".
+
+    Raises:
+        TargetError: an item is not an object with a string `name`.
+    """
+    if value is None:
+        return ()
+    items = list(cast(Sequence[object], value)) if isinstance(value, list | tuple) else [value]
+    return tuple(_tool_call(item, number, where) for number, item in enumerate(items, 1))
+
+
+def _as_object(value: object) -> dict[str, object] | None:
+    return cast(dict[str, object], value) if isinstance(value, dict) else None
+
+
+def _tool_call(item: object, number: int, where: str) -> ToolCall:
+    if isinstance(item, ToolCall):
+        return item
+    outer = _as_object(item)
+    source = (_as_object(outer.get("function")) or outer) if outer is not None else None
+    name = source.get("name") if source is not None else None
+    if outer is None or source is None or not isinstance(name, str):
+        raise TargetError(f"{where}: tool call {number} is not an object with a `name`: "
+                          f"{_excerpt(item)!r}; expected items like "
+                          '{"name": "lookup", "arguments": {"id": 1}}')
+    args = next((source[k] for k in ("arguments", "args", "input") if k in source), None)
+    call_id = outer.get("id")
+    return ToolCall.from_arguments(name, args, id=call_id if isinstance(call_id, str) else None,
+                                   result=cast(JsonValue, outer.get("result")))
+
+
+def _excerpt(value: object, limit: int = 200) -> str:
+    try:
+        return content_text(value)[:limit]
+    except (TypeError, ValueError):  # not JSON-serialisable
+        return repr(value)[:limit]
+
+
+def render_reply(value: JsonValue) -> str:
+    """Reply text of an extracted value: strings as is, `null` as empty, else JSON text."""
+    if isinstance(value, str):
+        return value
+    return "" if value is None else content_text(value)
+
+
+__all__ = [
+    "History", "JsonTemplate", "ResponsePath", "ResponsePathError",
+    "TextTemplate", "chat_history", "compile_body", "extract_path", "fill_template",
+    "fill_text", "last_user_message", "render_reply", "tool_calls_from",
+]
