@@ -1,0 +1,339 @@
+"""The demo agent over HTTP (stdlib only), for the example suite, tests and `sparring demo`.
+
+Endpoints:
+    `GET  /health`               -> `{"status": "ok", "agent": "Northwind Outfitters"}`
+    `POST /chat`                 `{message, history}` -> `{reply, tool_calls, handover}`;
+                                 `history` is `[{role, content}]` without the current message.
+    `POST /chat/stream`          same request; the reply as Server-Sent Events:
+                                 `data: {"delta": "..."}` chunks, then one
+                                 `data: {"tool_calls": [...], "handover": bool}`, then
+                                 `data: [DONE]`.
+    `POST /v1/chat/completions`  OpenAI-compatible (`messages` in; `choices[0].message`
+                                 with `content` and `tool_calls` out; `stream: true` works).
+    `GET  /v1/models`            lists the one model, `demo`.
+
+Bad JSON or a wrong shape is answered 400 with what to send instead. Requests are not
+logged unless `log_requests=True`.
+
+Run it blocking with `serve(port=8787).serve_forever()` (or `python -m sparring.demo.server`),
+or in the background with `with DemoServer(port=0) as server: ... server.url ...`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from sparring.demo.agent import SHOP, DemoReply, respond
+
+MAX_BODY_BYTES = 1_000_000
+_CHAT_EXAMPLE = '{"message": "Where is my order?", "history": []}'
+_OPENAI_EXAMPLE = '{"model": "demo", "messages": [{"role": "user", "content": "Hi"}]}'
+_ENDPOINTS = "GET /health, POST /chat, POST /chat/stream, POST /v1/chat/completions"
+
+
+class BadRequest(Exception):
+    """The request body cannot be used; the message says what to send instead."""
+
+
+class DemoServer:
+    """The demo agent on `http://host:port`, bound on construction.
+
+    Args:
+        host: Interface to bind; keep the default (loopback) unless you mean to expose it.
+        port: TCP port; 0 picks a free one (read it back from `port` or `url`).
+        log_requests: Print one line per request to stderr.
+
+    Raises:
+        OSError: the port is taken or the host cannot be bound.
+    """
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
+                 log_requests: bool = False) -> None:
+        handler = type("Handler", (_Handler,), {"log_requests": log_requests})
+        self._httpd = ThreadingHTTPServer((host, port), handler)
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+        self.host = host
+        self.port: int = self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. `http://127.0.0.1:8787` (no trailing slash)."""
+        return f"http://{self.host}:{self.port}"
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until `stop()` is called from another thread or Ctrl-C."""
+        try:
+            self._httpd.serve_forever(poll_interval=0.2)
+        finally:
+            self._httpd.server_close()
+
+    def start(self) -> DemoServer:
+        """Serve in a background daemon thread; returns self."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                            kwargs={"poll_interval": 0.05},
+                                            name=f"sparring-demo-{self.port}", daemon=True)
+            self._thread.start()
+        return self
+
+    def wait(self) -> None:
+        """Block until the background server stops (Ctrl-C raises KeyboardInterrupt here)."""
+        while self._thread is not None and self._thread.is_alive():
+            self._thread.join(timeout=0.2)
+
+    def stop(self) -> None:
+        """Stop serving and release the port (safe to call twice)."""
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> DemoServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def serve(*, host: str = "127.0.0.1", port: int, log_requests: bool = False) -> DemoServer:
+    """Bind the demo agent; call `.serve_forever()` (blocking) or `.start()` (background)."""
+    return DemoServer(host=host, port=port, log_requests=log_requests)
+
+
+# --- request bodies --------------------------------------------------------------------
+
+def _history(value: Any, *, field: str) -> list[dict[str, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise BadRequest(f"`{field}` must be a list of {{role, content}} objects, got "
+                         f"{type(value).__name__}; send [] when there is no history")
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, dict) or "role" not in item:
+            raise BadRequest(f"`{field}[{i}]` must be an object with `role` and `content`")
+        out.append({"role": str(item["role"]), "content": _text(item.get("content"))})
+    return out
+
+
+def _text(content: Any) -> str:
+    """Message content as text: a string, OpenAI content parts (`[{type: text, text}]`)."""
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content)
+
+
+def chat_history(body: Any) -> list[dict[str, str]]:
+    """The conversation for `respond` from a `/chat` body `{message, history}`.
+
+    Raises:
+        BadRequest: not an object, `message` missing or not a string, bad `history`.
+    """
+    if not isinstance(body, dict):
+        raise BadRequest(f"the body must be a JSON object like {_CHAT_EXAMPLE}")
+    message = body.get("message")
+    if not isinstance(message, str):
+        raise BadRequest(f"`message` (a string) is required, e.g. {_CHAT_EXAMPLE}")
+    history = _history(body.get("history"), field="history")
+    return [*history, {"role": "user", "content": message}]
+
+
+def openai_history(body: Any) -> list[dict[str, str]]:
+    """The conversation for `respond` from an OpenAI chat completions body.
+
+    Raises:
+        BadRequest: not an object, `messages` missing or empty, or no user message last.
+    """
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        raise BadRequest(f"the body must be a JSON object with `messages`, e.g. "
+                         f"{_OPENAI_EXAMPLE}")
+    messages = _history(body["messages"], field="messages")
+    spoken = [m for m in messages if m["role"] in ("user", "assistant")]
+    if not spoken or spoken[-1]["role"] != "user":
+        raise BadRequest("the last user/assistant message in `messages` must be from the "
+                         "user: the demo agent answers it")
+    return spoken
+
+
+# --- response bodies -------------------------------------------------------------------
+
+def chat_payload(reply: DemoReply) -> dict[str, Any]:
+    """`{"reply", "tool_calls": [{"name", "arguments"}], "handover"}`."""
+    return {"reply": reply.reply, "tool_calls": reply.tool_calls, "handover": reply.handover}
+
+
+def _openai_tool_calls(reply: DemoReply) -> list[dict[str, Any]]:
+    return [{"id": f"call_{i}", "type": "function",
+             "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
+            for i, c in enumerate(reply.tool_calls, start=1)]
+
+
+def openai_payload(reply: DemoReply, *, model: str,
+                   history: list[dict[str, str]]) -> dict[str, Any]:
+    """A `chat.completion` object; token counts are word counts (the demo has no tokenizer)."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.reply}
+    if reply.tool_calls:
+        message["tool_calls"] = _openai_tool_calls(reply)
+    prompt_tokens = sum(len(m["content"].split()) for m in history)
+    completion_tokens = len(reply.reply.split())
+    return {
+        "id": f"chatcmpl-demo-{len(history)}", "object": "chat.completion",
+        "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+def text_chunks(text: str) -> list[str]:
+    """`text` split into word-sized pieces that join back to exactly `text`."""
+    return re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
+
+
+def _openai_stream_events(reply: DemoReply, *, model: str) -> list[dict[str, Any]]:
+    base = {"id": "chatcmpl-demo", "object": "chat.completion.chunk",
+            "created": int(time.time()), "model": model}
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    deltas += [{"content": piece} for piece in text_chunks(reply.reply)]
+    if reply.tool_calls:
+        deltas.append({"tool_calls": [{"index": i, **c}
+                                      for i, c in enumerate(_openai_tool_calls(reply))]})
+    events = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+              for d in deltas]
+    finish = "tool_calls" if reply.tool_calls else "stop"
+    events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    return events
+
+
+# --- the handler -----------------------------------------------------------------------
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "sparring-demo"
+    log_requests = False
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib name)
+        if self.log_requests:
+            super().log_message(format, *args)
+
+    def do_GET(self) -> None:  # noqa: N802 (stdlib name)
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path == "/health":
+            self._json(200, {"status": "ok", "agent": SHOP})
+        elif path == "/v1/models":
+            self._json(200, {"object": "list", "data": [
+                {"id": "demo", "object": "model", "owned_by": "sparring"}]})
+        elif path in ("/chat", "/chat/stream", "/v1/chat/completions"):
+            self._error(405, f"{path} takes POST with a JSON body, e.g. {_CHAT_EXAMPLE}")
+        else:
+            self._error(404, f"no endpoint {path or '/'}; try {_ENDPOINTS}")
+
+    def do_POST(self) -> None:  # noqa: N802 (stdlib name)
+        path = self.path.split("?", 1)[0].rstrip("/")
+        routes = {"/chat": self._chat, "/chat/stream": self._chat_stream,
+                  "/v1/chat/completions": self._openai}
+        try:
+            if path not in routes:
+                self._drain()
+                self._error(404, f"no endpoint POST {path or '/'}; try {_ENDPOINTS}")
+                return
+            routes[path](self._body())
+        except BadRequest as e:
+            self._error(400, str(e))
+        except Exception as e:  # the demo must answer, never hang the client
+            self._error(500, f"the demo agent failed: {type(e).__name__}: {e}")
+
+    def _chat(self, body: Any) -> None:
+        self._json(200, chat_payload(respond(chat_history(body))))
+
+    def _chat_stream(self, body: Any) -> None:
+        reply = respond(chat_history(body))
+        events: list[dict[str, Any]] = [{"delta": p} for p in text_chunks(reply.reply)]
+        events.append({"tool_calls": reply.tool_calls, "handover": reply.handover})
+        self._sse(events)
+
+    def _openai(self, body: Any) -> None:
+        history = openai_history(body)
+        reply = respond(history)
+        model = str(body.get("model") or "demo")
+        if body.get("stream"):
+            self._sse(_openai_stream_events(reply, model=model))
+        else:
+            self._json(200, openai_payload(reply, model=model, history=history))
+
+    def _drain(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            self.close_connection = True
+            raise BadRequest(f"the body is {length} bytes; the demo agent takes at most "
+                             f"{MAX_BODY_BYTES}")
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _body(self) -> Any:
+        raw = self._drain()
+        if not raw.strip():
+            raise BadRequest(f"the body is empty; send JSON such as {_CHAT_EXAMPLE} with "
+                             "Content-Type: application/json")
+        try:
+            return json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise BadRequest(f"the body is not valid JSON ({e}); send JSON such as "
+                             f"{_CHAT_EXAMPLE}") from None
+
+    def _json(self, status: int, payload: Any) -> None:
+        data = json.dumps(payload, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str) -> None:
+        kind = {400: "invalid_request_error", 500: "server_error"}.get(status, "not_found_error")
+        self._json(status, {"error": {"message": message, "type": kind, "code": status}})
+
+    def _sse(self, events: list[dict[str, Any]]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for event in events:
+            line = f"data: {json.dumps(event, ensure_ascii=False)}\n\n"
+            self.wfile.write(line.encode())
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m sparring.demo.server [--host H] [--port 8787] [--log]`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=f"Run the {SHOP} demo support agent.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8787)
+    parser.add_argument("--log", action="store_true", help="log one line per request")
+    args = parser.parse_args(argv)
+    server = serve(host=args.host, port=args.port, log_requests=args.log)
+    print(f"{SHOP} demo agent on {server.url} (Ctrl-C to stop)", file=sys.stderr)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
