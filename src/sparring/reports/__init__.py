@@ -1,0 +1,65 @@
+"""Reports rendered from a `RunResult`: JSON (canonical), JUnit XML, Markdown; the live console.
+
+Every renderer is a pure function `render_<format>(result) -> str` with a `write_<format>(result,
+path)` beside it, in its own module (`sparring.reports.json`, `.junit`, `.markdown`); the live
+terminal view is `sparring.reports.console.ConsoleView`. This package imports nothing heavy, so
+importing one renderer does not pull in the others (or rich).
+
+The small text helpers below are shared by the renderers.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SPACES = re.compile(r"\s+")
+
+
+def write_report_text(path: Path, text: str) -> None:
+    """Write `text` to `path` as UTF-8, creating missing parent folders.
+
+    Raises:
+        OSError: the file cannot be written (permissions, a folder in the way).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8", newline="\n")
+
+
+def strip_control(text: str) -> str:
+    """Remove control characters other than tab and newline (ANSI escapes lose their ESC)."""
+    return _CONTROL.sub("", text)
+
+
+def one_line(text: str, limit: int = 120) -> str:
+    """`text` on one line: controls removed, whitespace runs collapsed, at most `limit` chars.
+
+    A shortened text ends with `…` (counted in `limit`).
+    """
+    flat = _SPACES.sub(" ", strip_control(text)).strip()
+    if len(flat) <= limit:
+        return flat
+    return flat[: max(0, limit - 1)].rstrip() + "…"
+
+
+def plural(count: int, word: str) -> str:
+    """`1 turn`, `2 turns`: `count` and `word`, with an `s` unless `count` is 1."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def percent(fraction: float | None) -> str:
+    """`0.8` -> `80%`, `2/3` -> `66.7%`; `None` -> `-`."""
+    if fraction is None:
+        return "-"
+    value = round(fraction * 100, 1)
+    return f"{value:g}%"
+
+
+EXIT_CODE_MEANING: dict[int, str] = {
+    0: "every scenario that ran passed",
+    1: "at least one scenario failed: the agent did not meet its criteria",
+    3: "some scenarios could not run or stayed undecided (errors, timeouts)",
+}
+"""What `RunResult.exit_code` means, for summaries."""

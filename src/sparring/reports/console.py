@@ -1,0 +1,420 @@
+"""The live terminal view of a run, and the summary printed at its end.
+
+`ConsoleView` is the runner's observer. On a terminal it keeps a `rich.live.Live` area with
+one panel per running conversation (scenario, trial n/N, its latest messages, verdicts as
+they arrive) and an overall progress line; finished trials leave the area and print one
+permanent line each. Elsewhere (CI logs, pipes) it prints plain lines, one per event that
+matters, without ANSI codes, flushed as they happen. Both end with `print_summary`.
+
+Work per event is O(1): events only update small records; the live area is redrawn by rich's
+refresh thread a few times per second, never per event.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.panel import Panel
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from sparring.events import (
+    Event,
+    MessageAdded,
+    RunFinished,
+    RunStarted,
+    ScenarioFinished,
+    TrialFinished,
+    TrialStarted,
+    VerdictAdded,
+)
+from sparring.reports import EXIT_CODE_MEANING, one_line, percent, plural
+from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict
+from sparring.transcript import Message
+
+_SYMBOLS = {"passed": "✔", "failed": "✘", "error": "⚠", "timed_out": "⚠", "skipped": "⏭",
+            "not_run": "⏭", "start": "▶", "scenario": "■"}
+_ASCII = {"passed": "+", "failed": "x", "error": "!", "timed_out": "!", "skipped": "-",
+          "not_run": "-", "start": ">", "scenario": "#"}
+_VERDICT_SYMBOL = {"met": "passed", "not_met": "failed", "error": "error", "skipped": "skipped"}
+STYLE: dict[str, str] = {
+    "passed": "green", "met": "green", "failed": "red", "not_met": "red", "error": "yellow",
+    "timed_out": "yellow", "skipped": "dim", "not_run": "dim",
+}
+_LINE_CHARS = 160
+_PANEL_LINES = 6
+"""Height of one conversation panel: borders, up to 3 messages, the verdict line."""
+
+
+@dataclass(slots=True)
+class _Running:
+    """What the live area shows for one running trial."""
+
+    name: str
+    trial: int
+    trials: int | None
+    turn: int = 0
+    lines: deque[tuple[str, str]] = field(default_factory=lambda: deque(maxlen=3))
+    verdicts: list[tuple[str, str]] = field(default_factory=list)
+
+
+class ConsoleView:
+    """Shows a run as it happens; pass it to the runner as `observer`.
+
+    Use it as a context manager around the run: `__enter__` starts the live area (terminal
+    only), `__exit__` stops it and prints the summary of the finished run. Used without
+    `with`, it prints plain lines and prints the summary when the run finishes.
+
+    Args:
+        console: Where to print; default a new `rich.console.Console()` (stdout).
+        live: `None` = live area when the console is an interactive terminal (rich's
+            detection; `TTY_INTERACTIVE=0` turns it off); `False` = plain lines always;
+            `True` = live area even when rich does not detect a terminal.
+        refresh_per_second: Redraws of the live area per second.
+        show_messages: Print a plain line per user/agent message (plain mode).
+    """
+
+    def __init__(self, *, console: Console | None = None, live: bool | None = None,
+                 refresh_per_second: float = 6, show_messages: bool = True) -> None:
+        self.console = console or Console()
+        self._want_live = self.console.is_interactive if live is None else live
+        self._refresh_per_second = refresh_per_second
+        self._show_messages = show_messages
+        utf = self.console.encoding.lower().startswith("utf")
+        self._sym = _SYMBOLS if utf else _ASCII
+        self._lock = threading.Lock()
+        self._live: Live | None = None
+        self._entered = False
+        self._running: dict[tuple[str, int], _Running] = {}
+        self._trials_of: dict[str, int | None] = {}
+        self._turns: dict[tuple[str, int], int] = {}
+        self._counts: dict[str, int] = {}
+        self._total = 0
+        self._done = 0
+        self._started = time.monotonic()
+        self._result: RunResult | None = None
+        self._summary_printed = False
+        self._broken = False
+
+    # --- context manager -----------------------------------------------------------------
+
+    def __enter__(self) -> ConsoleView:
+        self._entered = True
+        self._started = time.monotonic()
+        if self._want_live:
+            self._live = Live(console=self.console, refresh_per_second=self._refresh_per_second,
+                              transient=True, get_renderable=self.render)
+            self._live.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stop_live()
+        if self._result is not None:
+            self._print_summary_once()
+        elif self._total:
+            self._emit(Text(f"run interrupted: {self._done}/{self._total} trials finished "
+                            f"({self._count_text()})", style="yellow"))
+        self._entered = False
+
+    # --- events ----------------------------------------------------------------------------
+
+    def __call__(self, event: Event) -> None:
+        """Handle one runner event; never raises (a display bug must not stop a run)."""
+        if self._broken:
+            if isinstance(event, RunFinished):
+                self._result = event.result
+            return
+        try:
+            self._handle(event)
+        except Exception as e:  # the observer contract forbids raising
+            self._broken = True
+            self._stop_live()
+            self.console.print(Text(f"sparring: the console view failed ({e!r}); the run "
+                                    "goes on without it", style="yellow"))
+
+    def _handle(self, event: Event) -> None:
+        match event:
+            case RunStarted():
+                self._on_run_started(event)
+            case TrialStarted():
+                self._on_trial_started(event)
+            case MessageAdded():
+                self._on_message(event)
+            case VerdictAdded():
+                self._on_verdict(event)
+            case TrialFinished():
+                self._on_trial_finished(event.result)
+            case ScenarioFinished():
+                self._emit(self._scenario_line(event.result))
+            case RunFinished():
+                self._result = event.result
+                if not self._entered:
+                    self._print_summary_once()
+
+    def _on_run_started(self, event: RunStarted) -> None:
+        with self._lock:
+            self._total = event.trials
+            self._started = time.monotonic()
+        models = [f"{label} model {name}" for label, name in
+                  (("user", event.user_model), ("judge", event.judge_model)) if name]
+        self._emit(Text(" · ".join([f"sparring: {event.scenarios} scenarios, "
+                                    f"{event.trials} trials", *models]), style="bold"))
+
+    def _on_trial_started(self, event: TrialStarted) -> None:
+        key = (event.scenario_id, event.trial)
+        with self._lock:
+            self._trials_of[event.scenario_id] = event.trials
+            self._turns[key] = 0
+            if self._live is not None:
+                self._running[key] = _Running(event.name, event.trial, event.trials)
+        if self._live is None:
+            label = self._trial_label(event.scenario_id, event.trial)
+            self._emit(Text(f"{self._sym['start']} {label} started"))
+
+    def _on_message(self, event: MessageAdded) -> None:
+        key = (event.scenario_id, event.trial)
+        message = event.message
+        with self._lock:
+            turn = self._turns.get(key, 0) + (message.role == "user")
+            self._turns[key] = turn
+            running = self._running.get(key)
+            if running is not None:
+                running.turn = turn
+                running.lines.append((message.role, _message_text(message, turn)))
+        if self._live is None and self._show_messages:
+            prefix = f"  {event.scenario_id} #{event.trial} "
+            self._emit(Text(prefix + _message_text(message, turn)))
+
+    def _on_verdict(self, event: VerdictAdded) -> None:
+        verdict = event.verdict
+        with self._lock:
+            running = self._running.get((event.scenario_id, event.trial))
+            if running is not None:
+                running.verdicts.append((verdict.id, verdict.status))
+        if self._live is None and verdict.status != "skipped":
+            symbol = self._sym[_VERDICT_SYMBOL[verdict.status]]
+            text = one_line(f"{event.scenario_id} #{event.trial} {symbol} "
+                            f"{_verdict_text(verdict)}", 2 * _LINE_CHARS)
+            self._emit(Text(f"  {text}", style=STYLE[verdict.status]))
+
+    def _on_trial_finished(self, trial: TrialResult) -> None:
+        key = (trial.scenario_id, trial.trial)
+        with self._lock:
+            self._running.pop(key, None)
+            self._turns.pop(key, None)
+            self._done += 1
+            self._counts[trial.status] = self._counts.get(trial.status, 0) + 1
+        label = self._trial_label(trial.scenario_id, trial.trial)
+        facts = (f"{trial.end_reason}, {plural(trial.transcript.user_turns, 'turn')}, "
+                 f"{trial.duration_ms / 1000:.1f} s")
+        line = f"{self._sym[trial.status]} {label} {_status_text(trial.status)} ({facts})"
+        reason = _first_problem(trial)
+        if reason:
+            line += f": {reason}"
+        self._emit(Text(one_line(line, 2 * _LINE_CHARS), style=STYLE[trial.status]))
+
+    def _scenario_line(self, s: ScenarioResult) -> Text:
+        passed = sum(t.status == "passed" for t in s.counted)
+        line = (f"{self._sym['scenario']} {s.scenario_id}: {_status_text(s.status)}, pass rate "
+                f"{percent(s.pass_rate)} ({passed}/{len(s.counted)} passed, threshold "
+                f"{percent(s.threshold)})")
+        return Text(line, style=f"bold {STYLE.get(s.status, '')}".strip())
+
+    # --- output ----------------------------------------------------------------------------
+
+    def _emit(self, text: Text) -> None:
+        """Print one permanent line (above the live area when it runs); rich flushes it."""
+        self.console.print(text, soft_wrap=self._live is None, highlight=False)
+
+    def _trial_label(self, scenario_id: str, trial: int) -> str:
+        of = self._trials_of.get(scenario_id)
+        return f"{scenario_id}: trial {trial}/{of}" if of else f"{scenario_id}: trial {trial}"
+
+    def _count_text(self) -> str:
+        order = ("passed", "failed", "error", "timed_out", "skipped")
+        parts = [f"{self._counts[s]} {_status_text(s)}" for s in order if self._counts.get(s)]
+        return ", ".join(parts) or "none finished"
+
+    def _stop_live(self) -> None:
+        live, self._live = self._live, None
+        if live is not None:
+            live.stop()
+        with self._lock:
+            self._running.clear()
+
+    def _print_summary_once(self) -> None:
+        if self._result is not None and not self._summary_printed:
+            self._summary_printed = True
+            print_summary(self._result, console=self.console, symbols=self._sym)
+
+    # --- live area (called from rich's refresh thread) -----------------------------------
+
+    def render(self) -> RenderableType:
+        """The live area as a rich renderable: a panel per running trial (as many as fit),
+        then the progress line. Thread-safe; rich calls it from its refresh thread."""
+        with self._lock:
+            running = list(self._running.values())
+            done, total, counts = self._done, self._total, dict(self._counts)
+        room = max(1, (self.console.size.height - 3) // _PANEL_LINES)
+        panels: list[RenderableType] = [_panel(r) for r in running[:room]]
+        if len(running) > room:
+            panels.append(Text(f"… and {len(running) - room} more running", style="dim"))
+        return Group(*panels, self._progress(done, total, counts))
+
+    def _progress(self, done: int, total: int, counts: dict[str, int]) -> RenderableType:
+        elapsed = time.monotonic() - self._started
+        errors = counts.get("error", 0) + counts.get("timed_out", 0)
+        text = Text(f" {done}/{total} trials · ")
+        text.append(f"{counts.get('passed', 0)} passed", style="green")
+        text.append(" · ")
+        text.append(f"{counts.get('failed', 0)} failed", style="red")
+        text.append(" · ")
+        text.append(f"{errors} error", style="yellow")
+        text.append(f" · {elapsed:.0f} s")
+        grid = Table.grid()
+        grid.add_row(ProgressBar(total=max(total, 1), completed=done, width=30), text)
+        return grid
+
+
+def _panel(r: _Running) -> Panel:
+    of = f"/{r.trials}" if r.trials else ""
+    body = [Text(line, style="cyan" if role == "user" else "", no_wrap=True,
+                 overflow="ellipsis") for role, line in r.lines]
+    verdicts = Text()
+    for verdict_id, status in r.verdicts:
+        verdicts.append(f"{verdict_id} ", style=STYLE[status])
+    if verdicts:
+        body.append(verdicts)
+    failed = any(status == "not_met" for _, status in r.verdicts)
+    return Panel(Group(*body) if body else Text("starting…", style="dim"),
+                 title=f"{one_line(r.name, 60)} · trial {r.trial}{of} · turn {r.turn}",
+                 title_align="left", border_style="red" if failed else "blue")
+
+
+# --- shared text --------------------------------------------------------------------------
+
+def _message_text(message: Message, turn: int) -> str:
+    latency = f" ({message.latency_ms:.0f} ms)" if message.latency_ms is not None else ""
+    content = one_line(message.content[: 2 * _LINE_CHARS], _LINE_CHARS)
+    content = content or ("(empty reply)" if message.role == "agent" else "(empty)")
+    tools = ""
+    if message.tool_calls:
+        tools = " [tools: " + ", ".join(c.name for c in message.tool_calls[:5]) + "]"
+    return f"t{turn} {message.role}{latency}: {content}{tools}"
+
+
+def _verdict_text(v: Verdict) -> str:
+    at = f" @ turn {v.turn}" if v.turn is not None else ""
+    text = f"{v.id}{at} {_status_text(v.status)}: {one_line(v.description, 120)}"
+    return f"{text}: {v.reason}" if v.reason and v.status != "met" else text
+
+
+def _first_problem(trial: TrialResult) -> str:
+    if trial.status in ("error", "timed_out") and trial.error:
+        return trial.error
+    order = {"not_met": 0, "error": 1}
+    failures = sorted(trial.failures, key=lambda v: order[v.status])
+    if failures:
+        v = failures[0]
+        return f"{v.id} {one_line(v.description, 80)}: {v.reason or _status_text(v.status)}"
+    return ""
+
+
+def _status_text(status: str) -> str:
+    return {"not_met": "not met", "timed_out": "timed out", "not_run": "not run"}.get(
+        status, status)
+
+
+# --- summary ------------------------------------------------------------------------------
+
+def print_summary(result: RunResult, *, console: Console,
+                  symbols: dict[str, str] | None = None) -> None:
+    """Print the end-of-run summary: scenario table, failures, errors, skipped work, totals
+    and what the exit code means."""
+    sym = symbols or _SYMBOLS
+    console.print()
+    console.print(_scenario_table(result, sym))
+    failures, errors = _problems(result, sym)
+    for title, lines, style in (("Failures", failures, "red"), ("Errors", errors, "yellow")):
+        if lines:
+            console.print(Text(f"{title} ({len(lines)})", style=f"bold {style}"))
+            for line in lines:
+                console.print(Text(line, style=style), highlight=False, soft_wrap=True)
+    for line in _skipped_lines(result, sym):
+        console.print(Text(line, style="dim"), highlight=False, soft_wrap=True)
+    console.print(Text(_totals(result)), highlight=False, soft_wrap=True)
+    code = result.exit_code
+    console.print(Text(f"exit code {code}: {EXIT_CODE_MEANING.get(code, 'unknown')}",
+                       style="bold " + ("green" if code == 0 else "red")), highlight=False,
+                  soft_wrap=True)
+
+
+def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
+    table = Table(title="sparring results", title_justify="left", expand=False)
+    for column in ("Scenario", "Status", "Pass rate", "Passed", "Threshold"):
+        table.add_column(column, justify="left" if column in ("Scenario", "Status") else "right")
+    for s in result.scenarios:
+        passed = sum(t.status == "passed" for t in s.counted)
+        table.add_row(Text(one_line(s.name, 60)),
+                      Text(f"{sym[s.status]} {_status_text(s.status)}", style=STYLE[s.status]),
+                      percent(s.pass_rate), f"{passed}/{len(s.counted)}", percent(s.threshold))
+    return table
+
+
+def _problems(result: RunResult, sym: dict[str, str]) -> tuple[list[str], list[str]]:
+    failures: list[str] = []
+    errors: list[str] = []
+    for s in result.scenarios:
+        for t in s.trials:
+            where = f"{s.scenario_id} · trial {t.trial}"
+            if t.status in ("error", "timed_out") and t.error:
+                errors.append(one_line(f"{sym[t.status]} {where} ({t.end_reason}): {t.error}",
+                                       1000))
+            for v in t.failures:
+                target = failures if v.status == "not_met" else errors
+                line = (f"{sym[_VERDICT_SYMBOL[v.status]]} {where} · {v.id} "
+                        f"{one_line(v.description, 200)}: {v.reason or '(no reason given)'}")
+                target.append(one_line(line, 1000))
+    return failures, errors
+
+
+def _skipped_lines(result: RunResult, sym: dict[str, str]) -> list[str]:
+    """Skipped work grouped by its message, so "no model configured" shows up once."""
+    groups: dict[str, list[int]] = {}
+    for s in result.scenarios:
+        for t in s.trials:
+            skipped = [v for v in t.verdicts if v.status == "skipped"]
+            if t.status == "skipped":
+                message = t.error or next((v.reason for v in skipped if v.reason), "skipped")
+                groups.setdefault(message, [0, 0])[0] += 1
+            else:
+                for v in skipped:
+                    groups.setdefault(v.reason or "skipped", [0, 0])[1] += 1
+    lines = []
+    for message, (trials, verdicts) in groups.items():
+        what = [plural(n, unit) for n, unit in ((trials, "trial"), (verdicts, "verdict")) if n]
+        lines.append(f"{sym['skipped']} skipped {' and '.join(what)}: {one_line(message, 600)}")
+    return lines
+
+
+def _totals(result: RunResult) -> str:
+    counts = result.counts()
+    scenario_part = ", ".join(f"{n} {_status_text(s)}" for s, n in counts.items())
+    trials: dict[str, int] = {}
+    for s in result.scenarios:
+        for t in s.trials:
+            trials[t.status] = trials.get(t.status, 0) + 1
+    trial_part = ", ".join(f"{n} {_status_text(s)}" for s, n in trials.items())
+    total_trials = sum(trials.values())
+    text = f"{len(result.scenarios)} scenarios ({scenario_part or 'none'})"
+    text += f" · {total_trials} trials ({trial_part or 'none'})"
+    return text + f" · {result.duration_ms / 1000:.1f} s"
+

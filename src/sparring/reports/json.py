@@ -1,0 +1,90 @@
+"""The canonical JSON report: `RunResult.report_dict()`, versioned, UTF-8, indented.
+
+Keys keep the schema's field order (stable across runs); derived numbers (per-scenario
+status, pass rate, pass^k, per-trial failure ids, counts, exit code) sit beside the data.
+`load_json` reads a report back into a `RunResult`, so other formats can be rendered, and
+runs re-scored, from the file alone.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from sparring.errors import UserError
+from sparring.reports import write_report_text
+from sparring.results import SCHEMA_VERSION, RunResult, ScenarioResult, TrialResult
+
+
+def render_json(result: RunResult) -> str:
+    """The JSON report text: 2-space indented, non-ASCII kept as is, ending with a newline."""
+    return json.dumps(result.report_dict(), ensure_ascii=False, indent=2) + "\n"
+
+
+def write_json(result: RunResult, path: Path) -> None:
+    """Write `render_json(result)` to `path` (UTF-8), creating parent folders.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    write_report_text(path, render_json(result))
+
+
+def load_json(text: str, *, source: str = "<report>") -> RunResult:
+    """Read a JSON report (as written by `render_json`) back into a `RunResult`.
+
+    Derived keys are dropped and recomputed from the data, so they can never disagree.
+
+    Raises:
+        UserError: not JSON, another `schema_version`, or not a report (names `source`).
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{source}: not a JSON report ({e}); pass the JSON file a "
+                        "sparring run wrote") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: a JSON report is an object, got {type(data).__name__}")
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise UserError(f"{source}: report schema_version {version!r} is not supported "
+                        f"(this sparring reads {SCHEMA_VERSION!r}); re-run with this version")
+    try:
+        return RunResult.model_validate(_strip_derived(data))
+    except ValidationError as e:
+        raise UserError(f"{source}: not a valid sparring report:\n{e}") from None
+
+
+def read_json(path: Path) -> RunResult:
+    """`load_json` on the UTF-8 file at `path`.
+
+    Raises:
+        OSError: the file cannot be read.
+        UserError: its content is not a report of this schema version.
+    """
+    return load_json(Path(path).read_text(encoding="utf-8"), source=str(path))
+
+
+def _strip_derived(data: dict[str, Any]) -> dict[str, Any]:
+    out = _known(data, RunResult)
+    scenarios = out.get("scenarios")
+    if isinstance(scenarios, list):
+        out["scenarios"] = [_strip_scenario(s) for s in scenarios]
+    return out
+
+
+def _strip_scenario(raw: Any) -> Any:
+    if not isinstance(raw, dict):
+        return raw
+    out = _known(raw, ScenarioResult)
+    trials = out.get("trials")
+    if isinstance(trials, list):
+        out["trials"] = [_known(t, TrialResult) if isinstance(t, dict) else t for t in trials]
+    return out
+
+
+def _known(raw: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    return {k: v for k, v in raw.items() if k in model.model_fields}

@@ -1,0 +1,179 @@
+"""JUnit XML: one `<testsuite>` per scenario, one `<testcase>` per verdict per trial.
+
+Layout (CI tools such as GitLab, Jenkins and GitHub test reporters read it):
+
+- `<testsuites name="sparring run <id>">` with totals;
+- `<testsuite name=<scenario id>>` with `tests / failures / errors / skipped / time`,
+  a `timestamp`, and `<properties>` (name, kind, threshold, pass rate, status, source);
+- per trial, one `<testcase classname=<scenario id> name="trial 2 / c1: <description>">` per
+  criterion, `should` and check: `<failure>` for `not_met` (reason, evidence and cited turns
+  in the text), `<error>` for `error`, `<skipped>` for `skipped`;
+- a trial that errored or timed out gets a testcase `trial N / conversation` with an
+  `<error>` carrying the error text and end reason (also when it has no verdicts);
+- one `pass rate` testcase per scenario, failing when the threshold is missed, so the
+  CI verdict across trials is visible next to the single-trial failures.
+
+Times are seconds; the first testcase of a trial carries the trial's duration, so the
+testcases add up to the suite time. Characters that XML 1.0 forbids are removed.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from sparring.reports import one_line, percent, write_report_text
+from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict
+
+_XML_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_MESSAGE_CHARS = 500
+
+
+def render_junit(result: RunResult) -> str:
+    """The JUnit XML report as text, with an XML declaration, indented."""
+    root = ET.Element("testsuites", name=_clean(f"sparring run {result.run_id}"))
+    suites = [_suite(s, timestamp=result.started_at) for s in result.scenarios]
+    root.extend(suites)
+    for key in ("tests", *_COUNT_KEYS):
+        root.set(key, str(sum(int(s.get(key, "0")) for s in suites)))
+    root.set("time", _seconds(result.duration_ms))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+
+
+def write_junit(result: RunResult, path: Path) -> None:
+    """Write `render_junit(result)` to `path` (UTF-8), creating parent folders.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    write_report_text(path, render_junit(result))
+
+
+_COUNT_KEYS = {"failures": "failure", "errors": "error", "skipped": "skipped"}
+
+
+def _suite(scenario: ScenarioResult, *, timestamp: str) -> ET.Element:
+    suite = ET.Element("testsuite", name=_clean(scenario.scenario_id),
+                       timestamp=_clean(timestamp))
+    suite.append(_properties(scenario))
+    cases: list[ET.Element] = []
+    for trial in scenario.trials:
+        cases.extend(_trial_cases(trial))
+    cases.append(_threshold_case(scenario))
+    suite.extend(cases)
+    suite.set("tests", str(len(cases)))
+    for key, tag in _COUNT_KEYS.items():
+        suite.set(key, str(sum(case.find(tag) is not None for case in cases)))
+    suite.set("time", _seconds(sum(t.duration_ms for t in scenario.trials)))
+    return suite
+
+
+def _properties(scenario: ScenarioResult) -> ET.Element:
+    props = ET.Element("properties")
+    values = {
+        "name": scenario.name, "kind": scenario.kind, "status": scenario.status,
+        "threshold": percent(scenario.threshold), "pass_rate": percent(scenario.pass_rate),
+        "trials": str(len(scenario.trials)), "source": scenario.source or "",
+    }
+    for name, value in values.items():
+        ET.SubElement(props, "property", name=name, value=_clean(value))
+    return props
+
+
+def _trial_cases(trial: TrialResult) -> list[ET.Element]:
+    cases = [_verdict_case(trial, v) for v in trial.verdicts]
+    if _needs_trial_case(trial):
+        cases.insert(0, _conversation_case(trial))
+    for i, case in enumerate(cases):
+        case.set("time", _seconds(trial.duration_ms if i == 0 else 0))
+    return cases
+
+
+def _needs_trial_case(trial: TrialResult) -> bool:
+    if trial.status == "timed_out" or not trial.verdicts:
+        return True
+    if trial.status == "error":
+        return trial.error is not None or not any(v.status == "error" for v in trial.verdicts)
+    return False
+
+
+def _verdict_case(trial: TrialResult, verdict: Verdict) -> ET.Element:
+    at = f" @ turn {verdict.turn}" if verdict.turn is not None else ""
+    name = f"trial {trial.trial} / {verdict.id}{at}: {verdict.description}"
+    case = _case(trial, name)
+    if verdict.status == "met":
+        return case
+    if verdict.status == "skipped":
+        _outcome(case, "skipped", verdict.reason or trial.error or "skipped")
+        return case
+    tag = "failure" if verdict.status == "not_met" else "error"
+    _outcome(case, tag, verdict.reason or verdict.description, _verdict_text(verdict),
+             kind=f"{verdict.kind} {verdict.status}")
+    return case
+
+
+def _conversation_case(trial: TrialResult) -> ET.Element:
+    case = _case(trial, f"trial {trial.trial} / conversation")
+    status, reason = trial.status, trial.end_reason
+    if status == "skipped":
+        _outcome(case, "skipped", trial.error or "skipped")
+    elif status in ("error", "timed_out"):
+        message = trial.error or f"the trial ended with {status} ({reason})"
+        text = (f"{message}\n\nstatus: {status}\nend reason: {reason}\n"
+                f"turns: {trial.transcript.user_turns}")
+        _outcome(case, "error", message, text, kind=reason)
+    return case
+
+
+def _threshold_case(scenario: ScenarioResult) -> ET.Element:
+    counted = scenario.counted
+    passed = sum(t.status == "passed" for t in counted)
+    name = (f"pass rate {passed}/{len(counted)} = {percent(scenario.pass_rate)} "
+            f"(threshold {percent(scenario.threshold)})")
+    case = ET.Element("testcase", classname=_clean(scenario.scenario_id), name=_clean(name),
+                      time="0.000")
+    status = scenario.status
+    if status == "failed":
+        _outcome(case, "failure", f"pass rate {percent(scenario.pass_rate)} is below the "
+                 f"threshold {percent(scenario.threshold)}", kind="threshold")
+    elif status == "error":
+        _outcome(case, "error", "the threshold is undecided: trials that errored or timed "
+                 "out could have made the difference", kind="threshold")
+    elif status in ("skipped", "not_run"):
+        _outcome(case, "skipped", f"no trial ran ({status})")
+    return case
+
+
+def _case(trial: TrialResult, name: str) -> ET.Element:
+    return ET.Element("testcase", classname=_clean(trial.scenario_id), name=_clean(name))
+
+
+def _outcome(case: ET.Element, tag: str, message: str, text: str | None = None, *,
+             kind: str | None = None) -> None:
+    element = ET.SubElement(case, tag, message=_clean(one_line(message, _MESSAGE_CHARS)))
+    if kind is not None:
+        element.set("type", _clean(kind))
+    if text is not None:
+        element.text = _clean(text)
+
+
+def _verdict_text(verdict: Verdict) -> str:
+    lines = [verdict.reason or "(no reason given)", "", f"{verdict.kind} {verdict.id}: "
+             f"{verdict.description}", f"status: {verdict.status}"]
+    if verdict.evidence:
+        lines.append("evidence:")
+        lines.extend(f"  > {quote}" for quote in verdict.evidence)
+    if verdict.turns:
+        lines.append("turns: " + ", ".join(str(t) for t in verdict.turns))
+    return "\n".join(lines)
+
+
+def _seconds(ms: float) -> str:
+    return f"{ms / 1000:.3f}"
+
+
+def _clean(text: str) -> str:
+    """Remove characters XML 1.0 does not allow (controls, lone surrogates, U+FFFE/FFFF)."""
+    return _XML_ILLEGAL.sub("", text)

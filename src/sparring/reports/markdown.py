@@ -1,0 +1,194 @@
+"""Markdown report, fit for a pull-request comment (GitHub-flavoured).
+
+Layout: a title with the run's date; one line of run facts and the exit code; a summary
+table (scenario, kind, trials, passed, pass rate, threshold, status with ✅ ❌ ⚠️ ⏭); then per
+scenario and per trial: status, end reason, every verdict with its reason (failures first),
+errors, and the transcript in a collapsed `<details>` block (turns numbered, agent replies
+with latency in ms and the judge's note on the reply).
+
+Text from agents and judges is data: control characters are removed, `<` is escaped so a
+reply cannot open HTML, and `|` is escaped inside tables.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from sparring.reports import EXIT_CODE_MEANING, one_line, percent, plural, strip_control
+from sparring.reports import write_report_text as _write
+from sparring.results import ReplyNote, RunResult, ScenarioResult, TrialResult, Verdict
+from sparring.transcript import Message
+
+STATUS_ICON: dict[str, str] = {
+    "passed": "✅", "met": "✅", "failed": "❌", "not_met": "❌", "error": "⚠️",
+    "timed_out": "⚠️", "skipped": "⏭", "not_run": "⏭",
+}
+_VERDICT_ORDER = {"not_met": 0, "error": 1, "met": 2, "skipped": 3}
+_STATUS_TEXT = {"not_met": "not met", "timed_out": "timed out", "not_run": "not run"}
+
+
+def render_markdown(result: RunResult, *, max_message_chars: int = 4000) -> str:
+    """The Markdown report as text.
+
+    Args:
+        result: The run to render.
+        max_message_chars: Longer transcript messages are cut there, with a marker saying
+            how much was left out (PR comments are limited to 65,536 characters).
+    """
+    parts = [*_header(result), *_summary_table(result)]
+    for scenario in result.scenarios:
+        parts.extend(_scenario_section(scenario, max_message_chars=max_message_chars))
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def write_markdown(result: RunResult, path: Path, *, max_message_chars: int = 4000) -> None:
+    """Write `render_markdown(result)` to `path` (UTF-8), creating parent folders.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    _write(path, render_markdown(result, max_message_chars=max_message_chars))
+
+
+def _header(result: RunResult) -> list[str]:
+    trials = sum(len(s.trials) for s in result.scenarios)
+    facts = [f"run `{_inline(result.run_id)}`", f"{len(result.scenarios)} scenarios",
+             f"{trials} trials", f"{result.duration_ms / 1000:.1f} s"]
+    if result.user_model:
+        facts.append(f"user model `{_inline(result.user_model)}`")
+    if result.judge_model:
+        facts.append(f"judge model `{_inline(result.judge_model)}`")
+    code = result.exit_code
+    icon = "✅" if code == 0 else "❌" if code == 1 else "⚠️"
+    return [f"# sparring run, {_date(result.started_at)}", "", " · ".join(facts), "",
+            f"{icon} **exit code {code}**: {EXIT_CODE_MEANING.get(code, 'unknown')}", ""]
+
+
+def _date(started_at: str) -> str:
+    try:
+        when = datetime.fromisoformat(started_at)
+    except ValueError:
+        return _text(started_at)
+    offset = when.utcoffset()
+    zone = "" if offset is None else " UTC" if not offset else when.strftime(" %z")
+    return when.strftime("%Y-%m-%d %H:%M") + zone
+
+
+def _summary_table(result: RunResult) -> list[str]:
+    rows = ["| Scenario | Kind | Trials | Passed | Pass rate | Threshold | Status |",
+            "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    for s in result.scenarios:
+        passed = sum(t.status == "passed" for t in s.counted)
+        cells = [_scenario_label(s), s.kind, str(len(s.trials)), str(passed),
+                 percent(s.pass_rate), percent(s.threshold), _status(s.status)]
+        rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return [*rows, ""]
+
+
+def _scenario_label(s: ScenarioResult) -> str:
+    return s.name if s.name == s.scenario_id else f"{s.name} ({s.scenario_id})"
+
+
+def _scenario_section(s: ScenarioResult, *, max_message_chars: int) -> list[str]:
+    passed = sum(t.status == "passed" for t in s.counted)
+    facts = [f"`{_inline(s.scenario_id)}`", s.kind,
+             f"pass rate {percent(s.pass_rate)} ({passed}/{len(s.counted)})",
+             f"threshold {percent(s.threshold)}"]
+    if s.source:
+        facts.append(f"source `{_inline(s.source)}`")
+    hat = s.summary()["pass_hat_k"]
+    if isinstance(hat, dict) and len(hat) > 1:
+        facts.append("pass^k " + ", ".join(f"k={k}: {v:.2f}" for k, v in hat.items()))
+    out = [f"## {STATUS_ICON[s.status]} {_text(one_line(s.name, 200))}", "",
+           " · ".join(facts), ""]
+    if not s.trials:
+        out += ["_No trial ran._", ""]
+    for trial in s.trials:
+        out.extend(_trial_section(trial, of=len(s.trials), max_message_chars=max_message_chars))
+    return out
+
+
+def _trial_section(trial: TrialResult, *, of: int, max_message_chars: int) -> list[str]:
+    facts = [f"end reason `{trial.end_reason}`", plural(trial.transcript.user_turns, "turn"),
+             f"{trial.duration_ms / 1000:.1f} s"]
+    out = [f"### Trial {trial.trial} of {of}: {_status(trial.status)}", "",
+           " · ".join(facts), ""]
+    if trial.error:
+        out += [f"> **{_status(trial.status)}**: {_text(one_line(trial.error, 2000))}", ""]
+    verdicts = sorted((v for v in trial.verdicts  # a skip the trial error explains: once
+                       if not (v.status == "skipped" and v.reason == trial.error)),
+                      key=lambda v: _VERDICT_ORDER[v.status])
+    out.extend(line for v in verdicts for line in _verdict_lines(v))
+    if verdicts:
+        out.append("")
+    if trial.transcript.messages:
+        out.extend(_transcript(trial, max_message_chars=max_message_chars))
+    return out
+
+
+def _verdict_lines(v: Verdict) -> list[str]:
+    at = f" (turn {v.turn})" if v.turn is not None else ""
+    head = (f"- {STATUS_ICON[v.status]} **{_text(v.id)}** {v.kind}{at}: "
+            f"{_text(one_line(v.description, 300))}")
+    if v.reason:
+        head += f": {_text(one_line(v.reason, 2000))}"
+    lines = [head]
+    lines.extend(f"  > {_text(one_line(quote, 500))}" for quote in v.evidence)
+    if v.turns:
+        lines.append("  turns " + ", ".join(str(t) for t in v.turns))
+    return lines
+
+
+def _transcript(trial: TrialResult, *, max_message_chars: int) -> list[str]:
+    notes: dict[int, ReplyNote] = {n.turn: n for n in trial.reply_notes}
+    count = len(trial.transcript.messages)
+    out = ["<details>", f"<summary>Transcript ({count} messages)</summary>", ""]
+    turn = 0
+    for message in trial.transcript.messages:
+        if message.role == "user":
+            turn += 1
+        out.extend(_message(message, turn, max_message_chars=max_message_chars))
+        note = notes.pop(turn, None) if message.role == "agent" else None
+        if note is not None:
+            score = f" (score {note.score:.2f})" if note.score is not None else ""
+            out += [f"_Judge: {_text(one_line(note.note, 1000))}{score}_", ""]
+    return [*out, "</details>", ""]
+
+
+def _message(message: Message, turn: int, *, max_message_chars: int) -> list[str]:
+    head = f"**{turn} · {message.role.capitalize()}**"
+    if message.latency_ms is not None:
+        head += f" · {message.latency_ms:.0f} ms"
+    content = message.content
+    if len(content) > max_message_chars:
+        left = len(content) - max_message_chars
+        content = content[:max_message_chars] + f"\n… ({left} more characters)"
+    body = _text(content) if content.strip() else "(empty reply)"
+    out = [head, "", *(f"> {line}".rstrip() for line in body.splitlines()), ""]
+    for call in message.tool_calls:
+        out += [f"tool call {_code(call.name + '(' + one_line(call.arguments_raw, 500) + ')')}",
+                ""]
+    return out
+
+
+def _status(status: str) -> str:
+    return f"{STATUS_ICON.get(status, '')} {_STATUS_TEXT.get(status, status)}".strip()
+
+
+def _text(text: str) -> str:
+    """Free text in Markdown: controls removed, `<` escaped (no HTML from agents)."""
+    return strip_control(text).replace("&", "&amp;").replace("<", "&lt;")
+
+
+def _cell(text: str) -> str:
+    return _text(one_line(text, 300)).replace("|", "\\|")
+
+
+def _inline(text: str) -> str:
+    return one_line(text, 200).replace("`", "'")
+
+
+def _code(text: str) -> str:
+    fence = "``" if "`" in text else "`"
+    return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`"
