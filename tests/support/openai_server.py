@@ -50,7 +50,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["Reply", "ScriptedOpenAIServer"]
 
@@ -74,9 +74,9 @@ ReplySource = Reply | Callable[[dict[str, Any]], Reply]
 @dataclass
 class _Script:
     replies: list[ReplySource]
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    paths: list[str] = field(default_factory=list[str])
+    headers: list[dict[str, str]] = field(default_factory=list[dict[str, str]])
     lock: threading.Lock = field(default_factory=threading.Lock)
     closing: threading.Event = field(default_factory=threading.Event)
 
@@ -133,19 +133,19 @@ def _body(reply: Reply, request: dict[str, Any], number: int) -> dict[str, Any] 
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
 
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
+        request: dict[str, Any]
         try:
             request = json.loads(raw) if raw else {}
         except json.JSONDecodeError:
             request = {"_unparsed": raw.decode("utf-8", "replace")}
         headers = {k.lower(): v for k, v in self.headers.items()}
-        script = self.server.script
+        script = cast(_Server, self.server).script
         reply = script.next_reply(self.path, headers, request)
         if reply.delay_s and script.closing.wait(reply.delay_s):
             return

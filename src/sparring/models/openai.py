@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import openai
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletion
 
 from sparring.errors import ModelError, UserError
 from sparring.models.base import ChatMessage, Completion
@@ -93,14 +94,13 @@ class OpenAIModel:
         extra: dict[str, Any] = {}
         if response_format is not None:
             extra["response_format"] = response_format
-        response = await self._client.chat.completions.create(
-            model=self.model, messages=list(messages),  # type: ignore[arg-type]
-            temperature=temperature, **extra)
+        response = cast(ChatCompletion, await self._client.chat.completions.create(
+            model=self.model, messages=cast(Any, messages), temperature=temperature, **extra))
         if not response.choices:
             raise ModelError(f"{self.name}: the endpoint returned no choices; check that "
                              f"{self.base_url} is a chat completions endpoint")
         message = response.choices[0].message
-        if message.content is None and getattr(message, "refusal", None):
+        if message.content is None and message.refusal:
             raise ModelError(f"{self.name} refused to answer: {message.refusal}")
         usage = response.usage
         return Completion(
@@ -144,9 +144,9 @@ def _status_hint(status: int, model: str, tries: str) -> str:
 
 
 def _detail(e: openai.APIStatusError) -> str:
-    body = e.body
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return body["message"][:300]
+    body = cast(Any, e.body)
+    if isinstance(body, dict) and isinstance(message := cast(Any, body).get("message"), str):
+        return message[:300]
     return e.message[:300]
 
 

@@ -88,7 +88,7 @@ def _first_object(text: str) -> dict[str, Any] | None:
 def describe_problem(error: ValueError) -> str:
     """A short, model-readable account of why an answer was rejected."""
     if isinstance(error, ValidationError):
-        parts = []
+        parts: list[str] = []
         for item in error.errors(include_url=False)[:5]:
             where = ".".join(str(p) for p in item["loc"]) or "(top level)"
             parts.append(f"{where}: {item['msg']}")

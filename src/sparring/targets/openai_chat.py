@@ -10,11 +10,12 @@ the chat completions API requires.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import openai
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletion
 
 from sparring.errors import TargetError, TargetTimeout, UserError
 from sparring.scenario import OpenAIChatTargetSpec
@@ -75,8 +76,8 @@ class OpenAIChatTarget:
         started = time.perf_counter()
         try:
             with anyio.fail_after(self.spec.timeout_s):
-                response = await self._client.chat.completions.create(
-                    model=self.spec.model, messages=self.messages(transcript), **kwargs)
+                response = cast(ChatCompletion, await self._client.chat.completions.create(
+                    model=self.spec.model, messages=self.messages(transcript), **kwargs))
         except (TimeoutError, openai.APITimeoutError):
             raise TargetTimeout(target=self.name, timeout_seconds=self.spec.timeout_s) from None
         except openai.OpenAIError as e:
@@ -96,7 +97,7 @@ class OpenAIChatTarget:
                 out.extend(_assistant(m, len(out)))
         return out
 
-    def _message(self, response: Any, latency_ms: float) -> Message:
+    def _message(self, response: ChatCompletion, latency_ms: float) -> Message:
         if not response.choices:
             raise TargetError(f"{self.spec.base_url} returned no choices for model "
                               f"{self.spec.model!r}; is it a chat completions endpoint?")
