@@ -1,0 +1,431 @@
+"""Pydantic validation errors -> problems at file:line:column, in the test file's own terms.
+
+Pydantic reports locations such as `('scenarios', 0, 'simulated', 'checks', 1, 'contains',
+'value')`: the discriminated-union tags (`simulated`, `contains`) are not keys in the file.
+`validation_problems` walks each location through the parsed data, drops the tags (using
+them to know which model's keys are allowed there) and writes one plain sentence per error,
+e.g. `unknown key 'persna' in scenarios[0] (simulated scenario); did you mean 'persona'?`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from sparring import scenario as sc
+from sparring.errors import ConfigError
+from sparring.loaders._parse import Document, Loc
+
+MAX_SHOWN = 20
+"""At most this many problems are listed in one error; the rest are counted."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in a test file: where (1-based line/column, when known) and what."""
+
+    path: str
+    line: int | None
+    column: int | None
+    message: str
+
+    def render(self) -> str:
+        """`path:line:column: message`, leaving out what is unknown."""
+        return str(ConfigError(self.message, path=self.path, line=self.line, column=self.column))
+
+
+def config_error(problems: Sequence[Problem]) -> ConfigError:
+    """One ConfigError for all `problems` (non-empty), each on its own line.
+
+    The error's `path` / `line` / `column` are the first problem's; its text lists every
+    problem as `path:line:column: message` (at most `MAX_SHOWN`, then a count of the rest).
+    """
+    first, rest = problems[0], list(problems[1:MAX_SHOWN])
+    message = "\n".join([first.message, *(p.render() for p in rest)])
+    if len(problems) > MAX_SHOWN:
+        message += f"\n... and {len(problems) - MAX_SHOWN} more problems"
+    return ConfigError(message, path=first.path, line=first.line, column=first.column)
+
+
+# --- the models behind each place in a file ---------------------------------------------
+
+_SCENARIOS: dict[str, type[BaseModel]] = {
+    "simulated": sc.SimulatedScenario, "scripted": sc.ScriptedScenario,
+    "single_turn": sc.SingleTurnScenario,
+}
+_CHECKS: dict[str, type[BaseModel]] = {
+    m.model_fields["type"].default: m for m in (
+        sc.ContainsCheck, sc.NotContainsCheck, sc.RegexCheck, sc.EqualsCheck,
+        sc.JsonSchemaCheck, sc.ToolCalledCheck, sc.ToolArgsCheck, sc.LatencyBelowCheck)
+}
+_TARGETS: dict[str, type[BaseModel]] = {
+    "http": sc.HttpTargetSpec, "openai_chat": sc.OpenAIChatTargetSpec,
+    "callable": sc.CallableTargetSpec,
+}
+_FAMILIES = (_SCENARIOS, _CHECKS, _TARGETS)
+_ITEM_MODELS: dict[str, type[BaseModel]] = {
+    "turns": sc.ScriptedTurn, "criteria": sc.Criterion, "restrictions": sc.Criterion,
+}
+_NOUN = {"simulated": "simulated scenario", "scripted": "scripted scenario",
+         "single_turn": "single-turn scenario"}
+
+
+def allowed_keys(model: type[BaseModel]) -> list[str]:
+    """Keys a test file may use for `model` (aliases where set; `source` is the loader's)."""
+    return [f.alias or name for name, f in model.model_fields.items() if name != "source"]
+
+
+def describe(model: type[BaseModel]) -> str:
+    """A model as the reader knows it: 'simulated scenario', 'regex check', 'http target'."""
+    for family, noun in ((_SCENARIOS, "scenario"), (_CHECKS, "check"), (_TARGETS, "target")):
+        for tag, m in family.items():
+            if m is model:
+                return _NOUN.get(tag, f"{tag} {noun}")
+    return {sc.ScriptedTurn: "scripted turn", sc.Criterion: "criterion",
+            sc.TestFile: "test file"}.get(model, model.__name__)
+
+
+def _family(model: type[BaseModel]) -> dict[str, type[BaseModel]]:
+    return next((f for f in _FAMILIES if model in f.values()), {})
+
+
+def _why_kind(model: type[BaseModel], node: Any) -> str:
+    """Why the loader read `node` as `model`: the explicit tag or the key that implied it."""
+    node = node if isinstance(node, dict) else {}
+    family = _family(model)
+    if family is _SCENARIOS:
+        if "kind" in node:
+            return f"it says `kind: {node['kind']}`"
+        return next((f"it has `{k}:`" for k in ("turns", "prompt") if k in node),
+                    "it has neither `turns:` nor `prompt:`")
+    if "type" in node:
+        return f"it says `type: {node['type']}`"
+    if family is _CHECKS:
+        return f"it is written as `{model.model_fields['type'].default}:`"
+    return next((f"it has `{k}:`" for k in ("url", "ref", "base_url") if k in node), "")
+
+
+def closest(word: str, choices: Sequence[str]) -> str | None:
+    """The choice most like `word` (difflib ratio >= 0.6), or None."""
+    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+# --- walking a pydantic location through the data ----------------------------------------
+
+@dataclass(frozen=True)
+class _Place:
+    loc: Loc
+    """The part of pydantic's location that exists in the data."""
+    model: type[BaseModel] | None
+    """Model of the value at `loc` (when it is a mapping validated by a model)."""
+    parent: type[BaseModel] | None
+    """Model of the mapping that holds `loc[-1]`."""
+    complete: bool
+    """Whether the whole pydantic location was found (tags aside)."""
+
+
+def _is_tag(loc: Sequence[Any], i: int, *, single: bool) -> bool:
+    seg = loc[i]
+    if not isinstance(seg, str):
+        return False
+    if i == 0:
+        return single and seg in _SCENARIOS
+    if loc[i - 1] == "target":
+        return seg in _TARGETS
+    if i >= 2 and isinstance(loc[i - 1], int):
+        return (loc[i - 2] == "scenarios" and seg in _SCENARIOS) or (
+            loc[i - 2] == "checks" and seg in _CHECKS)
+    return False
+
+
+def _place(loc: Sequence[Any], data: Any, *, single: bool, missing: bool) -> _Place:
+    node, found = data, []
+    model: type[BaseModel] | None = None if single else sc.TestFile
+    parent: type[BaseModel] | None = None
+    for i, seg in enumerate(loc):
+        if _is_tag(loc, i, single=single):
+            model = {**_SCENARIOS, **_CHECKS, **_TARGETS}[seg]
+            continue
+        if isinstance(node, dict) and seg in node:
+            parent, model = model, _child_model(found, seg)
+            found.append(seg)
+            node = node[seg]
+        elif isinstance(node, list) and isinstance(seg, int) and 0 <= seg < len(node):
+            parent, model = model, _child_model(found, seg)
+            found.append(seg)
+            node = node[seg]
+        elif (shorthand := _shorthand_body(node, model, seg, missing=missing)) is not None:
+            found.append(shorthand)  # {contains: "x"} or {contains: {value: "x"}}
+            node = node[shorthand]
+            if not isinstance(node, dict):  # the body is field `seg` itself
+                parent, model = model, None
+            elif seg in node:
+                parent, model = model, None
+                found.append(seg)
+                node = node[seg]
+        else:
+            return _Place(tuple(found), model, parent, complete=False)
+    return _Place(tuple(found), model, parent, complete=True)
+
+
+def _child_model(found: list[Any], seg: Any) -> type[BaseModel] | None:
+    if isinstance(seg, int) and found and isinstance(found[-1], str):
+        return _ITEM_MODELS.get(found[-1])
+    return None
+
+
+def _shorthand_body(node: Any, model: type[BaseModel] | None, seg: Any, *,
+                    missing: bool) -> str | None:
+    """The check-type key of a shorthand check whose body holds field `seg`."""
+    if model is None or model not in _CHECKS.values() or not isinstance(node, dict):
+        return None
+    tag = model.model_fields["type"].default
+    body = node.get(tag)
+    if isinstance(body, dict):
+        return tag if seg in body or missing else None
+    return tag if tag in node and not missing else None
+
+
+def yaml_path(loc: Loc) -> str:
+    """`("scenarios", 2, "checks", 0)` -> `scenarios[2].checks[0]`; `()` -> `the top level`."""
+    out = ""
+    for seg in loc:
+        out += f"[{seg}]" if isinstance(seg, int) else (f".{seg}" if out else str(seg))
+    return out or "the top level"
+
+
+def _in(loc: Loc) -> str:
+    return f"in {yaml_path(loc)}" if loc else "at the top level"
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
+
+
+def _at(data: Any, loc: Loc) -> Any:
+    for seg in loc:
+        data = data[seg]
+    return data
+
+
+def _got(value: Any) -> str:
+    """The value as the reader wrote it: `text 'abc'`, `the number 3`, `a list`, ..."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return f"text {value[:60]!r}"
+    if isinstance(value, int | float):
+        return f"the number {value:g}"
+    return {list: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
+
+
+# --- one message per pydantic error ------------------------------------------------------
+
+_EXPECTED = {
+    "string_type": "text", "int_type": "a whole number", "int_parsing": "a whole number",
+    "int_from_float": "a whole number", "float_type": "a number", "float_parsing": "a number",
+    "bool_type": "true or false", "bool_parsing": "true or false", "list_type": "a list",
+    "dict_type": "a mapping (key: value)", "model_type": "a mapping (key: value)",
+    "model_attributes_type": "a mapping (key: value)",
+}
+
+
+@dataclass(frozen=True)
+class _Note:
+    loc: Loc
+    line: int
+    column: int
+    message: str
+    expected: str | None = None
+    got: str = ""
+    missing: str | None = None
+    """For a missing key: its name."""
+    suggested: str | None = None
+    """For an unknown key: the key suggested instead."""
+
+
+def validation_problems(error: ValidationError, *, doc: Document, path: str,
+                        single: bool) -> list[Problem]:
+    """Explain every error of `error` at its line and column in `path`.
+
+    Args:
+        error: From validating `doc.data` as a `TestFile` (or as one scenario).
+        doc: The parsed document, for positions.
+        path: The file, as shown to the reader.
+        single: True when the document is one scenario rather than a test file.
+
+    Returns:
+        Problems in file order; type errors on one value (from `str | list[str]` and the
+        like) are merged into one "expected text or a list" problem.
+    """
+    notes = [_note(e, doc, single=single) for e in error.errors(include_url=False)]
+    # "unknown key 'usr'; did you mean 'user'?" already says that `user` is missing
+    suggested = {(n.loc[:-1], n.suggested) for n in notes if n.suggested}
+    notes = [n for n in notes if (n.loc, n.missing) not in suggested]
+    problems = [Problem(path, n.line, n.column, n.message) for n in _merge(notes)]
+    return sorted(problems, key=lambda p: (p.line or 0, p.column or 0))
+
+
+def _merge(notes: list[_Note]) -> list[_Note]:
+    out: list[_Note] = []
+    for note in notes:
+        same = next((i for i, o in enumerate(out) if note.expected and o.expected
+                     and o.loc == note.loc), None)
+        if same is None:
+            out.append(note)
+            continue
+        prior = out[same]
+        expected = f"{prior.expected} or {note.expected}"
+        out[same] = _Note(prior.loc, prior.line, prior.column,
+                          f"{yaml_path(prior.loc)}: expected {expected}, got {prior.got}",
+                          expected, prior.got)
+    return out
+
+
+def _note(e: Any, doc: Document, *, single: bool) -> _Note:
+    kind, loc, value = e["type"], e["loc"], e.get("input")
+    place = _place(loc, doc.data, single=single, missing=kind == "missing")
+    key_pos, value_pos = doc.position(place.loc), doc.position(place.loc, value=True)
+    where = yaml_path(place.loc)
+    if kind == "extra_forbidden":
+        message = _unknown_key(place, doc.data)
+        guess = re.search(r"did you mean '([^']+)'\?$", message)
+        return _Note(place.loc, *key_pos, message, suggested=guess and guess.group(1))
+    if kind == "missing":
+        return _Note(place.loc, *key_pos, _missing(str(loc[-1]), place, single=single),
+                     missing=str(loc[-1]))
+    if kind in _UNIONS:
+        message, key = _union(kind, value, where)
+        pos = doc.position((*place.loc, key)) if key else key_pos
+        return _Note(place.loc, *pos, message)
+    if kind == "string_pattern_mismatch":
+        hint = _PATTERN_HINTS.get(str(place.loc[-1]) if place.loc else "", "")
+        pattern = e.get("ctx", {}).get("pattern", "")
+        return _Note(place.loc, *value_pos, f"{where}: {_got(value)} does not match the pattern "
+                     f"{pattern}" + (f"; {hint}" if hint else ""))
+    if kind in _EXPECTED:
+        expected, got = _EXPECTED[kind], _got(value)
+        if place.loc and place.loc[-1] == "should":
+            expected = "text or a list of texts"
+        hint = _list_hint(place.loc) if kind == "list_type" and isinstance(value, str) else ""
+        return _Note(place.loc, *value_pos, f"{where}: expected {expected}, got {got}{hint}",
+                     expected, got)
+    if kind == "literal_error":
+        options = re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected", "")))
+        guess = closest(str(value), options)
+        return _Note(place.loc, *value_pos, f"{where}: expected one of {', '.join(options)}, "
+                     f"got {_got(value)}" + (f"; did you mean {guess!r}?" if guess else ""))
+    message = re.sub(r"^(Value error|Assertion failed), ", "", e["msg"])
+    if place.model is not None and kind in ("value_error", "assertion_error"):
+        where += f" ({describe(place.model)})"
+    return _Note(place.loc, *value_pos, f"{where}: {message}")
+
+
+def _list_hint(loc: Loc) -> str:
+    key = str(loc[-1]) if loc else "items"
+    return f"; write a list, e.g. `{key}: [\"...\"]`, or one `- ...` item per line"
+
+
+def _unknown_key(place: _Place, data: Any) -> str:
+    key, container, model = str(place.loc[-1]), place.loc[:-1], place.parent
+    if model is None:
+        return f"unknown key {key!r} {_in(container)}"
+    message = f"unknown key {key!r} {_in(container)} ({describe(model)})"
+    if model is sc.TestFile and any(key in allowed_keys(m) for m in _SCENARIOS.values()):
+        return message + f"; `{key}` is a scenario setting: put it in each scenario under " \
+            "`scenarios:`"
+    others = [m for m in _family(model).values() if m is not model]
+    owners = [describe(m) + "s" for m in others if key in allowed_keys(m)]
+    if owners:
+        return (f"{message}; `{key}` belongs to {' and '.join(owners)}, and this is "
+                f"{_a(describe(model))} because {_why_kind(model, _at(data, container))}")
+    if guess := closest(key, allowed_keys(model)):
+        return f"{message}; did you mean {guess!r}?"
+    for other in others:
+        if guess := closest(key, allowed_keys(other)):
+            return f"{message}; did you mean {guess!r} (a key of {describe(other)}s)?"
+    return f"{message}; allowed keys: {', '.join(allowed_keys(model))}"
+
+
+_MISSING_HINTS: dict[tuple[Any, str], str] = {
+    (sc.Criterion, "id"): "write a criterion as plain text, or as a mapping with `id:` and "
+    "`text:`",
+    (sc.Criterion, "text"): "write a criterion as plain text, or as a mapping with `id:` and "
+    "`text:`",
+    (sc.ScriptedTurn, "user"): "each turn needs the user's message as `user:`",
+    (sc.ScriptedScenario, "turns"): "a scripted scenario lists its user messages under "
+    "`turns:`",
+    (sc.SingleTurnScenario, "prompt"): "a single-turn scenario sends its `prompt:`",
+}
+
+
+def _missing(key: str, place: _Place, *, single: bool) -> str:
+    noun = f" ({describe(place.model)})" if place.model else ""
+    message = f"missing required key {key!r} {_in(place.loc)}{noun}"
+    if single and not place.loc and key == "id":
+        return message + "; a test file holds `target:` and `scenarios:` (a list), or is one " \
+            "scenario with its own `id:`"
+    hint = _MISSING_HINTS.get((place.model, key))
+    return f"{message}; {hint}" if hint else message
+
+
+_UNIONS: dict[str, tuple[dict[str, type[BaseModel]], str, str]] = {
+    "check_type": (_CHECKS, "check", "type"),
+    "scenario_kind": (_SCENARIOS, "scenario", "kind"),
+    "target_type": (_TARGETS, "target", "type"),
+}
+_EXAMPLES = {"check": '`- contains: "refund"` or `- {type: regex, pattern: "\\\\d+"}`',
+             "scenario": "`- id: refund-late-order` followed by its keys",
+             "target": '`target: {url: "http://localhost:8000/chat"}`'}
+
+
+_PATTERN_HINTS = {
+    "id": "use letters, digits and _ . - (scenario ids may also use : and /), no spaces",
+    "ref": "write the import path as `module:attribute`, e.g. `my_agent.app:respond`",
+}
+
+
+def _union(kind: str, value: Any, where: str) -> tuple[str, str | None]:
+    """A check, scenario or target whose type could not be told: message, key to point at."""
+    family, noun, tag_key = _UNIONS[kind]
+    names = ", ".join(family)
+    if not isinstance(value, dict):
+        return f"{where}: a {noun} is a mapping such as {_EXAMPLES[noun]}, got {_got(value)}", None
+    if tag_key in value:
+        tag = str(value[tag_key])
+        guess = closest(tag, list(family))
+        return (f"{where}: unknown {noun} {tag_key} {tag!r}; "
+                + (f"did you mean {guess!r}? " if guess else "")
+                + f"{noun} {tag_key}s: {names}", tag_key)
+    if family is _CHECKS:
+        return _untyped_check(value, where, names)
+    return _untyped_target(value, where)
+
+
+def _untyped_check(value: dict[str, Any], where: str, names: str) -> tuple[str, str | None]:
+    present = [k for k in value if k in _CHECKS]
+    if len(present) > 1:
+        return (f"{where}: one check per list item, found {' and '.join(present)}; write each "
+                "as its own `- ` item", present[1])
+    for key in value:
+        if guess := closest(key, list(_CHECKS)):
+            return f"{where}: unknown check {key!r}; did you mean {guess!r}?", key
+    return (f"{where}: a check needs `type:` or its type as key, e.g. {_EXAMPLES['check']}; "
+            f"check types: {names}", None)
+
+
+def _untyped_target(value: dict[str, Any], where: str) -> tuple[str, str | None]:
+    for key in value:
+        if guess := closest(key, ["url", "ref", "base_url", "type"]):
+            return f"unknown key {key!r} in {where} (target); did you mean {guess!r}?", key
+    return (f"{where}: a target needs `type:` (http, openai_chat, callable), or a `url:` "
+            f"(http), `ref:` (callable) or `base_url:` (openai_chat), e.g. "
+            f"{_EXAMPLES['target']}", None)

@@ -1,0 +1,115 @@
+"""The JSON Schema of test files, as accepted by the loader (for `sparring schema`, editors).
+
+Pydantic's schema of `TestFile` describes the validated shape; test files may also use the
+loader's shorthands, so the schema is widened to accept them: checks written as
+`{contains: "x"}`, criteria as plain text, `should` as one string, thresholds as `80` or
+`"80%"`, and a whole file that is one scenario.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Any
+
+from sparring.scenario import CHECK_TYPES, TestFile, expand_check_shorthand
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+_SCENARIO_DEFS = ("SimulatedScenario", "ScriptedScenario", "SingleTurnScenario")
+_CRITERIA = ("criteria", "restrictions")
+
+
+def test_file_json_schema() -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of a sparring test file.
+
+    Returns:
+        A fresh dict: a file is either a test set (`target` + `scenarios`) or one scenario;
+        check, criterion, `should` and threshold shorthands are included.
+    """
+    return copy.deepcopy(_schema())
+
+
+test_file_json_schema.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+
+
+@functools.cache
+def _schema() -> dict[str, Any]:
+    base = TestFile.model_json_schema()
+    defs: dict[str, Any] = base.pop("$defs")
+    defs["TestSet"] = {**base, "title": "Test set"}
+    check_refs = [f"#/$defs/{name}" for name in _check_def_names(defs)]
+    defs["Check"] = _check_schema(defs, check_refs)
+    defs["Scenario"] = {"oneOf": [{"$ref": f"#/$defs/{n}"} for n in _SCENARIO_DEFS]}
+    defs["TestSet"]["properties"]["scenarios"]["items"] = {"$ref": "#/$defs/Scenario"}
+    for name in (*_SCENARIO_DEFS, "ScriptedTurn"):
+        _widen(defs[name]["properties"])
+    return {
+        "$schema": DIALECT,
+        "$id": "https://sparring.dev/schema/test-file.json",
+        "title": "sparring test file",
+        "description": "A test set (`target` + `scenarios`), or one scenario with its own "
+        "`target`. Written in YAML or JSON.",
+        "anyOf": [{"$ref": "#/$defs/TestSet"}, {"$ref": "#/$defs/Scenario"}],
+        "$defs": defs,
+    }
+
+
+def _check_def_names(defs: dict[str, Any]) -> list[str]:
+    """Names of the check models' definitions, in `CHECK_TYPES` order."""
+    by_type = {d["properties"]["type"].get("const"): name for name, d in defs.items()
+               if "type" in d.get("properties", {}) and "turn" in d["properties"]}
+    return [by_type[t] for t in CHECK_TYPES]
+
+
+def _check_schema(defs: dict[str, Any], refs: list[str]) -> dict[str, Any]:
+    """A check: the full form (with `type:`) or the shorthand `{<type>: body, ...}`."""
+    forms: list[dict[str, Any]] = []
+    for check_type, ref in zip(CHECK_TYPES, refs, strict=True):
+        full = defs[ref.rsplit("/", 1)[1]]
+        full["required"] = ["type", *full.get("required", [])]
+        forms.append({"$ref": ref})
+        forms.append(_shorthand(check_type, full))
+    return {"description": "A deterministic check: `{type: contains, value: x}` or the "
+            "shorthand `{contains: x}`.", "anyOf": forms}
+
+
+def _shorthand(check_type: str, full: dict[str, Any]) -> dict[str, Any]:
+    """`{contains: "x", turn: 2}` / `{contains: {value: "x"}}`, per `expand_check_shorthand`."""
+    props = {k: v for k, v in full["properties"].items() if k != "type"}
+    expanded = expand_check_shorthand({check_type: "x"})
+    field = next(k for k in expanded if k != "type")
+    as_object = {"type": "object", "properties": props, "additionalProperties": False,
+                 "required": [r for r in full.get("required", []) if r != "type"]}
+    if check_type == "json_schema":  # a body without `schema:` is the schema itself
+        body = [props[field]]
+    elif props[field].get("type") == "object":  # a mapping body is always spread
+        body = [as_object]
+    else:
+        body = [props[field], as_object]
+    rest = {k: v for k, v in props.items() if k != field}
+    return {"type": "object", "title": f"{check_type} (shorthand)",
+            "properties": {check_type: {"anyOf": body}, **rest},
+            "required": [check_type], "additionalProperties": False}
+
+
+_THRESHOLD = {
+    "description": "Pass rate required across trials: 0.8, 80 or '80%'.",
+    "default": 1.0,
+    "anyOf": [{"type": "number", "minimum": 0, "maximum": 1},
+              {"type": "number", "minimum": 10, "maximum": 100},
+              {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%?\s*$"}],
+}
+
+
+def _widen(props: dict[str, Any]) -> None:
+    """Accept the loader's shorthands in one scenario's (or turn's) properties."""
+    if "checks" in props:
+        props["checks"]["items"] = {"$ref": "#/$defs/Check"}
+    if "should" in props:
+        props["should"] = {**props["should"], "type": ["array", "string"]}
+    if "threshold" in props:
+        props["threshold"] = _THRESHOLD
+    for key in _CRITERIA:
+        if key in props:
+            props[key]["items"] = {"anyOf": [{"type": "string", "minLength": 1},
+                                             {"$ref": "#/$defs/Criterion"}]}

@@ -1,0 +1,265 @@
+"""YAML/JSON test files -> scenarios, with errors at file:line:column.
+
+A test file is a mapping with `target:` (optional, shared) and `scenarios:` (a test set), or
+a single scenario at top level (with its own `target:`). A file may hold several `---`
+documents. Every problem found in any file is reported in one `ConfigError`, one line each:
+
+    tests/conv/refund.yaml:14:5: unknown key 'persna' in scenarios[0] (simulated scenario); did you mean 'persona'?
+"""  # noqa: E501
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pydantic import TypeAdapter, ValidationError
+
+from sparring.errors import ConfigError, UserError
+from sparring.loaders._parse import Document, parse_documents
+from sparring.loaders.errors import Problem, config_error, validation_problems
+from sparring.loaders.schema import test_file_json_schema
+from sparring.scenario import (
+    AnyScenario,
+    Scenario,
+    ScriptedScenario,
+    SingleTurnScenario,
+    TestFile,
+    has_something_to_check,
+)
+
+__all__ = ["TEST_FILE_SUFFIXES", "discover_files", "load_paths", "load_text",
+           "test_file_json_schema"]
+
+TEST_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+"""File names searched for in directories."""
+
+
+def load_paths(paths: Sequence[str | Path], *, pattern: str | None = None) -> list[AnyScenario]:
+    """Load every scenario from test files and directories of test files.
+
+    Each scenario gets the file's `target` when it has none, and `source="path:line"` (the
+    line its mapping starts on). Everything is validated before `pattern` filters.
+
+    Args:
+        paths: Files (any suffix, read as YAML) or directories, searched recursively for
+            `*.yaml`, `*.yml`, `*.json` in sorted order, skipping hidden directories/files.
+        pattern: Regular expression searched (`re.search`) in each scenario's id and name;
+            `None` keeps all. A pattern matching nothing gives an empty list.
+
+    Returns:
+        Scenarios in file order, then in their order within each file.
+
+    Raises:
+        UserError: a path does not exist, no test files were found, or `pattern` is not a
+            valid regular expression.
+        ConfigError: any file is invalid (syntax, unknown keys, bad values, a scenario with
+            nothing to check or no target) or two scenarios share an id; the message lists
+            every problem as `path:line:column: what; how to fix`.
+    """
+    regex = _compile(pattern)
+    loaded: list[_Loaded] = []
+    problems: list[Problem] = []
+    for file in discover_files(paths):
+        found, trouble = _load_file(file)
+        loaded += found
+        problems += trouble
+    problems += _duplicate_ids(loaded)
+    if problems:
+        raise config_error(problems)
+    scenarios = [item.scenario for item in loaded]
+    if regex is None:
+        return scenarios
+    return [s for s in scenarios if regex.search(s.id) or (s.name and regex.search(s.name))]
+
+
+def load_text(text: str, *, path: str = "<text>") -> list[AnyScenario]:
+    """Load the scenarios of one test file given as text (YAML or JSON).
+
+    Args:
+        text: The file's content.
+        path: Shown in errors and in each scenario's `source`.
+
+    Raises:
+        ConfigError: as `load_paths`, for this one file.
+    """
+    loaded, problems = _load_documents(text, path=path)
+    problems += _duplicate_ids(loaded)
+    if problems:
+        raise config_error(problems)
+    return [item.scenario for item in loaded]
+
+
+class _Loaded(NamedTuple):
+    scenario: AnyScenario
+    path: str
+    line: int
+    column: int
+
+
+def discover_files(paths: Sequence[str | Path]) -> list[Path]:
+    """The test files named by `paths`: files as given, directories searched recursively.
+
+    Returns:
+        Files in the order of `paths`, each directory's files sorted; no file twice.
+
+    Raises:
+        UserError: a path does not exist, or no test file was found at all.
+    """
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise UserError(f"test path {str(raw)!r} does not exist; give a test file or a "
+                            "directory of test files (*.yaml, *.yml, *.json)")
+        files += sorted(_walk(path)) if path.is_dir() else [path]
+    if not files:
+        searched = ", ".join(repr(str(p)) for p in paths) or "(no paths given)"
+        raise UserError(f"no test files found under {searched}: looked for *.yaml, *.yml and "
+                        "*.json files (hidden directories skipped); `sparring init` writes an "
+                        "example")
+    unique: dict[Path, Path] = {}
+    for file in files:
+        unique.setdefault(file.resolve(), file)
+    return list(unique.values())
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for directory, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            if not name.startswith(".") and name.endswith(TEST_FILE_SUFFIXES):
+                yield Path(directory, name)
+
+
+def _compile(pattern: str | None) -> re.Pattern[str] | None:
+    if pattern is None:
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise UserError(f"pattern {pattern!r} is not a valid regular expression ({e}); put a "
+                        r"backslash before special characters such as ( [ + * ?, e.g. 'a\+b'"
+                        ) from None
+
+
+def _load_file(file: Path) -> tuple[list[_Loaded], list[Problem]]:
+    path = str(file)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        return [], [Problem(path, None, None, f"not UTF-8 text ({e.reason} at byte {e.start}); "
+                            "save the file as UTF-8")]
+    except OSError as e:
+        raise UserError(f"cannot read test file {path!r}: {e.strerror or e}") from None
+    return _load_documents(text, path=path)
+
+
+def _load_documents(text: str, *, path: str) -> tuple[list[_Loaded], list[Problem]]:
+    try:
+        documents = parse_documents(text, path=path)
+    except ConfigError as e:
+        return [], [Problem(path, e.line, e.column, e.message)]
+    if not documents or all(d.data is None for d in documents):
+        return [], [Problem(path, None, None, "the file is empty; " + _SHAPE)]
+    loaded: list[_Loaded] = []
+    problems: list[Problem] = []
+    for doc in documents:
+        found, trouble = _load_document(doc, path=path)
+        loaded += found
+        problems += trouble
+    return loaded, problems
+
+
+_SHAPE = ("a test file is a mapping with `target:` and `scenarios:` (a list of scenarios), "
+          "or one scenario with its own `id:` and `target:`")
+
+
+@functools.cache
+def _scenario_adapter() -> TypeAdapter[Any]:
+    return TypeAdapter(Scenario)
+
+
+def _load_document(doc: Document, *, path: str) -> tuple[list[_Loaded], list[Problem]]:
+    """Validate one document, then give each scenario its target and source."""
+    line, column = doc.position(())
+    if not isinstance(doc.data, dict):
+        hint = "; put the list under `scenarios:`" if isinstance(doc.data, list) else ""
+        return [], [Problem(path, line, column, f"expected a mapping at the top level, got "
+                            f"{_kind_of(doc.data)}; {_SHAPE}{hint}")]
+    single = "scenarios" not in doc.data
+    try:
+        if single:
+            scenarios: list[AnyScenario] = [_scenario_adapter().validate_python(doc.data)]
+            file_target = None
+        else:
+            test_file = TestFile.model_validate(doc.data)
+            scenarios, file_target = list(test_file.scenarios), test_file.target
+    except ValidationError as e:
+        return [], validation_problems(e, doc=doc, path=path, single=single)
+    out: list[_Loaded] = []
+    for i, scenario in enumerate(scenarios):
+        line, column = doc.position(() if single else ("scenarios", i))
+        update: dict[str, Any] = {"source": f"{path}:{line}"}
+        if scenario.target is None and file_target is not None:
+            update["target"] = file_target
+        out.append(_Loaded(scenario.model_copy(update=update), path, line, column))
+    return out, _scenario_problems(out, path=path, single=single)
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    return "nothing" if value is None else f"{type(value).__name__} {value!r:.60}"
+
+
+def _scenario_problems(loaded: list[_Loaded], *, path: str, single: bool) -> list[Problem]:
+    """Scenarios with nothing to check, and scenarios with no target anywhere."""
+    problems = [Problem(path, item.line, item.column, _nothing_to_check(item.scenario))
+                for item in loaded if not has_something_to_check(item.scenario)]
+    untargeted = [item for item in loaded if item.scenario.target is None]
+    if untargeted:
+        first = untargeted[0]
+        problems.append(Problem(path, first.line, first.column, _no_target(
+            [item.scenario.id for item in untargeted], single=single)))
+    return problems
+
+
+def _nothing_to_check(scenario: AnyScenario) -> str:
+    if isinstance(scenario, ScriptedScenario):
+        add = ("`should:` or `checks:` to a turn, or `criteria:` / `checks:` to the scenario")
+    elif isinstance(scenario, SingleTurnScenario):
+        add = "`expected_output:`, `should:`, `checks:` or `criteria:`"
+    else:
+        add = ("`criteria:` (what the agent should do, decided by the judge), `restrictions:` "
+               "(what it must not do) or `checks:` (e.g. `- contains: \"refund\"`)")
+    return f"scenario {scenario.id!r} has nothing to check; add {add}"
+
+
+def _no_target(ids: list[str], *, single: bool) -> str:
+    example = '`target: {url: "http://localhost:8000/chat"}`'
+    if single:
+        return f"scenario {ids[0]!r} has no target; add one, e.g. {example}"
+    names = ", ".join(repr(i) for i in ids)
+    return (f"no target for scenario{'s' if len(ids) > 1 else ''} {names}; add `target:` at "
+            f"the top of the file (shared by its scenarios) or to each scenario, e.g. {example}")
+
+
+def _duplicate_ids(loaded: list[_Loaded]) -> list[Problem]:
+    first: dict[str, _Loaded] = {}
+    problems: list[Problem] = []
+    for item in loaded:
+        sid = item.scenario.id
+        if sid not in first:
+            first[sid] = item
+            continue
+        where = f"{first[sid].path}:{first[sid].line}:{first[sid].column}"
+        problems.append(Problem(item.path, item.line, item.column,
+                                f"duplicate scenario id {sid!r}, also used at {where}; "
+                                "scenario ids must be unique across the loaded files: rename "
+                                "one"))
+    return problems
+
