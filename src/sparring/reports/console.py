@@ -62,7 +62,7 @@ class _Running:
     trials: int | None
     turn: int = 0
     lines: deque[tuple[str, str]] = field(default_factory=lambda: deque(maxlen=3))
-    verdicts: list[tuple[str, str]] = field(default_factory=list)
+    verdicts: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
 
 
 class ConsoleView:
@@ -398,7 +398,7 @@ def _skipped_lines(result: RunResult, sym: dict[str, str]) -> list[str]:
             else:
                 for v in skipped:
                     groups.setdefault(v.reason or "skipped", [0, 0])[1] += 1
-    lines = []
+    lines: list[str] = []
     for message, (trials, verdicts) in groups.items():
         what = [plural(n, unit) for n, unit in ((trials, "trial"), (verdicts, "verdict")) if n]
         lines.append(f"{sym['skipped']} skipped {' and '.join(what)}: {one_line(message, 600)}")

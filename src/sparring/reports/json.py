@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -48,6 +48,7 @@ def load_json(text: str, *, source: str = "<report>") -> RunResult:
                         "sparring run wrote") from None
     if not isinstance(data, dict):
         raise UserError(f"{source}: a JSON report is an object, got {type(data).__name__}")
+    data = cast(dict[str, Any], data)
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise UserError(f"{source}: report schema_version {version!r} is not supported "
@@ -70,21 +71,24 @@ def read_json(path: Path) -> RunResult:
 
 def _strip_derived(data: dict[str, Any]) -> dict[str, Any]:
     out = _known(data, RunResult)
-    scenarios = out.get("scenarios")
+    scenarios: Any = out.get("scenarios")
     if isinstance(scenarios, list):
-        out["scenarios"] = [_strip_scenario(s) for s in scenarios]
+        out["scenarios"] = [_strip_scenario(s) for s in cast(list[Any], scenarios)]
     return out
 
 
 def _strip_scenario(raw: Any) -> Any:
     if not isinstance(raw, dict):
         return raw
-    out = _known(raw, ScenarioResult)
-    trials = out.get("trials")
+    scenario: dict[str, Any] = _known(raw, ScenarioResult)
+    trials: Any = scenario.get("trials")
     if isinstance(trials, list):
-        out["trials"] = [_known(t, TrialResult) if isinstance(t, dict) else t for t in trials]
-    return out
+        scenario["trials"] = [_known(t, TrialResult) for t in cast(list[Any], trials)]
+    return scenario
 
 
-def _known(raw: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
-    return {k: v for k, v in raw.items() if k in model.model_fields}
+def _known(raw: Any, model: type[BaseModel]) -> Any:
+    """`raw` without the keys `model` does not define; anything but a dict as is."""
+    if not isinstance(raw, dict):
+        return raw
+    return {k: v for k, v in cast(dict[str, Any], raw).items() if k in model.model_fields}

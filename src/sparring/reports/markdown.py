@@ -17,7 +17,14 @@ from pathlib import Path
 
 from sparring.reports import EXIT_CODE_MEANING, one_line, percent, plural, strip_control
 from sparring.reports import write_report_text as _write
-from sparring.results import ReplyNote, RunResult, ScenarioResult, TrialResult, Verdict
+from sparring.results import (
+    ReplyNote,
+    RunResult,
+    ScenarioResult,
+    TrialResult,
+    Verdict,
+    pass_hat_k,
+)
 from sparring.transcript import Message
 
 STATUS_ICON: dict[str, str] = {
@@ -97,8 +104,8 @@ def _scenario_section(s: ScenarioResult, *, max_message_chars: int) -> list[str]
              f"threshold {percent(s.threshold)}"]
     if s.source:
         facts.append(f"source `{_inline(s.source)}`")
-    hat = s.summary()["pass_hat_k"]
-    if isinstance(hat, dict) and len(hat) > 1:
+    hat = pass_hat_k(passed, len(s.counted))
+    if len(hat) > 1:
         facts.append("pass^k " + ", ".join(f"k={k}: {v:.2f}" for k, v in hat.items()))
     out = [f"## {STATUS_ICON[s.status]} {_text(one_line(s.name, 200))}", "",
            " · ".join(facts), ""]
