@@ -43,6 +43,7 @@ class Limits:
     user_chars_total: int = 12000
 
     def __post_init__(self) -> None:
+        """Reject limits below one character."""
         for name in ("judge_chars_per_message", "judge_chars_total",
                      "user_chars_per_message", "user_chars_total"):
             if getattr(self, name) < 1:
@@ -68,8 +69,10 @@ def neutralise(text: str) -> str:
 
 
 def cut(text: str, limit: int) -> str:
-    """`text` if it fits in `limit` characters, else its start and a marker saying how
-    many characters were cut."""
+    """Cut `text` to `limit` characters, with a marker saying how many were cut.
+
+    Text that fits is returned unchanged.
+    """
     if len(text) <= limit:
         return text
     return f"{text[:limit]} [... {len(text) - limit} more characters cut]"

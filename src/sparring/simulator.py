@@ -8,7 +8,7 @@ there is never a separate "should we stop?" call. Before `min_turns` the user ma
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from sparring.models.base import ChatMessage, Model
 from sparring.models.structured import complete_json
@@ -135,10 +135,11 @@ class _Reader:
 
     may_stop: bool
 
-    def __call__(self, raw: Any) -> UserTurn:
-        if not isinstance(raw, dict):
+    def __call__(self, value: Any) -> UserTurn:
+        if not isinstance(value, dict):
             raise ValueError('the answer must be a JSON object with "message", "done" and '
                              '"done_reason"')
+        raw = cast(dict[str, Any], value)
         message = raw.get("message")
         if message is None:
             message = ""

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, assert_never
+from typing import Any, assert_never, cast
 
 from sparring.results import Verdict, VerdictStatus
 from sparring.scenario import (
@@ -111,7 +111,7 @@ def describe(check: Check) -> str:
 
 
 def _describe_tool_called(check: ToolCalledCheck) -> str:
-    parts = []
+    parts: list[str] = []
     if check.include:
         parts.append(f"calls {', '.join(check.include)}" + (" in order" if check.ordered else ""))
     if check.exclude:
@@ -307,7 +307,7 @@ def _tool_called(check: ToolCalledCheck, scope: _Scope) -> _Outcome:
     calls = _calls(scope)
     names = [call.name for _, call in calls]
     called = f"tools called in {_where(scope)}: {', '.join(names) or 'none'}"
-    problems = []
+    problems: list[str] = []
     missing = [n for n in check.include if n not in names]
     if missing:
         problems.append(f"expected a call to {', '.join(missing)}")
@@ -353,24 +353,33 @@ def _json_equal(expected: Any, actual: Any) -> bool:
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(expected) is type(actual) and expected == actual
     if isinstance(expected, dict) and isinstance(actual, dict):
-        return expected.keys() == actual.keys() and all(
-            _json_equal(v, actual[k]) for k, v in expected.items())
+        want, got = cast(dict[str, Any], expected), cast(dict[str, Any], actual)
+        return want.keys() == got.keys() and all(_json_equal(v, got[k]) for k, v in want.items())
     if isinstance(expected, list) and isinstance(actual, list):
-        return len(expected) == len(actual) and all(
-            _json_equal(e, a) for e, a in zip(expected, actual, strict=True))
+        return _pairwise(cast(list[Any], expected), cast(list[Any], actual), _json_equal)
     return expected == actual
 
 
 def _is_subset(expected: Any, actual: Any) -> bool:
-    """Every key of `expected` is in `actual` with a matching value; nested objects
-    (also inside lists, position by position) match as subsets too."""
+    """True when every key of `expected` is in `actual` with a matching value.
+
+    Nested objects (also inside lists, position by position) match as subsets too.
+    """
     if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(
-            k in actual and _is_subset(v, actual[k]) for k, v in expected.items())
+        if not isinstance(actual, dict):
+            return False
+        want, got = cast(dict[str, Any], expected), cast(dict[str, Any], actual)
+        return all(k in got and _is_subset(v, got[k]) for k, v in want.items())
     if isinstance(expected, list):
-        return isinstance(actual, list) and len(expected) == len(actual) and all(
-            _is_subset(e, a) for e, a in zip(expected, actual, strict=True))
+        return isinstance(actual, list) and _pairwise(
+            cast(list[Any], expected), cast(list[Any], actual), _is_subset)
     return _json_equal(expected, actual)
+
+
+def _pairwise(expected: list[Any], actual: list[Any],
+              test: Callable[[Any, Any], bool]) -> bool:
+    return len(expected) == len(actual) and all(
+        test(e, a) for e, a in zip(expected, actual, strict=True))
 
 
 # --- latency -----------------------------------------------------------------------------

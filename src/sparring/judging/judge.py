@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from sparring.errors import ModelError, ModelOutputError, UserError
 from sparring.models.base import ChatMessage, Model
@@ -28,8 +28,11 @@ _NOTE_CHARS = 300
 
 @dataclass(frozen=True, slots=True)
 class ShouldItem:
-    """A `should` on one reply: `text` completes "The message should ..." about the agent's
-    reply at 1-based `turn`; `id` keys its verdict (e.g. `t2.should1`)."""
+    """A `should` on one reply, judged with the criteria.
+
+    `text` completes "The message should ..." about the agent's reply at 1-based `turn`;
+    `id` keys its verdict (e.g. `t2.should1`).
+    """
 
     id: str
     turn: int
@@ -38,8 +41,11 @@ class ShouldItem:
 
 @dataclass(frozen=True, slots=True)
 class JudgeOutcome:
-    """Verdicts in item order (criteria, restrictions, then shoulds) and one note per turn
-    with an agent reply (empty when no call was made)."""
+    """What the judge decided.
+
+    `verdicts` are in item order (criteria, restrictions, then shoulds); `reply_notes` has
+    one note per turn with an agent reply (empty when no call was made).
+    """
 
     verdicts: list[Verdict]
     reply_notes: list[ReplyNote]
@@ -293,8 +299,9 @@ class _AnswerReader:
         self.scrub = scrub
         self.strict = True
 
-    def __call__(self, raw: Any) -> _Answer:
-        if not isinstance(raw, dict):
+    def __call__(self, value: Any) -> _Answer:
+        raw = _obj(value)
+        if raw is None:
             raise ValueError('the answer must be a JSON object with "verdicts" and "replies"')
         verdicts = _keyed(raw.get("verdicts", raw), key="id")
         if verdicts is None:
@@ -308,8 +315,9 @@ class _AnswerReader:
                              '("met" or "not_met")')
         return _Answer(decisions, self._notes(raw.get("replies")))
 
-    def _decision(self, value: Any) -> _Decision | None:
-        if not isinstance(value, dict):
+    def _decision(self, raw: Any) -> _Decision | None:
+        value = _obj(raw)
+        if value is None:
             return None
         status = _status(value.get("verdict"))
         if status is None:
@@ -320,12 +328,12 @@ class _AnswerReader:
                          self._evidence(value.get("evidence")), self._turns(value.get("turns")))
 
     def _evidence(self, value: Any) -> tuple[str, ...]:
-        quotes = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        quotes = [value] if isinstance(value, str) else _arr(value) or []
         cleaned = [self._clean(q, _EVIDENCE_CHARS) for q in quotes if isinstance(q, str)]
         return tuple(q for q in cleaned if q)[:_EVIDENCE_ITEMS]
 
     def _turns(self, value: Any) -> tuple[int, ...]:
-        values = value if isinstance(value, list) else [value]
+        values = _arr(value) or [value]
         turns = {_as_int(v) for v in values}
         return tuple(sorted(t for t in turns if t is not None and t in self.valid_turns))
 
@@ -333,8 +341,8 @@ class _AnswerReader:
         notes = _keyed(value, key="turn") or {}
         out: list[ReplyNote] = []
         for turn in self.reply_turns:
-            entry = notes.get(str(turn))
-            if not isinstance(entry, dict):
+            entry = _obj(notes.get(str(turn)))
+            if entry is None:
                 continue
             note = entry.get("note")
             note = self._clean(note, _NOTE_CHARS) if isinstance(note, str) else ""
@@ -349,13 +357,24 @@ class _AnswerReader:
         return text if len(text) <= limit else text[:limit] + "…"
 
 
+def _obj(value: Any) -> dict[str, Any] | None:
+    """`value` as a JSON object with string keys, or `None` when it is not an object."""
+    if not isinstance(value, dict):
+        return None
+    return {str(k): v for k, v in cast(dict[Any, Any], value).items()}
+
+
+def _arr(value: Any) -> list[Any] | None:
+    return cast(list[Any], value) if isinstance(value, list) else None
+
+
 def _keyed(value: Any, *, key: str) -> dict[str, Any] | None:
     """An object keyed by id/turn; a list of objects carrying `key` is accepted too."""
-    if isinstance(value, dict):
-        return {str(k): v for k, v in value.items()}
-    if isinstance(value, list):
-        return {str(v[key]): v for v in value if isinstance(v, dict) and key in v}
-    return None
+    items = _arr(value)
+    if items is None:
+        return _obj(value)
+    objects = [o for o in map(_obj, items) if o is not None and key in o]
+    return {str(o[key]): o for o in objects}
 
 
 def _status(value: Any) -> Literal["met", "not_met"] | None:
