@@ -203,6 +203,9 @@ class HttpTarget:
     def _transport_error(self, error: httpx.HTTPError, request: httpx.Request) -> TargetError:
         url = self._secrets.scrub(str(request.url))
         detail = self._secrets.scrub(str(error) or type(error).__name__)
+        if isinstance(error, httpx.UnsupportedProtocol):
+            return TargetError(f"{url} is not a usable URL ({detail}); check `url`, e.g. "
+                               "https://bot.example.com/chat")
         if isinstance(error, httpx.ConnectError):
             return TargetError(f"could not connect to {url}: {detail}. Check that the agent is "
                                "running and that `url` (scheme, host, port) is right")

@@ -1,0 +1,472 @@
+"""HttpTarget against a real HTTP server on 127.0.0.1 (stdlib, one thread per request)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+
+from sparring.errors import TargetError, TargetTimeout
+from sparring.scenario import HttpTargetSpec
+from sparring.secrets import Secrets
+from sparring.targets.base import Target, TargetSession
+from sparring.targets.http import HttpTarget
+from sparring.targets.templates import ResponsePathError
+from sparring.transcript import Message, Transcript
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "sk-live-0123456789"
+
+
+@dataclass
+class Seen:
+    """One request the server received."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+Payload = bytes | Iterable[bytes]
+Route = Callable[[Seen], tuple[int, dict[str, str], Payload]]
+
+
+@dataclass
+class Server:
+    """Routes by path; `release` unblocks handlers that wait (set at teardown)."""
+
+    base: str = ""
+    routes: dict[str, Route] = field(default_factory=dict)
+    seen: list[Seen] = field(default_factory=list)
+    release: threading.Event = field(default_factory=threading.Event)
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def json_route(self, path: str, body: Any, *, status: int = 200) -> str:
+        data = json.dumps(body).encode()
+        self.routes[path] = lambda _: (status, {"Content-Type": "application/json"}, data)
+        return self.url(path)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        parts = urlsplit(self.path)
+        seen = Seen(self.command, parts.path, parse_qs(parts.query),
+                    {k.lower(): v for k, v in self.headers.items()},
+                    self.rfile.read(length) if length else b"")
+        state = self.server.state
+        state.seen.append(seen)
+        route = state.routes.get(parts.path)
+        status, headers, payload = (route(seen) if route else
+                                    (404, {"Content-Type": "text/plain"}, b"no route here"))
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        if isinstance(payload, bytes):
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(payload)
+            return
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for chunk in payload:
+            self.wfile.write(chunk)
+            self.wfile.flush()
+        self.close_connection = True
+
+    do_GET = do_POST = do_PUT = do_HEAD = _handle  # noqa: N815
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        """Keep test output quiet."""
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    state: Server
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+    httpd.state = Server(base=f"http://127.0.0.1:{httpd.server_address[1]}")
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    try:
+        yield httpd.state
+    finally:
+        httpd.state.release.set()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(follow_redirects=False, trust_env=False) as c:
+        yield c
+
+
+@pytest.fixture
+def secrets() -> Secrets:
+    return Secrets({"BOT_KEY": SECRET})
+
+
+def make(client: httpx.AsyncClient, secrets: Secrets, **spec: Any) -> HttpTarget:
+    return HttpTarget(HttpTargetSpec(**spec), client=client, secrets=secrets)
+
+
+def echo(seen: Seen) -> tuple[int, dict[str, str], Payload]:
+    return 200, {"Content-Type": "application/json"}, json.dumps({"reply": "ok"}).encode()
+
+
+def conversation(*texts: str) -> Transcript:
+    roles = ("user", "agent")
+    return Transcript(messages=tuple(Message(role=roles[i % 2], content=t)
+                                     for i, t in enumerate(texts)))
+
+
+async def test_body_filled_on_parsed_json_with_history(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    server.routes["/chat"] = echo
+    target = make(client, secrets, url=server.url("/chat"), response_path="reply",
+                  body_template={"message": "{{input}}", "history": "{{history}}"})
+    assert isinstance(target, Target)
+    session = await target.open_session()
+    assert isinstance(session, TargetSession)
+    tricky = 'He said "refund"\nthen {left}\\ and é'
+    reply = await session.send(conversation(tricky))
+    assert reply.role == "agent" and reply.content == "ok" and reply.raw == {"reply": "ok"}
+    assert reply.latency_ms is not None and reply.latency_ms >= 0
+    await session.send(conversation(tricky, "Sure, I can help.", "second"))
+    await session.close()
+    first, second = server.seen
+    assert first.method == "POST" and first.headers["content-type"] == "application/json"
+    assert first.json() == {"message": tricky, "history": []}
+    assert second.json() == {"message": "second", "history": [
+        {"role": "user", "content": tricky}, {"role": "assistant", "content": "Sure, I can help."}]}
+
+
+async def test_string_templates_json_and_raw_text(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    server.routes["/chat"] = echo
+    as_json = make(client, secrets, url=server.url("/chat"), response_path="reply",
+                   body_template='{"q": "{{input}}"}')
+    raw = make(client, secrets, url=server.url("/chat"), response_path="reply",
+               body_template="Question: {{input}}", headers={"X-Mode": "raw"})
+    await (await as_json.open_session()).send(conversation('a "b"'))
+    await (await raw.open_session()).send(conversation('a "b"'))
+    assert server.seen[0].json() == {"q": 'a "b"'}
+    assert server.seen[1].body.decode() == 'Question: a "b"'
+    assert server.seen[1].headers["content-type"].startswith("text/plain")
+    assert server.seen[1].headers["x-mode"] == "raw"
+
+
+async def test_secrets_in_url_headers_and_body(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    server.routes["/chat"] = echo
+    target = make(client, secrets, url=server.url("/chat?key={{secrets.BOT_KEY}}&q={{input}}"),
+                  headers={"Authorization": "Bearer {{secrets.BOT_KEY}}"},
+                  body_template={"auth": "{{secrets.BOT_KEY}}", "m": "{{input}}"},
+                  response_path="reply")
+    assert SECRET not in target.name
+    await (await target.open_session()).send(conversation("a&b=c"))
+    seen = server.seen[0]
+    assert seen.query == {"key": [SECRET], "q": ["a&b=c"]}
+    assert seen.headers["authorization"] == f"Bearer {SECRET}"
+    assert seen.json() == {"auth": SECRET, "m": "a&b=c"}
+
+
+async def test_secrets_are_masked_in_errors(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    def leaky(seen: Seen) -> tuple[int, dict[str, str], Payload]:
+        return 500, {"Content-Type": "application/json"}, seen.body  # echoes the secret
+
+    server.routes["/leak"] = leaky
+    server.json_route("/ok", {"echo": SECRET})
+    for path, response_path in (("/leak", "$"), ("/ok", "reply")):
+        target = make(client, secrets, url=server.url(path + "?key={{secrets.BOT_KEY}}"),
+                      body_template={"token": "{{secrets.BOT_KEY}}"},
+                      response_path=response_path)
+        with pytest.raises(TargetError) as info:
+            await (await target.open_session()).send(conversation("hi"))
+        assert SECRET not in str(info.value)
+        assert "***" in str(info.value)
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("$", '{"choices": [{"message": {"content": "from choices"}}], "count": 0, '
+          '"data": {"messages": [{"text": "first"}, {"text": "last"}]}, "ok": false, '
+          '"reply": "hi", "sources": [{"text": "s1"}, {"url": "u"}, {"text": "s2"}]}'),
+    ("", None), ("reply", "hi"), ("choices.0.message.content", "from choices"),
+    ("data.messages[-1].text", "last"), ("sources[*].text", "s1\ns2"),
+    ("ok", "false"), ("count", "0"), ("data.messages", '[{"text": "first"}, {"text": "last"}]'),
+])
+async def test_response_path_forms(server: Server, client: httpx.AsyncClient, secrets: Secrets,
+                                   path: str, expected: str | None) -> None:
+    body = {"reply": "hi", "ok": False, "count": 0,
+            "choices": [{"message": {"content": "from choices"}}],
+            "data": {"messages": [{"text": "first"}, {"text": "last"}]},
+            "sources": [{"text": "s1"}, {"url": "u"}, {"text": "s2"}]}
+    url = server.json_route("/chat", body)
+    reply = await (await make(client, secrets, url=url, response_path=path).open_session()).send(
+        conversation("hi"))
+    if expected is None:  # empty path: the whole body, like "$"
+        assert json.loads(reply.content) == body
+    else:
+        assert reply.content == expected
+    assert reply.raw == body
+
+
+async def test_missing_path_error_names_path_and_excerpt(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    url = server.json_route("/chat", {"output": {"text": "hi"}})
+    target = make(client, secrets, url=url, response_path="output.message")
+    with pytest.raises(ResponsePathError) as info:
+        await (await target.open_session()).send(conversation("hi"))
+    message = str(info.value)
+    assert "'output.message'" in message and "no key 'message' (keys there: text)" in message
+    assert '{"output": {"text": "hi"}}' in message and info.value.key == "message"
+
+
+async def test_non_json_body_is_the_reply_text(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    server.routes["/text"] = lambda _: (200, {"Content-Type": "text/plain"}, b"Hello {there")
+    server.routes["/html"] = lambda _: (200, {"Content-Type": "text/html"}, b"<p>Hi</p>")
+    server.routes["/badjson"] = lambda _: (200, {"Content-Type": "application/json"}, b"oops")
+    for path, text in (("/text", "Hello {there"), ("/html", "<p>Hi</p>"), ("/badjson", "oops")):
+        target = make(client, secrets, url=server.url(path), response_path="reply")
+        reply = await (await target.open_session()).send(conversation("hi"))
+        assert reply.content == text and reply.raw == text
+
+
+async def test_json_without_json_content_type_is_parsed(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    server.routes["/chat"] = lambda _: (200, {"Content-Type": "text/plain"}, b'{"reply": "x"}')
+    target = make(client, secrets, url=server.url("/chat"), response_path="reply")
+    assert (await (await target.open_session()).send(conversation("hi"))).content == "x"
+
+
+def _sse(*events: str, hold: threading.Event | None = None) -> Callable[[Seen], Any]:
+    def route(_: Seen) -> tuple[int, dict[str, str], Payload]:
+        def chunks() -> Iterator[bytes]:
+            for event in events:
+                yield event.encode()
+            if hold is not None:  # keep the connection open after [DONE]
+                hold.wait(10)
+        return 200, {"Content-Type": "text/event-stream; charset=utf-8"}, chunks()
+    return route
+
+
+def _delta(**delta: Any) -> str:
+    return f"data: {json.dumps({'choices': [{'index': 0, 'delta': delta}]})}\n\n"
+
+
+async def test_sse_is_assembled_and_done_ends_it(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    server.routes["/stream"] = _sse(
+        ": keep-alive comment\n\n", _delta(role="assistant"), _delta(content="Hel"),
+        "event: message\r\nid: 3\r\n" + _delta(content="lo, ").replace("\n\n", "\r\n\r\n"),
+        _delta(content=None), _delta(content="world"), "data: plain text\n\n", _delta(),
+        "data: [DONE]\n\n", hold=server.release)
+    target = make(client, secrets, url=server.url("/stream"), timeout_s=5,
+                  response_path="choices.0.delta.content")
+    reply = await (await target.open_session()).send(conversation("hi"))
+    assert reply.content == "Hello, worldplain text"
+    assert isinstance(reply.raw, list) and len(reply.raw) == 7 and reply.raw[5] == "plain text"
+
+
+async def test_sse_multiline_data_and_missing_path(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    server.routes["/lines"] = _sse('data: {"t":\ndata: "a"}\n\n', 'data: {"t": "b"}')
+    server.routes["/none"] = _sse('data: {"x": 1}\n\n', 'data: {"x": 2}\n\n')
+    reply = await (await make(client, secrets, url=server.url("/lines"),
+                              response_path="t").open_session()).send(conversation("hi"))
+    assert reply.content == "ab"
+    with pytest.raises(ResponsePathError, match="no key 't'"):
+        await (await make(client, secrets, url=server.url("/none"),
+                          response_path="t").open_session()).send(conversation("hi"))
+
+
+async def test_sse_tool_call_deltas_are_merged(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    def call(index: int, **fn: Any) -> dict[str, Any]:
+        return {"index": index, "function": fn} | ({"id": f"c{index}"} if "name" in fn else {})
+
+    server.routes["/stream"] = _sse(
+        _delta(role="assistant", tool_calls=[call(0, name="lookup", arguments="")]),
+        _delta(tool_calls=[call(0, arguments='{"order"')]),
+        _delta(tool_calls=[call(0, arguments=': 7}'), call(1, name="refund", arguments="{}")]),
+        "data: [DONE]\n\n")
+    target = make(client, secrets, url=server.url("/stream"),
+                  response_path="choices.0.delta.content",
+                  tool_calls_path="choices.0.delta.tool_calls")
+    reply = await (await target.open_session()).send(conversation("hi"))
+    assert reply.content == ""
+    assert [(c.name, c.arguments, c.id) for c in reply.tool_calls] == [
+        ("lookup", {"order": 7}, "c0"), ("refund", {}, "c1")]
+
+
+async def test_tool_calls_path(server: Server, client: httpx.AsyncClient,
+                               secrets: Secrets) -> None:
+    server.json_route("/openai", {"choices": [{"message": {"content": None, "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "refund", "arguments": '{"order": "A1"}'}}]}}]})
+    server.json_route("/plain", {"reply": "done", "calls": [
+        {"name": "lookup", "arguments": {"id": 3}}, {"name": "notify", "arguments": "{}"}]})
+    server.json_route("/nocalls", {"choices": [{"message": {"content": "no tools"}}]})
+    openai = make(client, secrets, url=server.url("/openai"),
+                  response_path="choices.0.message.content",
+                  tool_calls_path="choices.0.message.tool_calls")
+    reply = await (await openai.open_session()).send(conversation("hi"))
+    assert reply.content == ""  # null content is an empty reply
+    assert [(c.name, c.arguments, c.id) for c in reply.tool_calls] == [
+        ("refund", {"order": "A1"}, "call_1")]
+    plain = make(client, secrets, url=server.url("/plain"), response_path="reply",
+                 tool_calls_path="calls")
+    reply = await (await plain.open_session()).send(conversation("hi"))
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [
+        ("lookup", {"id": 3}), ("notify", {})]
+    none = make(client, secrets, url=server.url("/nocalls"),
+                response_path="choices.0.message.content",
+                tool_calls_path="choices.0.message.tool_calls")
+    reply = await (await none.open_session()).send(conversation("hi"))
+    assert reply.content == "no tools" and reply.tool_calls == ()
+
+
+async def test_malformed_tool_calls_are_an_error(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    url = server.json_route("/chat", {"reply": "x", "calls": [{"tool": "lookup"}]})
+    target = make(client, secrets, url=url, response_path="reply", tool_calls_path="calls")
+    with pytest.raises(TargetError, match="tool_calls_path 'calls': tool call 1"):
+        await (await target.open_session()).send(conversation("hi"))
+
+
+@pytest.mark.parametrize(("status", "hint"), [
+    (500, "failed on its side"), (404, "Check `url` and `method`"),
+    (401, "credentials"), (422, "body_template"),
+])
+async def test_http_error_status(server: Server, client: httpx.AsyncClient, secrets: Secrets,
+                                 status: int, hint: str) -> None:
+    url = server.json_route("/chat", {"error": "boom " * 200}, status=status)
+    target = make(client, secrets, url=url, response_path="reply")
+    with pytest.raises(TargetError) as info:
+        await (await target.open_session()).send(conversation("hi"))
+    message = str(info.value)
+    assert info.value.status == status and f"HTTP {status}" in message
+    assert url in message and '{"error": "boom boom' in message and hint in message
+    assert len(message) < 700
+
+
+async def test_unknown_route_404(server: Server, client: httpx.AsyncClient,
+                                 secrets: Secrets) -> None:
+    target = make(client, secrets, url=server.url("/missing"))
+    with pytest.raises(TargetError, match="HTTP 404.*no route here") as info:
+        await (await target.open_session()).send(conversation("hi"))
+    assert info.value.status == 404
+
+
+async def test_redirect_is_not_followed(server: Server, client: httpx.AsyncClient,
+                                        secrets: Secrets) -> None:
+    server.json_route("/final", {"reply": "should not be reached"})
+    server.routes["/old"] = lambda _: (302, {"Location": server.url("/final"),
+                                             "Content-Length": "0"}, b"")
+    target = make(client, secrets, url=server.url("/old"), response_path="reply")
+    with pytest.raises(TargetError) as info:
+        await (await target.open_session()).send(conversation("hi"))
+    assert info.value.status == 302
+    assert "not followed" in str(info.value) and server.url("/final") in str(info.value)
+    assert [s.path for s in server.seen] == ["/old"]
+
+
+async def test_get_and_head_send_no_body(server: Server, client: httpx.AsyncClient,
+                                         secrets: Secrets) -> None:
+    server.json_route("/ask", {"reply": "got it"})
+    get = make(client, secrets, url=server.url("/ask?q={{input}}"), method="GET",
+               response_path="reply")
+    head = make(client, secrets, url=server.url("/ask"), method="HEAD", response_path="reply")
+    assert (await (await get.open_session()).send(conversation("what's new?"))).content == "got it"
+    assert (await (await head.open_session()).send(conversation("x"))).content == ""
+    assert [(s.method, s.body, s.query) for s in server.seen] == [
+        ("GET", b"", {"q": ["what's new?"]}), ("HEAD", b"", {})]
+    assert "content-type" not in server.seen[0].headers
+
+
+async def test_connection_refused(client: httpx.AsyncClient, secrets: Secrets) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    target = make(client, secrets, url=f"http://127.0.0.1:{port}/chat?k={{{{secrets.BOT_KEY}}}}")
+    with pytest.raises(TargetError) as info:
+        await (await target.open_session()).send(conversation("hi"))
+    message = str(info.value)
+    assert "could not connect to" in message and "is running" in message
+    assert f"127.0.0.1:{port}" in message and SECRET not in message
+
+
+async def test_bad_url_is_a_target_error(client: httpx.AsyncClient, secrets: Secrets) -> None:
+    target = make(client, secrets, url="ftp://{{secrets.BOT_KEY}}.example/chat")
+    with pytest.raises(TargetError, match="check `url`") as info:
+        await (await target.open_session()).send(conversation("hi"))
+    assert SECRET not in str(info.value)
+
+
+async def test_timeout(server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    def slow(_: Seen) -> tuple[int, dict[str, str], Payload]:
+        server.release.wait(10)
+        return 200, {"Content-Type": "application/json"}, b'{"reply": "late"}'
+
+    server.routes["/slow"] = slow
+    target = make(client, secrets, url=server.url("/slow"), timeout_s=0.2)
+    with pytest.raises(TargetTimeout) as info:
+        await (await target.open_session()).send(conversation("hi"))
+    assert info.value.timeout_seconds == 0.2 and "timeout_s" in str(info.value)
+
+
+async def test_stream_that_stalls_times_out(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    server.routes["/stall"] = _sse('data: {"t": "a"}\n\n', hold=server.release)
+    target = make(client, secrets, url=server.url("/stall"), response_path="t", timeout_s=0.3)
+    with pytest.raises(TargetTimeout):
+        await (await target.open_session()).send(conversation("hi"))
+
+
+async def test_concurrent_sessions_share_one_client(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    import anyio
+
+    def answer(seen: Seen) -> tuple[int, dict[str, str], Payload]:
+        return 200, {"Content-Type": "application/json"}, json.dumps(
+            {"reply": seen.json()["message"].upper()}).encode()
+
+    server.routes["/chat"] = answer
+    target = make(client, secrets, url=server.url("/chat"), response_path="reply")
+    replies: dict[int, str] = {}
+
+    async def one(i: int) -> None:
+        session = await target.open_session()
+        replies[i] = (await session.send(conversation(f"msg {i}"))).content
+
+    async with anyio.create_task_group() as tg:
+        for i in range(8):
+            tg.start_soon(one, i)
+    assert replies == {i: f"MSG {i}" for i in range(8)}
