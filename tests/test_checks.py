@@ -329,3 +329,12 @@ def test_several_agent_messages_in_one_turn_are_all_in_scope() -> None:
 def test_every_type_has_a_description(spec: dict[str, Any]) -> None:
     text = describe(check(spec))
     assert text and "\n" not in text
+
+
+def test_tool_args_exact_nested_and_subset_type_mismatch() -> None:
+    t = convo(agent("", call("f", {"a": {"b": [1, {"c": True}]}, "s": "x"})))
+    exact = {"tool": "f", "match": "exact", "args": {"a": {"b": [1, {"c": True}]}, "s": "x"}}
+    assert run({"tool_args": exact}, t).status == "met"
+    exact["args"] = {"a": {"b": [1, {"c": 1}]}, "s": "x"}
+    assert run({"tool_args": exact}, t).status == "not_met"
+    assert run({"tool_args": {"tool": "f", "args": {"s": {"x": 1}}}}, t).status == "not_met"

@@ -316,3 +316,20 @@ def test_skipped_verdicts() -> None:
 async def test_duplicate_ids_are_a_user_error() -> None:
     with pytest.raises(UserError, match="repeated: c1"):
         await judge(ScriptedModel([]), shoulds=[ShouldItem(id="c1", turn=1, text="x")])
+
+
+async def test_wrong_top_level_shapes_are_repaired() -> None:
+    model = ScriptedModel([[1, 2], {"verdicts": "all met"}])
+    outcome = await judge(model)
+    assert [v.status for v in outcome.verdicts] == ["error"] * 3
+    assert "must be a JSON object" in user_prompt(model, 1)
+    assert '"verdicts" must be an object' in outcome.verdicts[0].reason
+
+
+async def test_verdicts_at_top_level_and_odd_values_are_tolerated() -> None:
+    answer = {"c1": item("met"), "r1": {"verdict": True}, "t2.should1": item("unmet"),
+              "replies": {"1": {"note": "ok", "score": "high"}}}
+    outcome = await judge(ScriptedModel([answer, answer]),
+                          scenario=SCENARIO.model_copy(update={"context": "Ten days late"}))
+    assert [v.status for v in outcome.verdicts] == ["met", "error", "not_met"]
+    assert [(n.note, n.score) for n in outcome.reply_notes] == [("ok", None)]

@@ -153,3 +153,9 @@ def test_greeting_before_first_user_message_is_turn_zero_and_other_roles() -> No
     assert "[turn 1] tool:" in text
     assert "[turn 0] assistant:" in render_for_user(t)
     assert message_text(Message(role="user", content="  ")) == "(empty message)"
+
+
+def test_single_message_over_the_total_is_kept_whole() -> None:
+    text = render_for_judge(chat(("hi", "b" * 400)), limits=Limits(judge_chars_total=100))
+    assert "messages left out" not in text
+    assert "b" * 400 in text

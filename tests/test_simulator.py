@@ -177,3 +177,10 @@ async def test_temperature_defaults_to_point_seven() -> None:
     await ask(Recording([answer]))
     await ask(Recording([answer]), temperature=1.0)
     assert seen == [(0.7, "user_turn"), (1.0, "user_turn")]
+
+
+async def test_wrong_shapes_are_repaired() -> None:
+    model = ScriptedModel([["hi"], {"message": None, "done": None}])
+    with pytest.raises(ModelOutputError, match="may not be empty"):
+        await ask(model)
+    assert "must be a JSON object" in prompts(model, 1)[1]
