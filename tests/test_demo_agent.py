@@ -180,6 +180,14 @@ def test_apologises_to_an_impatient_customer_and_says_what_else_it_can_do() -> N
     assert "order's status" in fallback and "connect you with a member of our team" in fallback
 
 
+def test_payments_cancellations_and_accepting_an_offered_colleague() -> None:
+    assert "can't take payments" in chat("How can I pay for express shipping?").reply
+    cancel = chat("Please cancel order 10238")
+    assert "colleague" in cancel.reply and cancel.tool_calls == []
+    accepted = chat("Please cancel order 10238", "yes please")
+    assert accepted.handover is True and tool_names(accepted) == ["handover_to_human"]
+
+
 def test_is_deterministic_and_reads_agent_roles_as_assistant() -> None:
     history = [{"role": "user", "content": "refund please"},
                {"role": "agent", "content": "Your order number?"},

@@ -112,6 +112,8 @@ _STATUS = re.compile(
     r"\b(where|status|track\w*|arriv\w*|deliver\w*|shipped|package|parcel|late|delay\w*|"
     r"hasn'?t (?:come|shown|turned)|when (?:will|does|do|is|can))\b")
 _ABOUT_ORDER = re.compile(r"\b(order|orders|check|update|look (?:it )?up)\b")
+_PAYMENT = re.compile(r"\b(pay|paying|payment|payments|checkout|billing|charged)\b")
+_CANCEL = re.compile(r"\b(cancel|cancell?ation|cancell?ing)\b")
 _MY_ORDER = re.compile(r"\bmy (?:order|package|parcel|delivery)\b")
 _GREETING = re.compile(
     r"^\W*(hi|hello|hey|hiya|good (?:morning|afternoon|evening)|greetings)\b[\s\w]{0,12}\W*$")
@@ -173,8 +175,12 @@ def _intent(text: str, *, has_order_id: bool) -> str | None:
         return "policy"
     if _REFUND.search(text) or any(p.search(text) for p, _ in _REASONS[:3]):
         return "refund"
+    if _PAYMENT.search(text):
+        return "payment"
     if _SHIPPING.search(text) and not (has_order_id or _MY_ORDER.search(text)):
         return "shipping"
+    if _CANCEL.search(text):
+        return "cancel"
     if _STATUS.search(text):
         return "status"
     if has_order_id or _ABOUT_ORDER.search(text):
@@ -263,9 +269,13 @@ def _answer(current: str, earlier: Sequence[str], turns: Sequence[tuple[str, str
         intent = _pending_intent(earlier) or "status"
     elif intent is None and _OTHER_NUMBER.search(_without_cards(lowered)):
         intent = _pending_intent(earlier)
-    if intent is None and _YES.search(lowered) and _offered_alternatives(turns):
-        return DemoReply("Happy to help. Would you like store credit for the full amount, or "
-                         "shall I connect you with a colleague?")
+    if intent is None and _YES.search(lowered):
+        offer = next((c for r, c in reversed(turns[:-1]) if r == "assistant"), "")
+        if "store credit" in offer and "colleague" in offer:
+            return DemoReply("Happy to help. Would you like store credit for the full "
+                             "amount, or shall I connect you with a colleague?")
+        if "connect you with" in offer:
+            return _handover(current, earlier)
     if intent in ("status", "refund", "store_credit"):
         order_id = ids[0] if ids else _latest_order_id(earlier)
         if order_id is None:
@@ -280,6 +290,13 @@ def _simple_answer(intent: str | None, lowered: str, earlier: Sequence[str]) -> 
                          "order number.")
     if intent == "shipping":
         return DemoReply(SHIPPING_INFO + " Is there anything else I can help with?")
+    if intent == "payment":
+        return DemoReply("I can't take payments or card details in chat. You can pay securely "
+                         "at checkout on our website; for billing questions about an existing "
+                         "order, I can connect you with a colleague.")
+    if intent == "cancel":
+        return DemoReply("I can't cancel orders myself, but a colleague can if the order "
+                         "hasn't shipped yet. Would you like me to connect you with one?")
     if intent == "greeting":
         return DemoReply(f"Hi! Welcome to {SHOP} support. How can I help you today?")
     if intent == "thanks" and _BYE.search(lowered):
@@ -293,11 +310,6 @@ def _simple_answer(intent: str | None, lowered: str, earlier: Sequence[str]) -> 
             "order confirmation email. Once you have it, I can look the order up, or I can "
             "connect you with a member of our team.")
     return DemoReply(f"Sorry, I'm not able to help with that here. {HELP_TOPICS}")
-
-
-def _offered_alternatives(turns: Sequence[tuple[str, str]]) -> bool:
-    last = next((c for r, c in reversed(turns) if r == "assistant"), "")
-    return "store credit" in last and "colleague" in last
 
 
 def _ask_for_order_id(lowered: str, intent: str) -> DemoReply:
