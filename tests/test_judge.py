@@ -333,3 +333,10 @@ async def test_verdicts_at_top_level_and_odd_values_are_tolerated() -> None:
                           scenario=SCENARIO.model_copy(update={"context": "Ten days late"}))
     assert [v.status for v in outcome.verdicts] == ["met", "error", "not_met"]
     assert [(n.note, n.score) for n in outcome.reply_notes] == [("ok", None)]
+
+
+async def test_garbage_then_partial_keeps_what_was_decided() -> None:
+    partial = full_answer()
+    del partial["verdicts"]["c1"]
+    outcome = await judge(ScriptedModel(["not json", partial]))
+    assert [v.status for v in outcome.verdicts] == ["error", "met", "met"]

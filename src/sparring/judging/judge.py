@@ -289,8 +289,8 @@ def judge_schema(ids: Sequence[str], reply_turns: Sequence[int]) -> dict[str, An
 class _AnswerReader:
     """`validate` for `complete_json`: parsed JSON -> `_Answer`.
 
-    The first answer that leaves ids out is rejected (so the one repair asks for them); a
-    later one is accepted and the ids it leaves out become `error` verdicts.
+    The first answer is rejected if it leaves ids out (so the one repair asks for them); the
+    repaired answer is accepted with ids left out, which become `error` verdicts.
     """
 
     def __init__(self, ids: list[str], *, valid_turns: frozenset[int],
@@ -300,6 +300,7 @@ class _AnswerReader:
         self.strict = True
 
     def __call__(self, value: Any) -> _Answer:
+        strict, self.strict = self.strict, False
         raw = _obj(value)
         if raw is None:
             raise ValueError('the answer must be a JSON object with "verdicts" and "replies"')
@@ -308,8 +309,7 @@ class _AnswerReader:
             raise ValueError('"verdicts" must be an object with one entry per item id')
         decisions = {i: d for i in self.ids if (d := self._decision(verdicts.get(i)))}
         missing = [i for i in self.ids if i not in decisions]
-        if missing and self.strict:
-            self.strict = False
+        if missing and strict:
             raise ValueError(f'"verdicts" has no valid entry for {", ".join(missing)}: give '
                              'each id an object with reason, evidence, turns and verdict '
                              '("met" or "not_met")')
