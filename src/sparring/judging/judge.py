@@ -8,12 +8,12 @@ verdict can only come from the structured answer (DESIGN.md sections 3 and 5).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from sparring.errors import ModelError, ModelOutputError, UserError
-from sparring.models.base import ChatMessage, Model
+from sparring.models.base import ChatMessage, Completion, Model
 from sparring.models.structured import complete_json
 from sparring.rendering import DEFAULT_LIMITS, Limits, Scrub, render_for_judge
 from sparring.results import ReplyNote, Usage, Verdict, VerdictKind, VerdictStatus
@@ -133,13 +133,15 @@ async def judge_conversation(
     to_ask = [i for i in items if i.id not in decided]
     if not to_ask:
         return JudgeOutcome([decided[i.id] for i in items], [])
+    counted = _CountingModel(model)
     validate = _AnswerReader([i.id for i in to_ask], valid_turns=_turns_of(transcript),
-                             reply_turns=reply_turns, scrub=scrub)
+                             reply_turns=reply_turns, scrub=scrub,
+                             is_repair=lambda: counted.calls > 1)
     messages = _judge_prompt(scenario, transcript, to_ask, reply_turns, limits=limits,
                             scrub=scrub)
     try:
         answer = await complete_json(
-            model, messages, schema=judge_schema([i.id for i in to_ask], reply_turns),
+            counted, messages, schema=judge_schema([i.id for i in to_ask], reply_turns),
             validate=validate, schema_name="judgement", temperature=temperature, usage=usage)
     except ModelOutputError as e:
         return _all_error(items, decided, f"the judge's answer could not be read, even after "
@@ -286,21 +288,39 @@ def judge_schema(ids: Sequence[str], reply_turns: Sequence[int]) -> dict[str, An
 
 # --- reading the answer ------------------------------------------------------------------
 
+class _CountingModel:
+    """Wraps the judge model to count the calls `complete_json` makes (1, then the repair)."""
+
+    def __init__(self, model: Model) -> None:
+        self.model, self.name, self.calls = model, model.name, 0
+
+    async def complete(self, messages: Sequence[ChatMessage], *, temperature: float,
+                       json_schema: dict[str, Any] | None = None,
+                       schema_name: str = "answer") -> Completion:
+        self.calls += 1
+        return await self.model.complete(messages, temperature=temperature,
+                                         json_schema=json_schema, schema_name=schema_name)
+
+    async def aclose(self) -> None:
+        """The wrapped model belongs to the caller; nothing to close here."""
+
+
 class _AnswerReader:
     """`validate` for `complete_json`: parsed JSON -> `_Answer`.
 
     The first answer is rejected if it leaves ids out (so the one repair asks for them); the
-    repaired answer is accepted with ids left out, which become `error` verdicts.
+    repaired answer (`is_repair()` true) is accepted with ids left out, which become `error`
+    verdicts.
     """
 
     def __init__(self, ids: list[str], *, valid_turns: frozenset[int],
-                 reply_turns: Sequence[int], scrub: Scrub | None) -> None:
+                 reply_turns: Sequence[int], scrub: Scrub | None,
+                 is_repair: Callable[[], bool]) -> None:
         self.ids, self.valid_turns, self.reply_turns = ids, valid_turns, reply_turns
         self.scrub = scrub
-        self.strict = True
+        self.is_repair = is_repair
 
     def __call__(self, value: Any) -> _Answer:
-        strict, self.strict = self.strict, False
         raw = _obj(value)
         if raw is None:
             raise ValueError('the answer must be a JSON object with "verdicts" and "replies"')
@@ -309,7 +329,7 @@ class _AnswerReader:
             raise ValueError('"verdicts" must be an object with one entry per item id')
         decisions = {i: d for i in self.ids if (d := self._decision(verdicts.get(i)))}
         missing = [i for i in self.ids if i not in decisions]
-        if missing and strict:
+        if missing and not self.is_repair():
             raise ValueError(f'"verdicts" has no valid entry for {", ".join(missing)}: give '
                              'each id an object with reason, evidence, turns and verdict '
                              '("met" or "not_met")')
