@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
 from rich.panel import Panel
 from rich.progress_bar import ProgressBar
@@ -109,8 +109,8 @@ class ConsoleView:
         self._entered = True
         self._started = time.monotonic()
         if self._want_live:
-            self._live = Live(console=self.console, refresh_per_second=self._refresh_per_second,
-                              transient=True, get_renderable=self.render)
+            self._live = Live(_LiveArea(self), console=self.console, transient=True,
+                              refresh_per_second=self._refresh_per_second)
             self._live.start()
         return self
 
@@ -284,6 +284,17 @@ class ConsoleView:
         return grid
 
 
+class _LiveArea:
+    """Renders the view's current state whenever rich draws the live area: on its refresh
+    tick, and when a permanent line is printed above it (so that redraw is never stale)."""
+
+    def __init__(self, view: ConsoleView) -> None:
+        self.view = view
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.view.render()
+
+
 def _panel(r: _Running) -> Panel:
     of = f"/{r.trials}" if r.trials else ""
     body = [Text(line, style="cyan" if role == "user" else "", no_wrap=True,
@@ -363,7 +374,7 @@ def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
         table.add_column(column, justify="left" if column in ("Scenario", "Status") else "right")
     for s in result.scenarios:
         passed = sum(t.status == "passed" for t in s.counted)
-        table.add_row(Text(one_line(s.name, 60)),
+        table.add_row(Text(s.scenario_id, overflow="fold"),
                       Text(f"{sym[s.status]} {_status_text(s.status)}", style=STYLE[s.status]),
                       percent(s.pass_rate), f"{passed}/{len(s.counted)}", percent(s.threshold))
     return table
