@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from sparring.errors import TargetError, TargetTimeout
+from sparring.errors import TargetError, TargetTimeout, UserError
 from sparring.scenario import HttpTargetSpec
 from sparring.secrets import Secrets
 from sparring.targets.base import Target, TargetSession
@@ -470,3 +470,21 @@ async def test_concurrent_sessions_share_one_client(
         for i in range(8):
             tg.start_soon(one, i)
     assert replies == {i: f"MSG {i}" for i in range(8)}
+
+
+async def test_missing_secret_fails_when_the_target_is_built(
+        server: Server, client: httpx.AsyncClient) -> None:
+    with pytest.raises(UserError, match="'BOT_KEY'.*export BOT_KEY="):
+        make(client, Secrets({}), url=server.url("/chat"),
+             headers={"Authorization": "Bearer {{secrets.BOT_KEY}}"})
+
+
+async def test_redirect_not_followed_even_if_the_client_would(
+        server: Server, secrets: Secrets) -> None:
+    server.json_route("/final", {"reply": "no"})
+    server.routes["/old"] = lambda _: (307, {"Location": "/final", "Content-Length": "0"}, b"")
+    async with httpx.AsyncClient(follow_redirects=True, trust_env=False) as following:
+        target = make(following, secrets, url=server.url("/old"), response_path="reply")
+        with pytest.raises(TargetError, match="HTTP 307, a redirect to /final"):
+            await (await target.open_session()).send(conversation("hi"))
+    assert [s.path for s in server.seen] == ["/old"]

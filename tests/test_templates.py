@@ -18,6 +18,7 @@ from sparring.targets.templates import (
     fill_text,
     last_user_message,
     render_reply,
+    secret_names,
     tool_calls_from,
 )
 from sparring.transcript import Message, ToolCall, Transcript
@@ -194,3 +195,9 @@ def test_history_helpers() -> None:
         {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])
     with pytest.raises(ValueError, match="ending with a user message"):
         last_user_message(Transcript())
+
+
+def test_secret_names() -> None:
+    assert secret_names(["{{secrets.A}}/x?k={{ secrets.B }}", {"h": "Bearer {{secrets.C}}"},
+                         {"{{secrets.KEY_IGNORED}}": ["{{secrets.A}}", 1, None]}]) == {
+        "A", "B", "C"}

@@ -8,6 +8,8 @@ looked up with `get` (wherever it came from). Environment variables that no test
 not scrubbed: they were never sent anywhere, and masking every `1` or `true` in the
 environment would garble reports. Each value is also scrubbed in its URL-encoded and
 JSON-escaped forms, so a secret in a query string or a request body never leaks either.
+Matching is plain substring matching, so a very short secret (say `42`) also masks that
+text wherever it appears: give secrets real, long values.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from sparring.targets.templates import (
     compile_body,
     last_user_message,
     render_reply,
+    secret_names,
     tool_calls_from,
 )
 from sparring.transcript import Message, ToolCall, Transcript
@@ -57,7 +58,9 @@ class HttpTarget:
             values never shown).
 
     Raises:
-        UserError: `response_path` or `tool_calls_path` does not parse.
+        UserError: `response_path` or `tool_calls_path` does not parse, or a
+            `{{secrets.NAME}}` used in `url`, `headers` or `body_template` is not set (checked
+            here, so a run fails before its first conversation).
     """
 
     def __init__(self, spec: HttpTargetSpec, *, client: httpx.AsyncClient, secrets: Secrets,
@@ -74,6 +77,9 @@ class HttpTarget:
         self._tool_calls_path = (ResponsePath(spec.tool_calls_path, option="tool_calls_path")
                                  if spec.tool_calls_path is not None else None)
         self._timeout = httpx.Timeout(spec.timeout_s)
+        texts: list[JsonValue] = [spec.url, *spec.headers.values(), spec.body_template]
+        for secret in sorted(secret_names(texts)):
+            secrets.get(secret)  # fail early; also marks the value for scrubbing
 
     async def open_session(self) -> HttpSession:
         """Start a conversation (no server-side state: the history is sent each turn)."""
@@ -134,7 +140,7 @@ class HttpTarget:
                               "https://bot.example.com/chat") from None
 
     async def _exchange(self, request: httpx.Request) -> _Reply:
-        response = await self._client.send(request, stream=True)
+        response = await self._client.send(request, stream=True, follow_redirects=False)
         try:
             await self._check_status(response)
             if response.headers.get("content-type", "").lower().startswith("text/event-stream"):
