@@ -13,13 +13,13 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
 
 from sparring import scenario as sc
 from sparring.errors import ConfigError
-from sparring.loaders._parse import Document, Loc
+from sparring.loaders._parse import Document, Loc, is_mapping
 
 MAX_SHOWN = 20
 """At most this many problems are listed in one error; the rest are counted."""
@@ -86,17 +86,21 @@ def describe(model: type[BaseModel]) -> str:
         for tag, m in family.items():
             if m is model:
                 return _NOUN.get(tag, f"{tag} {noun}")
-    return {sc.ScriptedTurn: "scripted turn", sc.Criterion: "criterion",
-            sc.TestFile: "test file"}.get(model, model.__name__)
+    return _OTHER_NOUNS.get(model, model.__name__)
+
+
+_OTHER_NOUNS: dict[type[BaseModel], str] = {
+    sc.ScriptedTurn: "scripted turn", sc.Criterion: "criterion", sc.TestFile: "test file"}
 
 
 def _family(model: type[BaseModel]) -> dict[str, type[BaseModel]]:
-    return next((f for f in _FAMILIES if model in f.values()), {})
+    empty: dict[str, type[BaseModel]] = {}
+    return next((f for f in _FAMILIES if model in f.values()), empty)
 
 
 def _why_kind(model: type[BaseModel], node: Any) -> str:
     """Why the loader read `node` as `model`: the explicit tag or the key that implied it."""
-    node = node if isinstance(node, dict) else {}
+    node = node if is_mapping(node) else {}
     family = _family(model)
     if family is _SCENARIOS:
         if "kind" in node:
@@ -126,8 +130,6 @@ class _Place:
     """Model of the value at `loc` (when it is a mapping validated by a model)."""
     parent: type[BaseModel] | None
     """Model of the mapping that holds `loc[-1]`."""
-    complete: bool
-    """Whether the whole pydantic location was found (tags aside)."""
 
 
 def _is_tag(loc: Sequence[Any], i: int, *, single: bool) -> bool:
@@ -145,33 +147,43 @@ def _is_tag(loc: Sequence[Any], i: int, *, single: bool) -> bool:
 
 
 def _place(loc: Sequence[Any], data: Any, *, single: bool, missing: bool) -> _Place:
-    node, found = data, []
+    node: Any = data
+    found: list[str | int] = []
     model: type[BaseModel] | None = None if single else sc.TestFile
     parent: type[BaseModel] | None = None
     for i, seg in enumerate(loc):
         if _is_tag(loc, i, single=single):
             model = {**_SCENARIOS, **_CHECKS, **_TARGETS}[seg]
             continue
-        if isinstance(node, dict) and seg in node:
+        ok, child = _child(node, seg)
+        if ok:
             parent, model = model, _child_model(found, seg)
             found.append(seg)
-            node = node[seg]
-        elif isinstance(node, list) and isinstance(seg, int) and 0 <= seg < len(node):
-            parent, model = model, _child_model(found, seg)
+            node = child
+            continue
+        shorthand = _shorthand_body(node, model, seg, missing=missing)
+        if shorthand is None:
+            break
+        found.append(shorthand)  # {contains: "x"} or {contains: {value: "x"}}
+        node = _child(node, shorthand)[1]
+        ok, child = _child(node, seg)
+        if ok:
             found.append(seg)
-            node = node[seg]
-        elif (shorthand := _shorthand_body(node, model, seg, missing=missing)) is not None:
-            found.append(shorthand)  # {contains: "x"} or {contains: {value: "x"}}
-            node = node[shorthand]
-            if not isinstance(node, dict):  # the body is field `seg` itself
-                parent, model = model, None
-            elif seg in node:
-                parent, model = model, None
-                found.append(seg)
-                node = node[seg]
-        else:
-            return _Place(tuple(found), model, parent, complete=False)
-    return _Place(tuple(found), model, parent, complete=True)
+            node = child
+        if ok or not is_mapping(node):  # a non-mapping body is field `seg` itself
+            parent, model = model, None
+    return _Place(tuple(found), model, parent)
+
+
+def _child(node: Any, seg: Any) -> tuple[bool, Any]:
+    """`(True, node[seg])` when `seg` is a key or index in `node`, else `(False, None)`."""
+    if is_mapping(node) and isinstance(seg, str) and seg in node:
+        return True, node[seg]
+    if isinstance(node, list) and isinstance(seg, int):
+        items = cast(list[Any], node)
+        if 0 <= seg < len(items):
+            return True, items[seg]
+    return False, None
 
 
 def _child_model(found: list[Any], seg: Any) -> type[BaseModel] | None:
@@ -183,11 +195,11 @@ def _child_model(found: list[Any], seg: Any) -> type[BaseModel] | None:
 def _shorthand_body(node: Any, model: type[BaseModel] | None, seg: Any, *,
                     missing: bool) -> str | None:
     """The check-type key of a shorthand check whose body holds field `seg`."""
-    if model is None or model not in _CHECKS.values() or not isinstance(node, dict):
+    if model is None or model not in _CHECKS.values() or not is_mapping(node):
         return None
     tag = model.model_fields["type"].default
     body = node.get(tag)
-    if isinstance(body, dict):
+    if is_mapping(body):
         return tag if seg in body or missing else None
     return tag if tag in node and not missing else None
 
@@ -224,7 +236,9 @@ def _got(value: Any) -> str:
         return f"text {value[:60]!r}"
     if isinstance(value, int | float):
         return f"the number {value:g}"
-    return {list: "a list", dict: "a mapping"}.get(type(value), type(value).__name__)
+    if isinstance(value, list):
+        return "a list"
+    return "a mapping" if is_mapping(value) else type(value).__name__
 
 
 # --- one message per pydantic error ------------------------------------------------------
@@ -293,40 +307,43 @@ def _merge(notes: list[_Note]) -> list[_Note]:
 def _note(e: Any, doc: Document, *, single: bool) -> _Note:
     kind, loc, value = e["type"], e["loc"], e.get("input")
     place = _place(loc, doc.data, single=single, missing=kind == "missing")
-    key_pos, value_pos = doc.position(place.loc), doc.position(place.loc, value=True)
-    where = yaml_path(place.loc)
+    key_pos = doc.position(place.loc)
     if kind == "extra_forbidden":
-        message = _unknown_key(place, doc.data)
-        guess = re.search(r"did you mean '([^']+)'\?$", message)
-        return _Note(place.loc, *key_pos, message, suggested=guess and guess.group(1))
+        message, guess = _unknown_key(place, doc.data)
+        return _Note(place.loc, *key_pos, message, suggested=guess)
     if kind == "missing":
         return _Note(place.loc, *key_pos, _missing(str(loc[-1]), place, single=single),
                      missing=str(loc[-1]))
     if kind in _UNIONS:
-        message, key = _union(kind, value, where)
-        pos = doc.position((*place.loc, key)) if key else key_pos
-        return _Note(place.loc, *pos, message)
-    if kind == "string_pattern_mismatch":
-        hint = _PATTERN_HINTS.get(str(place.loc[-1]) if place.loc else "", "")
-        pattern = e.get("ctx", {}).get("pattern", "")
-        return _Note(place.loc, *value_pos, f"{where}: {_got(value)} does not match the pattern "
-                     f"{pattern}" + (f"; {hint}" if hint else ""))
+        message, key = _union(kind, value, yaml_path(place.loc))
+        return _Note(place.loc, *(doc.position((*place.loc, key)) if key else key_pos), message)
+    return _value_note(e, place, doc)
+
+
+def _value_note(e: Any, place: _Place, doc: Document) -> _Note:
+    """A value of the wrong type or out of its allowed set, pointed at the value itself."""
+    kind, value, ctx = e["type"], e.get("input"), e.get("ctx", {})
+    pos, where, got = doc.position(place.loc, value=True), yaml_path(place.loc), _got(value)
     if kind in _EXPECTED:
-        expected, got = _EXPECTED[kind], _got(value)
+        expected = _EXPECTED[kind]
         if place.loc and place.loc[-1] == "should":
             expected = "text or a list of texts"
         hint = _list_hint(place.loc) if kind == "list_type" and isinstance(value, str) else ""
-        return _Note(place.loc, *value_pos, f"{where}: expected {expected}, got {got}{hint}",
+        return _Note(place.loc, *pos, f"{where}: expected {expected}, got {got}{hint}",
                      expected, got)
     if kind == "literal_error":
-        options = re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected", "")))
+        options = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
         guess = closest(str(value), options)
-        return _Note(place.loc, *value_pos, f"{where}: expected one of {', '.join(options)}, "
-                     f"got {_got(value)}" + (f"; did you mean {guess!r}?" if guess else ""))
+        return _Note(place.loc, *pos, f"{where}: expected one of {', '.join(options)}, got "
+                     f"{got}" + (f"; did you mean {guess!r}?" if guess else ""))
+    if kind == "string_pattern_mismatch":
+        hint = _PATTERN_HINTS.get(str(place.loc[-1]) if place.loc else "")
+        return _Note(place.loc, *pos, f"{where}: {got} does not match the pattern "
+                     f"{ctx.get('pattern', '')}" + (f"; {hint}" if hint else ""))
     message = re.sub(r"^(Value error|Assertion failed), ", "", e["msg"])
     if place.model is not None and kind in ("value_error", "assertion_error"):
         where += f" ({describe(place.model)})"
-    return _Note(place.loc, *value_pos, f"{where}: {message}")
+    return _Note(place.loc, *pos, f"{where}: {message}")
 
 
 def _list_hint(loc: Loc) -> str:
@@ -334,25 +351,26 @@ def _list_hint(loc: Loc) -> str:
     return f"; write a list, e.g. `{key}: [\"...\"]`, or one `- ...` item per line"
 
 
-def _unknown_key(place: _Place, data: Any) -> str:
+def _unknown_key(place: _Place, data: Any) -> tuple[str, str | None]:
+    """The message for an unknown key, and the key it suggests instead (if any)."""
     key, container, model = str(place.loc[-1]), place.loc[:-1], place.parent
     if model is None:
-        return f"unknown key {key!r} {_in(container)}"
+        return f"unknown key {key!r} {_in(container)}", None
     message = f"unknown key {key!r} {_in(container)} ({describe(model)})"
     if model is sc.TestFile and any(key in allowed_keys(m) for m in _SCENARIOS.values()):
-        return message + f"; `{key}` is a scenario setting: put it in each scenario under " \
-            "`scenarios:`"
+        return (f"{message}; `{key}` is a scenario setting: put it in each scenario under "
+                "`scenarios:`", None)
     others = [m for m in _family(model).values() if m is not model]
     owners = [describe(m) + "s" for m in others if key in allowed_keys(m)]
     if owners:
         return (f"{message}; `{key}` belongs to {' and '.join(owners)}, and this is "
-                f"{_a(describe(model))} because {_why_kind(model, _at(data, container))}")
+                f"{_a(describe(model))} because {_why_kind(model, _at(data, container))}", None)
     if guess := closest(key, allowed_keys(model)):
-        return f"{message}; did you mean {guess!r}?"
+        return f"{message}; did you mean {guess!r}?", guess
     for other in others:
         if guess := closest(key, allowed_keys(other)):
-            return f"{message}; did you mean {guess!r} (a key of {describe(other)}s)?"
-    return f"{message}; allowed keys: {', '.join(allowed_keys(model))}"
+            return f"{message}; did you mean {guess!r} (a key of {describe(other)}s)?", None
+    return f"{message}; allowed keys: {', '.join(allowed_keys(model))}", None
 
 
 _MISSING_HINTS: dict[tuple[Any, str], str] = {
@@ -397,7 +415,7 @@ def _union(kind: str, value: Any, where: str) -> tuple[str, str | None]:
     """A check, scenario or target whose type could not be told: message, key to point at."""
     family, noun, tag_key = _UNIONS[kind]
     names = ", ".join(family)
-    if not isinstance(value, dict):
+    if not is_mapping(value):
         return f"{where}: a {noun} is a mapping such as {_EXAMPLES[noun]}, got {_got(value)}", None
     if tag_key in value:
         tag = str(value[tag_key])

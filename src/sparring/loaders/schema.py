@@ -36,16 +36,16 @@ test_file_json_schema.__test__ = False  # type: ignore[attr-defined]  # not a py
 def _schema() -> dict[str, Any]:
     base = TestFile.model_json_schema()
     defs: dict[str, Any] = base.pop("$defs")
-    defs["TestSet"] = {**base, "title": "Test set"}
+    test_set: dict[str, Any] = {**base, "title": "Test set"}
+    defs["TestSet"] = test_set
     check_refs = [f"#/$defs/{name}" for name in _check_def_names(defs)]
     defs["Check"] = _check_schema(defs, check_refs)
     defs["Scenario"] = {"oneOf": [{"$ref": f"#/$defs/{n}"} for n in _SCENARIO_DEFS]}
-    defs["TestSet"]["properties"]["scenarios"]["items"] = {"$ref": "#/$defs/Scenario"}
+    test_set["properties"]["scenarios"]["items"] = {"$ref": "#/$defs/Scenario"}
     for name in (*_SCENARIO_DEFS, "ScriptedTurn"):
         _widen(defs[name]["properties"])
     return {
         "$schema": DIALECT,
-        "$id": "https://sparring.dev/schema/test-file.json",
         "title": "sparring test file",
         "description": "A test set (`target` + `scenarios`), or one scenario with its own "
         "`target`. Written in YAML or JSON.",
