@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from sparring.errors import ConfigError
 
@@ -32,8 +32,8 @@ class Document:
     """
 
     data: Any
-    keys: dict[Loc, Position] = field(default_factory=dict)
-    values: dict[Loc, Position] = field(default_factory=dict)
+    keys: dict[Loc, Position] = field(default_factory=dict[Loc, Position])
+    values: dict[Loc, Position] = field(default_factory=dict[Loc, Position])
 
     def position(self, loc: Loc, *, value: bool = False) -> Position:
         """Position of `loc`, or of its nearest ancestor that has one.
@@ -47,6 +47,11 @@ class Document:
         return self.keys.get(loc, (1, 1))
 
 
+def is_mapping(value: object) -> TypeGuard[dict[str, Any]]:
+    """`isinstance(value, dict)`, typed for parsed data (whose keys are `str`)."""
+    return isinstance(value, dict)
+
+
 def parse_documents(text: str, *, path: str) -> list[Document]:
     """Parse every YAML document (`---`-separated) in `text`; JSON text is YAML too.
 
@@ -58,10 +63,10 @@ def parse_documents(text: str, *, path: str) -> list[Document]:
     from ruamel.yaml.error import MarkedYAMLError
 
     try:
-        raw_docs = list(YAML(typ="rt").load_all(text))
+        raw_docs: list[Any] = list(YAML(typ="rt").load_all(text))  # pyright: ignore[reportUnknownMemberType]
     except MarkedYAMLError as e:
         raise _syntax_error(e, path=path) from None
-    documents = []
+    documents: list[Document] = []
     for raw in raw_docs:
         keys: dict[Loc, Position] = {(): _start(raw)}
         values: dict[Loc, Position] = {}

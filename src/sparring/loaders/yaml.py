@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from pydantic import TypeAdapter, ValidationError
 
 from sparring.errors import ConfigError, UserError
-from sparring.loaders._parse import Document, parse_documents
+from sparring.loaders._parse import Document, is_mapping, parse_documents
 from sparring.loaders.errors import Problem, config_error, validation_problems
 from sparring.loaders.schema import test_file_json_schema
 from sparring.scenario import (
@@ -186,17 +186,18 @@ def _scenario_adapter() -> TypeAdapter[Any]:
 def _load_document(doc: Document, *, path: str) -> tuple[list[_Loaded], list[Problem]]:
     """Validate one document, then give each scenario its target and source."""
     line, column = doc.position(())
-    if not isinstance(doc.data, dict):
-        hint = "; put the list under `scenarios:`" if isinstance(doc.data, list) else ""
+    data = doc.data
+    if not is_mapping(data):
+        hint = "; put the list under `scenarios:`" if isinstance(data, list) else ""
         return [], [Problem(path, line, column, f"expected a mapping at the top level, got "
-                            f"{_kind_of(doc.data)}; {_SHAPE}{hint}")]
-    single = "scenarios" not in doc.data
+                            f"{_kind_of(data)}; {_SHAPE}{hint}")]
+    single = "scenarios" not in data
     try:
         if single:
-            scenarios: list[AnyScenario] = [_scenario_adapter().validate_python(doc.data)]
+            scenarios: list[AnyScenario] = [_scenario_adapter().validate_python(data)]
             file_target = None
         else:
-            test_file = TestFile.model_validate(doc.data)
+            test_file = TestFile.model_validate(data)
             scenarios, file_target = list(test_file.scenarios), test_file.target
     except ValidationError as e:
         return [], validation_problems(e, doc=doc, path=path, single=single)
