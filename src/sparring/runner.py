@@ -243,7 +243,7 @@ async def run_trial(scenario: AnyScenario, trial: int, target: Target, ctx: _Con
     started = time.perf_counter()
     status, error = None, None
     if isinstance(scenario, SimulatedScenario) and ctx.user_model is None:
-        status, end_reason, error = "skipped", "skipped", f"simulated user skipped: {NO_MODEL_HINT}"
+        status, end_reason, error = "skipped", "skipped", NO_MODEL_HINT
     else:
         timeout = ctx.settings.conversation_timeout_s or scenario.timeout_s
         try:

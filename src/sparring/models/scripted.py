@@ -67,3 +67,23 @@ class ScriptedModel:
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+def example_for_schema(schema: dict[str, Any], *, text: str = "ok") -> Any:
+    """A value that satisfies a simple JSON Schema: the first `enum` value, `text` for
+    strings, `False`, `1`, empty arrays, and objects with every property filled.
+
+    Use it as `ScriptedModel(handler=lambda messages, schema: example_for_schema(schema))`
+    for a model that always answers in the requested shape (the judge then finds every
+    criterion met, and the simulated user never stops early).
+    """
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        return {name: example_for_schema(sub, text=text)
+                for name, sub in schema.get("properties", {}).items()}
+    return {"string": text, "boolean": False, "integer": 1, "number": 1, "array": [],
+            "null": None}.get(kind, text)
