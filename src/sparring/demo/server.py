@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import sys
 import threading
 import time
@@ -41,6 +42,32 @@ class BadRequest(Exception):
     """The request body cannot be used; the message says what to send instead."""
 
 
+class _Server(ThreadingHTTPServer):
+    """A ThreadingHTTPServer that can also drop its open keep-alive connections on stop,
+    so stopping it looks to clients like the process went away."""
+
+    daemon_threads = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.connections: set[socket.socket] = set()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def drop_connections(self) -> None:
+        for connection in list(self.connections):
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by the client
+
+
 class DemoServer:
     """The demo agent on `http://host:port`, bound on construction.
 
@@ -56,8 +83,7 @@ class DemoServer:
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
                  log_requests: bool = False) -> None:
         handler = type("Handler", (_Handler,), {"log_requests": log_requests})
-        self._httpd = ThreadingHTTPServer((host, port), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _Server((host, port), handler)
         self._thread: threading.Thread | None = None
         self.host = host
         self.port: int = self._httpd.server_address[1]
@@ -94,6 +120,7 @@ class DemoServer:
             self._httpd.shutdown()
             self._thread.join()
             self._thread = None
+        self._httpd.drop_connections()
         self._httpd.server_close()
 
     def __enter__(self) -> DemoServer:

@@ -60,7 +60,11 @@ class _Item:
 
     @property
     def description(self) -> str:
-        return f"should {self.text}" if self.kind == "should" else self.text
+        if self.kind == "should":
+            return f"should {self.text}"
+        if self.kind == "restriction":  # met means the behaviour did not happen
+            return f"restriction (must not happen): {self.text}"
+        return self.text
 
     def verdict(self, status: VerdictStatus, reason: str, *, evidence: tuple[str, ...] = (),
                 turns: tuple[int, ...] = ()) -> Verdict:

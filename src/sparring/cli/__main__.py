@@ -1,0 +1,5 @@
+"""`python -m sparring.cli` runs the `sparring` command."""
+
+from sparring.cli.main import main
+
+main()

@@ -1,0 +1,165 @@
+"""`sparring` end to end, as a user runs it: a subprocess against real local servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparring.demo.server import DemoServer
+from sparring.models.scripted import example_for_schema
+from tests.support.openai_server import Reply, ScriptedOpenAIServer
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def sparring(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARRING_", "OPENAI_"))}
+    return subprocess.run([sys.executable, "-m", "sparring.cli", *args], capture_output=True,
+                          text=True, timeout=120, cwd=cwd, env=env)
+
+
+def examples_against(tmp_path: Path, url: str) -> Path:
+    """Copy examples/ into tmp_path with the demo agent's address replaced by `url`."""
+    out = tmp_path / "examples"
+    out.mkdir()
+    for path in EXAMPLES.glob("*.yaml"):
+        text = path.read_text(encoding="utf-8").replace("http://127.0.0.1:8787", url)
+        (out / path.name).write_text(text, encoding="utf-8")
+    return out
+
+
+def valid_answer(request: dict[str, Any]) -> Reply:
+    """Answer any structured request of sparring's models with a schema-valid object."""
+    schema = request.get("response_format", {}).get("json_schema", {}).get("schema", {})
+    return Reply(json.dumps(example_for_schema(schema, text="Where is my order 10234?")))
+
+
+def test_examples_pass_against_the_demo_agent_without_a_model(tmp_path: Path) -> None:
+    with DemoServer(port=0) as demo:
+        demo.start()
+        suite = examples_against(tmp_path, demo.url)
+        done = sparring("run", str(suite), "--output", str(tmp_path / "r.json"),
+                        "--junit", str(tmp_path / "j.xml"), "--markdown",
+                        str(tmp_path / "r.md"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["schema_version"] == "1"
+    assert report["exit_code"] == 0
+    assert report["counts"]["passed"] >= 10
+    assert {s["kind"] for s in report["scenarios"]} == {"simulated", "scripted", "single_turn"}
+    assert "no model configured" in done.stderr + done.stdout
+    assert "<testsuite" in (tmp_path / "j.xml").read_text()
+    assert "| Scenario" in (tmp_path / "r.md").read_text()
+
+
+SUITE = """\
+target:
+  url: {url}/chat
+  body_template: {{message: "{{{{input}}}}", history: "{{{{history}}}}"}}
+  response_path: reply
+  tool_calls_path: tool_calls
+scenarios:
+  - id: finished-first
+    turns:
+      - user: Hello
+        checks: [{{contains: "Northwind"}}]
+  - id: simulated-status
+    persona: A customer who wants to know where order 10234 is.
+    goal: Learn the status of order 10234.
+    max_turns: 3
+    min_turns: 3
+    criteria: [The assistant asks for the order number before giving a status]
+    restrictions: [The assistant asks for a card number]
+"""
+
+
+def test_models_run_through_an_openai_compatible_server(tmp_path: Path) -> None:
+    with DemoServer(port=0) as demo, ScriptedOpenAIServer([valid_answer] * 4) as llm:
+        demo.start()
+        (tmp_path / "suite.yaml").write_text(SUITE.format(url=demo.url))
+        done = sparring("run", str(tmp_path / "suite.yaml"), "--model", "openai-compatible:t",
+                        "--base-url", llm.base_url, "--output", str(tmp_path / "r.json"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    trial = json.loads((tmp_path / "r.json").read_text())["scenarios"][1]["trials"][0]
+    assert trial["status"] == "passed"
+    assert [v["id"] for v in trial["verdicts"]] == ["c1", "r1"]
+    assert len(trial["transcript"]["messages"]) == 6
+    assert len(llm.requests) == 3 + 1  # one call per user turn, one judge call
+    assert all(r["model"] == "t" for r in llm.requests)
+
+
+def test_stopping_the_agent_mid_run_turns_the_trial_into_an_error(tmp_path: Path) -> None:
+    demo = DemoServer(port=0)
+    calls = 0
+
+    def user_then_stop_agent(request: dict[str, Any]) -> Reply:
+        nonlocal calls
+        calls += 1
+        if calls == 2:  # the simulated user writes turn 2 after the agent went away
+            demo.stop()
+        return valid_answer(request)
+
+    with demo, ScriptedOpenAIServer([user_then_stop_agent] * 4) as llm:
+        demo.start()
+        (tmp_path / "suite.yaml").write_text(SUITE.format(url=demo.url))
+        done = sparring("run", str(tmp_path / "suite.yaml"), "--model", "openai-compatible:t",
+                        "--base-url", llm.base_url, "--parallel", "1",
+                        "--output", str(tmp_path / "r.json"))
+    assert done.returncode == 3, done.stdout + done.stderr
+    first, second = json.loads((tmp_path / "r.json").read_text())["scenarios"]
+    assert first["status"] == "passed"
+    trial = second["trials"][0]
+    assert (trial["status"], trial["end_reason"]) == ("error", "target_error")
+    assert demo.url.removeprefix("http://") in trial["error"]
+    assert [m["role"] for m in trial["transcript"]["messages"]] == ["user", "agent", "user"]
+
+
+def test_yaml_typo_names_file_line_and_the_intended_key(tmp_path: Path) -> None:
+    path = tmp_path / "typo.yaml"
+    path.write_text("target: {url: http://127.0.0.1:9/chat}\nscenarios:\n  - id: a\n"
+                    "    goal: Get help\n    persna: Busy parent\n    criteria: [Helps]\n")
+    done = sparring("run", str(path))
+    assert done.returncode == 2
+    assert f"{path}:5:5" in done.stderr
+    assert "did you mean 'persona'" in done.stderr
+
+
+def test_threshold_typo_gets_a_did_you_mean(tmp_path: Path) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text("target: {url: http://127.0.0.1:9/chat}\nscenarios:\n  - id: a\n"
+                    "    prompt: Hi\n    checks: [{contains: hi}]\n    threshold: 8\n")
+    done = sparring("run", str(path))
+    assert done.returncode == 2
+    assert "did you mean 0.8" in done.stderr
+
+
+def test_list_schema_and_init(tmp_path: Path) -> None:
+    listed = sparring("run", str(EXAMPLES), "--list")
+    assert listed.returncode == 0
+    assert "refunds/inside-30-days" in listed.stdout
+    schema = json.loads(sparring("schema").stdout)
+    assert schema["$schema"].endswith("2020-12/schema")
+    assert sparring("init", "--dir", str(tmp_path)).returncode == 0
+    assert sparring("run", str(tmp_path / "tests" / "conversations"), "--list").returncode == 0
+    again = sparring("init", "--dir", str(tmp_path))
+    assert again.returncode == 2
+    assert "already exist" in again.stderr
+
+
+def test_unknown_model_provider_is_a_usage_error(tmp_path: Path) -> None:
+    done = sparring("run", str(EXAMPLES), "--model", "opneai:gpt-4o-mini")
+    assert done.returncode == 2
+    assert "Did you mean 'openai:gpt-4o-mini'" in done.stderr
+
+
+@pytest.mark.parametrize("args", [["run"], ["run", "no/such/dir"]])
+def test_bad_paths_are_usage_errors(args: list[str]) -> None:
+    done = sparring(*args)
+    assert done.returncode == 2
+    assert done.stderr.strip()
