@@ -22,7 +22,7 @@ TrialStatus = Literal["passed", "failed", "error", "timed_out", "skipped"]
 ScenarioStatus = Literal["passed", "failed", "error", "skipped", "not_run"]
 EndReason = Literal[
     "goal_achieved", "user_gave_up", "max_turns", "target_error", "timeout", "script_done",
-    "model_error", "skipped",
+    "model_error", "skipped", "interrupted", "internal_error",
 ]
 
 

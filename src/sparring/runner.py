@@ -45,6 +45,7 @@ from sparring.results import (
     RunResult,
     ScenarioResult,
     TrialResult,
+    TrialStatus,
     Usage,
     Verdict,
     trial_status,
@@ -112,6 +113,7 @@ class _TrialState:
         self.verdicts: list[Verdict] = []
         self.usage = Usage()
         self.reply_notes: list[ReplyNote] = []
+        self.started = time.perf_counter()
 
     def add_message(self, message: Message) -> None:
         self.transcript = self.transcript.with_message(message)
@@ -121,6 +123,17 @@ class _TrialState:
         for v in verdicts:
             self.verdicts.append(v)
             self.ctx.observer(VerdictAdded(self.scenario.id, self.trial, v))
+
+    def finish(self, status: TrialStatus, end_reason: EndReason,
+               error: str | None) -> TrialResult:
+        """The trial's result as it stands; emits TrialFinished."""
+        result = TrialResult(
+            scenario_id=self.scenario.id, trial=self.trial, status=status,
+            end_reason=end_reason, transcript=self.transcript, verdicts=self.verdicts,
+            reply_notes=self.reply_notes, error=error, usage=self.usage,
+            duration_ms=(time.perf_counter() - self.started) * 1000)
+        self.ctx.observer(TrialFinished(result))
+        return result
 
     async def exchange(self, session: TargetSession, text: str) -> Message:
         """Send one user message and record both it and the reply."""
@@ -233,39 +246,39 @@ async def _converse(state: _TrialState, target: Target) -> EndReason:
 
 
 async def run_trial(scenario: AnyScenario, trial: int, target: Target, ctx: _Context, *,
-                    trials: int) -> TrialResult:
-    """Run trial number `trial` (1-based, of `trials`) to a TrialResult.
+                    trials: int, on_result: Callable[[TrialResult], None]) -> None:
+    """Run trial number `trial` (1-based, of `trials`) and pass its TrialResult to `on_result`.
 
-    Never raises for target, model or judge failures: they become the trial's status.
+    Never raises for target, model or judge failures: they become the trial's status. If the
+    run is cancelled (Ctrl-C), the trial is recorded as `error` / `interrupted` with what it
+    had so far before the cancellation goes on.
     """
     ctx.observer(TrialStarted(scenario.id, scenario.display_name, trial, trials))
     state = _TrialState(scenario, trial, ctx)
-    started = time.perf_counter()
-    status, error = None, None
     if isinstance(scenario, SimulatedScenario) and ctx.user_model is None:
-        status, end_reason, error = "skipped", "skipped", NO_MODEL_HINT
+        on_result(state.finish("skipped", "skipped", NO_MODEL_HINT))
+        return
+    timeout = ctx.settings.conversation_timeout_s or scenario.timeout_s
+    try:
+        with anyio.fail_after(timeout):
+            end_reason = await _converse(state, target)
+    except TimeoutError:
+        result = state.finish("timed_out", "timeout", f"conversation timed out after "
+                              f"{timeout:g} s; raise `timeout_s` if it is just slow")
+    except TargetError as e:
+        result = state.finish("error", "target_error", str(e))
+    except ModelError as e:
+        result = state.finish("error", "model_error", f"simulated user failed: {e}")
+    except anyio.get_cancelled_exc_class():
+        on_result(state.finish("error", "interrupted", "the run was interrupted before this "
+                               "trial finished"))
+        raise
+    except Exception as e:  # a bug or an unexpected failure must not lose the trial
+        result = state.finish("error", "internal_error", f"unexpected {type(e).__name__}: {e}; "
+                              "please report this with the JSON report attached")
     else:
-        timeout = ctx.settings.conversation_timeout_s or scenario.timeout_s
-        try:
-            with anyio.fail_after(timeout):
-                end_reason = await _converse(state, target)
-        except TimeoutError:
-            status, end_reason = "timed_out", "timeout"
-            error = f"conversation timed out after {timeout:g} s; raise `timeout_s` if needed"
-        except TargetError as e:
-            status, end_reason, error = "error", "target_error", str(e)
-        except ModelError as e:
-            status, end_reason, error = "error", "model_error", f"simulated user failed: {e}"
-        except Exception as e:  # a bug or an unexpected failure must not lose the trial
-            status, end_reason = "error", "target_error"
-            error = f"unexpected {type(e).__name__}: {e}"
-    result = TrialResult(
-        scenario_id=scenario.id, trial=trial, status=status or trial_status(state.verdicts),
-        end_reason=end_reason, transcript=state.transcript, verdicts=state.verdicts,
-        reply_notes=state.reply_notes, error=error, usage=state.usage,
-        duration_ms=(time.perf_counter() - started) * 1000)
-    ctx.observer(TrialFinished(result))
-    return result
+        result = state.finish(trial_status(state.verdicts), end_reason, None)
+    on_result(result)
 
 
 class TargetPool:
@@ -359,11 +372,13 @@ async def run_scenarios(
                     judge_model=getattr(judge_model, "name", None), scenarios=results)
     emit(RunStarted(len(prepared), sum(counts), run.user_model, run.judge_model))
     started = time.perf_counter()
-    await _run_all(bound, counts, results, ctx)
-    for r in results:
-        r.trials.sort(key=lambda t: t.trial)
-    run.duration_ms = (time.perf_counter() - started) * 1000
-    emit(RunFinished(run))
+    try:
+        await _run_all(bound, counts, results, ctx)
+    finally:  # also when interrupted: observers get what finished
+        for r in results:
+            r.trials.sort(key=lambda t: t.trial)
+        run.duration_ms = (time.perf_counter() - started) * 1000
+        emit(RunFinished(run))
     return run
 
 
@@ -372,18 +387,20 @@ async def _run_all(bound: list[tuple[AnyScenario, Target]], counts: list[int],
     limiter = anyio.CapacityLimiter(ctx.settings.parallel)
     remaining = list(counts)
 
-    async def one(index: int, trial: int) -> None:
-        scenario, target = bound[index]
-        async with limiter:
-            if ctx.stop:
-                return
-            result = await run_trial(scenario, trial, target, ctx, trials=counts[index])
+    def record(index: int, result: TrialResult) -> None:
         results[index].trials.append(result)
         remaining[index] -= 1
         if result.status in ("failed", "error", "timed_out") and ctx.settings.fail_fast:
             ctx.stop = True
         if remaining[index] == 0:
             ctx.observer(ScenarioFinished(results[index]))
+
+    async def one(index: int, trial: int) -> None:
+        scenario, target = bound[index]
+        async with limiter:
+            if not ctx.stop:
+                await run_trial(scenario, trial, target, ctx, trials=counts[index],
+                                on_result=lambda result: record(index, result))
 
     async with anyio.create_task_group() as tg:
         for index, count in enumerate(counts):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,11 +10,13 @@ import anyio
 import click
 
 from sparring.config import Settings, load_settings
+from sparring.events import Event, RunFinished
 from sparring.models.base import Model
 from sparring.results import RunResult
 from sparring.runner import NO_MODEL_HINT, RunSettings, TargetPool, run_scenarios
 from sparring.scenario import AnyScenario
 
+EXIT_INTERRUPTED = 130
 _SETTING_OPTIONS = ("model", "user_model", "judge_model", "base_url", "parallel", "trials",
                     "reply_timeout_s", "conversation_timeout_s", "secrets_file")
 
@@ -34,7 +37,16 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
         _print_list(scenarios)
         return 0
     user_model, judge_model = _resolve_models(settings)
-    result = anyio.run(_run, scenarios, settings, user_model, judge_model, fail_fast, live)
+    finished: list[RunResult] = []
+    try:
+        result = anyio.run(_run, scenarios, settings, user_model, judge_model, fail_fast, live,
+                           finished.append)
+    except KeyboardInterrupt:
+        if finished:  # the runner reports what finished even when interrupted
+            _write_reports(finished[0], output=output, junit=junit, markdown=markdown)
+        click.secho("Interrupted: reports hold the trials that finished; unfinished ones "
+                    "are marked `interrupted`.", fg="yellow", err=True)
+        return EXIT_INTERRUPTED
     _write_reports(result, output=output, junit=junit, markdown=markdown)
     return result.exit_code
 
@@ -67,7 +79,8 @@ def _resolve_models(settings: Settings) -> tuple[Model | None, Model | None]:
 
 
 async def _run(scenarios: list[AnyScenario], settings: Settings, user_model: Model | None,
-               judge_model: Model | None, fail_fast: bool, live: bool | None) -> RunResult:
+               judge_model: Model | None, fail_fast: bool, live: bool | None,
+               on_finished: Callable[[RunResult], None]) -> RunResult:
     from sparring.reports.console import ConsoleView
     from sparring.secrets import Secrets
 
@@ -81,9 +94,14 @@ async def _run(scenarios: list[AnyScenario], settings: Settings, user_model: Mod
     try:
         async with TargetPool(secrets=secrets) as pool:
             with ConsoleView(live=live) as view:
+                def observe(event: Event) -> None:
+                    view(event)
+                    if isinstance(event, RunFinished):
+                        on_finished(event.result)
+
                 return await run_scenarios(
                     scenarios, targets=pool.for_scenario, user_model=user_model,
-                    judge_model=judge_model, settings=run_settings, observer=view,
+                    judge_model=judge_model, settings=run_settings, observer=observe,
                     scrub=secrets.scrub)
     finally:
         with anyio.CancelScope(shield=True):
