@@ -12,6 +12,7 @@ refresh thread a few times per second, never per event.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
@@ -65,6 +66,14 @@ class _Running:
     verdicts: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
 
 
+def _default_console() -> Console:
+    """stdout; CI logs (not a terminal, no COLUMNS) get 120 columns instead of rich's 80."""
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=120)
+    return console
+
+
 class ConsoleView:
     """Shows a run as it happens; pass it to the runner as `observer`.
 
@@ -83,7 +92,7 @@ class ConsoleView:
 
     def __init__(self, *, console: Console | None = None, live: bool | None = None,
                  refresh_per_second: float = 6, show_messages: bool = True) -> None:
-        self.console = console or Console()
+        self.console = console or _default_console()
         self._want_live = self.console.is_interactive if live is None else live
         self._refresh_per_second = refresh_per_second
         self._show_messages = show_messages
