@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 from sparring import __version__
 from sparring.errors import ModelError, TargetError, TargetTimeout, UserError
 from sparring.events import (
+    Event,
     MessageAdded,
     Observer,
     RunFinished,
@@ -326,6 +327,10 @@ class TargetPool:
         return self._targets[key]
 
 
+def _ignore(event: Event) -> None:
+    """The default observer: drops every event."""
+
+
 async def run_scenarios(
     scenarios: Sequence[AnyScenario], *, targets: Callable[[AnyScenario], Target],
     user_model: Model | None, judge_model: Model | None,
@@ -360,7 +365,7 @@ async def run_scenarios(
         raise UserError(f"scenario ids must be unique; repeated: {', '.join(repeated)}")
     prepared = [with_expected_output(s) for s in scenarios]
     bound = [(s, targets(s)) for s in prepared]
-    emit = observer or (lambda event: None)
+    emit: Observer = observer or _ignore
     ctx = _Context(settings=settings, user_model=user_model, judge_model=judge_model,
                    observer=emit, scrub=scrub)
     counts = [settings.trials or s.trials for s in prepared]
