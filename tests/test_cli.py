@@ -158,7 +158,8 @@ def test_unknown_model_provider_is_a_usage_error(tmp_path: Path) -> None:
     assert "Did you mean 'openai:gpt-4o-mini'" in done.stderr
 
 
-@pytest.mark.parametrize("args", [["run"], ["run", "no/such/dir"]])
+@pytest.mark.parametrize("args", [
+    ["run"], ["run", "no/such/dir"], ["run", str(EXAMPLES), "-k", "nomatch"]])
 def test_bad_paths_are_usage_errors(args: list[str]) -> None:
     done = sparring(*args)
     assert done.returncode == 2

@@ -171,8 +171,11 @@ async def test_connection_refused_says_to_check_base_url() -> None:
     model = OpenAIModel(name="ollama:m", model="m", base_url=dead_url, api_key="k",
                         max_retries=0)
     try:
-        with pytest.raises(ModelError, match="check base_url and that the server is running"):
+        with pytest.raises(ModelError, match="check --base-url and that the server runs") as first:
             await model.complete(PROMPT, temperature=0)
+        with pytest.raises(ModelError) as again:  # later calls fail at once, no new retries
+            await model.complete(PROMPT, temperature=0)
+        assert again.value is first.value
     finally:
         await model.aclose()
 

@@ -52,7 +52,7 @@ def test_openai_honours_openai_base_url(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_openai_without_key_explains_what_to_do() -> None:
-    with pytest.raises(UserError, match=r"export OPENAI_API_KEY=sk-\.\.\. or pass api_key"):
+    with pytest.raises(UserError, match=r"export OPENAI_API_KEY=sk-\.\.\. \(or SPARRING_API_KEY"):
         resolve_model("openai:gpt-4o-mini")
 
 

@@ -231,3 +231,16 @@ async def test_many_conversations_run_concurrently_with_a_limit() -> None:
     result, _ = await run(scenarios, ScriptedTarget([reply]), parallel=5)
     assert peak == 5
     assert all(s.status == "passed" for s in result.scenarios)
+
+
+async def test_secret_values_echoed_by_the_agent_never_reach_results() -> None:
+    reply = Message(role="agent", content="your key is s3cret-value",
+                    tool_calls=(ToolCall.from_arguments("login", {"key": "s3cret-value"}),),
+                    raw={"echo": "s3cret-value"})
+    scenario = scripted(turns=[{"user": "hi", "checks": [{"contains": "key"}]}])
+    result = await run_scenarios(
+        [scenario], targets=lambda s: ScriptedTarget([reply]), user_model=None,
+        judge_model=None, scrub=lambda text: text.replace("s3cret-value", "***"))
+    dumped = result.model_dump_json()
+    assert "s3cret-value" not in dumped
+    assert "your key is ***" in dumped

@@ -115,6 +115,7 @@ class _TrialState:
         self.usage = Usage()
         self.reply_notes: list[ReplyNote] = []
         self.started = time.perf_counter()
+        self.target_name = "target"
 
     def add_message(self, message: Message) -> None:
         self.transcript = self.transcript.with_message(message)
@@ -147,9 +148,19 @@ class _TrialState:
                 with anyio.fail_after(timeout):
                     reply = await session.send(self.transcript)
             except TimeoutError:
-                raise TargetTimeout(target="target", timeout_seconds=timeout) from None
-        self.add_message(reply)
+                raise TargetTimeout(target=self.target_name, timeout_seconds=timeout) from None
+        self.add_message(_scrubbed(reply, self.ctx.scrub))
         return reply
+
+
+def _scrubbed(message: Message, scrub: Callable[[str], str] | None) -> Message:
+    """`message` with secret values masked everywhere (text, tool calls, raw payload), so
+    no report, log or model prompt ever holds one (DESIGN.md section 5)."""
+    if scrub is None:
+        return message
+    dumped = message.model_dump_json()
+    clean = scrub(dumped)
+    return message if clean == dumped else Message.model_validate_json(clean)
 
 
 def with_expected_output(scenario: AnyScenario) -> AnyScenario:
@@ -231,6 +242,7 @@ async def _judge(state: _TrialState, shoulds: list[ShouldItem]) -> None:
 
 async def _converse(state: _TrialState, target: Target) -> EndReason:
     """Open a session, play the conversation, judge it; return the end reason."""
+    state.target_name = target.name
     session = await target.open_session()
     try:
         if isinstance(state.scenario, SimulatedScenario):

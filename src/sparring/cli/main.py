@@ -24,7 +24,7 @@ def cli() -> None:
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--pattern", "-k", metavar="REGEX", help="Run scenarios whose id or name matches.")
 @click.option("--parallel", "-p", type=int, help="Trials in flight at once (default 8).")
 @click.option("--trials", type=int, help="Override every scenario's trials.")
@@ -46,7 +46,8 @@ def cli() -> None:
 @click.option("--live/--no-live", default=None,
               help="Live view (default: when output is a terminal).")
 def run(**options: Any) -> None:
-    """Run the conversation tests in PATHS (files or directories)."""
+    """Run the conversation tests in PATHS (files or directories; default
+    tests/conversations)."""
     from sparring.cli.run import run_command
 
     sys.exit(run_command(**options))
@@ -92,7 +93,7 @@ def main() -> None:
 
     try:
         cli.main(standalone_mode=False)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("Interrupted.", err=True)
         sys.exit(130)
     except click.ClickException as e:

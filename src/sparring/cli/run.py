@@ -10,6 +10,7 @@ import anyio
 import click
 
 from sparring.config import Settings, load_settings
+from sparring.errors import UserError
 from sparring.events import Event, RunFinished
 from sparring.models.base import Model
 from sparring.results import RunResult
@@ -17,6 +18,7 @@ from sparring.runner import NO_MODEL_HINT, RunSettings, TargetPool, run_scenario
 from sparring.scenario import AnyScenario
 
 EXIT_INTERRUPTED = 130
+DEFAULT_TESTS = "tests/conversations"
 _SETTING_OPTIONS = ("model", "user_model", "judge_model", "base_url", "parallel", "trials",
                     "reply_timeout_s", "conversation_timeout_s", "secrets_file")
 
@@ -32,9 +34,12 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
     from sparring.loaders.yaml import load_paths
 
     settings = load_settings({k: options.get(k) for k in _SETTING_OPTIONS})
-    scenarios = load_paths(paths, pattern=pattern)
+    scenarios = load_paths(paths or _default_paths(), pattern=pattern)
+    if not scenarios:
+        raise UserError(f"no scenario id or name matches --pattern {pattern!r}; run with "
+                        "--list to see them")
     if list_only:
-        _print_list(scenarios)
+        _print_list(scenarios, trials=settings.trials)
         return 0
     user_model, judge_model = _resolve_models(settings)
     finished: list[RunResult] = []
@@ -51,10 +56,19 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
     return result.exit_code
 
 
-def _print_list(scenarios: list[AnyScenario]) -> None:
+def _default_paths() -> tuple[str, ...]:
+    if Path(DEFAULT_TESTS).is_dir():
+        return (DEFAULT_TESTS,)
+    raise UserError(f"give the test files or directories to run, e.g. `sparring run "
+                    f"{DEFAULT_TESTS}` (`sparring init` writes a starter there)")
+
+
+def _print_list(scenarios: list[AnyScenario], *, trials: int | None) -> None:
     for s in scenarios:
-        click.echo(f"{s.id}  [{s.kind}, {s.trials} trial(s)]  {s.source or ''}")
-    click.echo(f"{len(scenarios)} scenario(s)")
+        count = trials or s.trials
+        click.echo(f"{s.id}  [{s.kind}, {count} trial{'s' if count != 1 else ''}]  "
+                   f"{s.source or ''}")
+    click.echo(f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}")
 
 
 def _resolve_models(settings: Settings) -> tuple[Model | None, Model | None]:

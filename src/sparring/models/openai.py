@@ -49,13 +49,16 @@ class OpenAIModel:
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             raise UserError(f"model {name!r} needs an API key: export OPENAI_API_KEY=... or "
-                            "pass api_key (local servers accept any non-empty key)")
+                            "set SPARRING_API_KEY (local servers accept any non-empty key)")
         self.name, self.model = name, model
         self.timeout_s, self.max_retries = timeout_s, max_retries
         self._client = AsyncOpenAI(api_key=key, base_url=base_url, timeout=timeout_s,
                                    max_retries=max_retries)
         self.base_url = str(self._client.base_url).rstrip("/")
         self.native_json_schema = True
+        self._unreachable: ModelError | None = None
+        """Set once the endpoint could not be reached even after retries: later calls fail
+        at once with the same error instead of each waiting through its own retries."""
         """False once the endpoint rejected `response_format`; instructions are used then."""
 
     async def complete(
@@ -71,6 +74,8 @@ class OpenAIModel:
         Raises:
             ModelError: the call failed after the SDK's retries; the message says what to do.
         """
+        if self._unreachable is not None:
+            raise self._unreachable
         try:
             if json_schema is not None and self.native_json_schema:
                 response_format = {"type": "json_schema", "json_schema": {
@@ -85,7 +90,11 @@ class OpenAIModel:
                 messages = with_schema_instructions(messages, json_schema)
             return await self._create(messages, temperature, None)
         except openai.OpenAIError as e:
-            raise self._error(e) from e
+            error = self._error(e)
+            if isinstance(e, openai.APIConnectionError) and not isinstance(
+                    e, openai.APITimeoutError):
+                self._unreachable = error
+            raise error from e
 
     async def _create(
         self, messages: Sequence[ChatMessage], temperature: float,
@@ -119,8 +128,9 @@ class OpenAIModel:
             return ModelError(f"{where}: no answer within {self.timeout_s:g} s {tries}; raise "
                               "the model timeout or check that the server is not overloaded")
         if isinstance(e, openai.APIConnectionError):
-            return ModelError(f"{where}: could not connect {tries}; check base_url and that "
-                              f"the server is running ({e})")
+            hint = (f"start Ollama (`ollama serve`, then `ollama pull {self.model}`)"
+                    if ":11434" in self.base_url else "check --base-url and that the server runs")
+            return ModelError(f"{where}: could not connect {tries}; {hint} ({e})")
         if isinstance(e, openai.APIStatusError):
             return ModelError(f"{where}: HTTP {e.status_code}: {_detail(e)}. "
                               + _status_hint(e.status_code, self.model, tries))

@@ -48,8 +48,8 @@ def _openai(spec: str, model: str, o: ModelOptions) -> Model:
     key = o.api_key or os.environ.get("OPENAI_API_KEY")
     if not key:
         raise UserError(f"model {spec!r} needs an OpenAI API key: export OPENAI_API_KEY=sk-... "
-                        "or pass api_key. For a local server use 'ollama:NAME' or "
-                        "'openai-compatible:NAME' with a base_url")
+                        "(or SPARRING_API_KEY, or api_key in sparring.toml). For a local "
+                        "server use 'ollama:NAME', or 'openai-compatible:NAME' with --base-url")
     return _openai_class()(name=spec, model=model, api_key=key,
                            base_url=o.base_url or os.environ.get("OPENAI_BASE_URL") or None,
                            timeout_s=o.timeout_s, max_retries=o.max_retries)
@@ -91,11 +91,14 @@ def _compatible(spec: str, model: str, o: ModelOptions) -> Model:
     base_url = o.base_url or os.environ.get("OPENAI_BASE_URL")
     if not base_url:
         raise UserError(f"model {spec!r} needs a base_url, the endpoint root ending in /v1 "
-                        "(e.g. http://localhost:8000/v1): pass base_url or set OPENAI_BASE_URL")
+                        "(e.g. http://localhost:8000/v1): pass --base-url (or base_url in "
+                        "sparring.toml) or set OPENAI_BASE_URL")
     key = o.api_key or os.environ.get("OPENAI_API_KEY") or _NO_KEY
     return _openai_class()(name=spec, model=model, base_url=base_url, api_key=key,
                            timeout_s=o.timeout_s, max_retries=o.max_retries)
 
+
+_EXAMPLE_MODEL = {"openai": "gpt-4o-mini", "ollama": "qwen2.5:7b"}
 
 PROVIDERS: dict[str, ProviderLoader] = {
     "openai": _openai,
@@ -129,6 +132,9 @@ def resolve_model(
             key / base_url the provider needs.
     """
     provider, sep, name = spec.strip().partition(":")
+    if not sep and provider in PROVIDERS:
+        raise UserError(f"model {spec!r} names no model; write '{provider}:MODEL', e.g. "
+                        f"'{provider}:{_EXAMPLE_MODEL.get(provider, 'my-model')}'")
     if not sep or not provider:
         raise UserError(f"model {spec!r} is not 'provider:name'; write e.g. "
                         f"'openai:{spec.strip() or 'gpt-4o-mini'}' or 'ollama:qwen2.5:7b'")
@@ -139,7 +145,8 @@ def resolve_model(
         raise UserError(f"unknown model provider {provider!r} in {spec!r}; use one of: "
                         f"{', '.join(sorted(PROVIDERS))}.{hint}")
     if not name:
-        raise UserError(f"model {spec!r} names no model; write e.g. '{provider}:gpt-4o-mini'")
+        raise UserError(f"model {spec!r} names no model; write e.g. "
+                        f"'{provider}:{_EXAMPLE_MODEL.get(provider, 'my-model')}'")
     options = ModelOptions(base_url=base_url, api_key=api_key, timeout_s=timeout_s,
                            max_retries=max_retries)
     return loader(spec.strip(), name, options)
