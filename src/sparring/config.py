@@ -12,7 +12,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -59,11 +59,12 @@ def _from_file(path: Path, *, section: tuple[str, ...]) -> tuple[dict[str, Any],
     if not path.is_file():
         return {}, None
     try:
-        data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"invalid TOML: {e}", path=str(path)) from None
     for key in section:
-        data = data.get(key, {}) if isinstance(data, dict) else {}
+        inner = data.get(key)
+        data = cast(dict[str, Any], inner) if isinstance(inner, dict) else {}  # TOML keys are str
     table = {k: v for k, v in data.items() if not isinstance(v, dict)}
     return table, str(path)
 

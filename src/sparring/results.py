@@ -94,8 +94,8 @@ class TrialResult(BaseModel):
     status: TrialStatus
     end_reason: EndReason
     transcript: Transcript = Field(default_factory=Transcript)
-    verdicts: list[Verdict] = Field(default_factory=list)
-    reply_notes: list[ReplyNote] = Field(default_factory=list)
+    verdicts: list[Verdict] = Field(default_factory=list[Verdict])
+    reply_notes: list[ReplyNote] = Field(default_factory=list[ReplyNote])
     error: str | None = None
     """Why the trial is `error` / `timed_out` / `skipped`."""
     duration_ms: float = 0
@@ -124,7 +124,7 @@ class ScenarioResult(BaseModel):
     kind: str
     source: str | None = None
     threshold: float
-    trials: list[TrialResult] = Field(default_factory=list)
+    trials: list[TrialResult] = Field(default_factory=list[TrialResult])
 
     @property
     def counted(self) -> list[TrialResult]:
@@ -180,7 +180,7 @@ class RunResult(BaseModel):
     duration_ms: float = 0
     user_model: str | None = None
     judge_model: str | None = None
-    scenarios: list[ScenarioResult] = Field(default_factory=list)
+    scenarios: list[ScenarioResult] = Field(default_factory=list[ScenarioResult])
 
     def counts(self) -> dict[str, int]:
         """Scenarios per status."""

@@ -7,7 +7,7 @@ These pydantic models are the test-file schema: the YAML loader validates agains
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeGuard
 
 from pydantic import (
     BaseModel,
@@ -22,6 +22,16 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+def _is_dict(value: object) -> TypeGuard[dict[Any, Any]]:
+    """`isinstance(value, dict)` for raw YAML/JSON data, whose keys and values are untyped."""
+    return isinstance(value, dict)
+
+
+def _is_list(value: object) -> TypeGuard[list[Any]]:
+    """`isinstance(value, list)` for raw YAML/JSON data, whose items are untyped."""
+    return isinstance(value, list)
 
 
 def parse_threshold(value: Any) -> float:
@@ -116,7 +126,7 @@ class CallableTargetSpec(BaseModel):
 
 
 def _target_type(value: Any) -> str | None:
-    if isinstance(value, dict):
+    if _is_dict(value):
         if "type" in value:
             return value["type"]
         if "url" in value:
@@ -236,7 +246,7 @@ def expand_check_shorthand(value: Any) -> Any:
     A check written with `type:` is returned unchanged; so is anything that is not a mapping
     with exactly one check-type key (validation then reports it).
     """
-    if not isinstance(value, dict) or "type" in value:
+    if not _is_dict(value) or "type" in value:
         return value
     keys = [k for k in value if k in _SHORTHAND_FIELD]
     if len(keys) != 1:
@@ -244,13 +254,13 @@ def expand_check_shorthand(value: Any) -> Any:
     kind = keys[0]
     rest = {k: v for k, v in value.items() if k != kind}
     body = value[kind]
-    if isinstance(body, dict) and (kind != "json_schema" or "schema" in body):
+    if _is_dict(body) and (kind != "json_schema" or "schema" in body):
         return {"type": kind, **body, **rest}
     return {"type": kind, _SHORTHAND_FIELD[kind] or "args": body, **rest}
 
 
 def _check_type(value: Any) -> str | None:
-    if isinstance(value, dict):
+    if _is_dict(value):
         return value.get("type")
     return getattr(value, "type", None)
 
@@ -285,13 +295,13 @@ class Criterion(BaseModel):
 
 
 def _criteria_list(values: Any, *, prefix: str, kind: str) -> Any:
-    if not isinstance(values, list):
+    if not _is_list(values):
         return values
-    out = []
+    out: list[Any] = []
     for i, v in enumerate(values, start=1):
         if isinstance(v, str):
             out.append({"id": f"{prefix}{i}", "text": v, "kind": kind})
-        elif isinstance(v, dict) and "kind" not in v:
+        elif _is_dict(v) and "kind" not in v:
             out.append({**v, "kind": kind})
         else:
             out.append(v)
@@ -303,7 +313,7 @@ class ScriptedTurn(BaseModel):
 
     model_config = _FROZEN
     user: str
-    checks: list[Check] = Field(default_factory=list)
+    checks: list[Check] = Field(default_factory=list[Check])
     should: list[str] = Field(default_factory=list)
     """Verb phrases completing "The message should ...", judged on this reply."""
 
@@ -315,7 +325,7 @@ class ScriptedTurn(BaseModel):
     @field_validator("checks", mode="before")
     @classmethod
     def _expand(cls, v: Any) -> Any:
-        return [expand_check_shorthand(c) for c in v] if isinstance(v, list) else v
+        return [expand_check_shorthand(c) for c in v] if _is_list(v) else v
 
 
 # --- scenarios -------------------------------------------------------------------------
@@ -328,9 +338,9 @@ class _ScenarioBase(BaseModel):
     """What is being tested; the judge reads it as context."""
     target: TargetSpec | None = None
     """Overrides the file's target."""
-    criteria: list[Criterion] = Field(default_factory=list)
-    restrictions: list[Criterion] = Field(default_factory=list)
-    checks: list[Check] = Field(default_factory=list)
+    criteria: list[Criterion] = Field(default_factory=list[Criterion])
+    restrictions: list[Criterion] = Field(default_factory=list[Criterion])
+    checks: list[Check] = Field(default_factory=list[Check])
     """Checks over the whole conversation (or the turn each names)."""
     trials: int = Field(default=1, ge=1, le=100)
     threshold: Threshold = 1.0
@@ -358,7 +368,7 @@ class _ScenarioBase(BaseModel):
     @field_validator("checks", mode="before")
     @classmethod
     def _expand(cls, v: Any) -> Any:
-        return [expand_check_shorthand(c) for c in v] if isinstance(v, list) else v
+        return [expand_check_shorthand(c) for c in v] if _is_list(v) else v
 
     @model_validator(mode="after")
     def _unique_criterion_ids(self) -> _ScenarioBase:
@@ -444,7 +454,7 @@ class SingleTurnScenario(_ScenarioBase):
 def scenario_kind(value: Any) -> str:
     """Kind of a scenario mapping: explicit `kind`, else `turns` -> scripted, `prompt` ->
     single_turn, otherwise simulated."""
-    if isinstance(value, dict):
+    if _is_dict(value):
         if "kind" in value:
             return value["kind"]
         if "turns" in value:

@@ -78,7 +78,7 @@ class DemoReply:
     """
 
     reply: str
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     handover: bool = False
 
 
@@ -140,7 +140,7 @@ def find_card_numbers(text: str) -> list[str]:
 
     A run made only of 5-digit groups (a list of order numbers) is not card-like.
     """
-    found = []
+    found: list[str] = []
     for match in _CARD.finditer(text):
         groups = re.split(r"[ -]", match.group())
         if len(groups) > 1 and all(len(g) == 5 for g in groups):
@@ -196,7 +196,7 @@ def _intent(text: str, *, has_order_id: bool) -> str | None:
 
 def _normalise(history: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """`[(role, content)]` with roles `user` / `assistant`; other roles are dropped."""
-    out = []
+    out: list[tuple[str, str]] = []
     for message in history:
         role = str(message.get("role", ""))
         role = "assistant" if role in ("agent", "bot", "ai") else role

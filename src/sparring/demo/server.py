@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeGuard
 
 from sparring.demo.agent import SHOP, DemoReply, respond
 
@@ -137,15 +137,25 @@ def serve(*, host: str = "127.0.0.1", port: int, log_requests: bool = False) -> 
 
 # --- request bodies --------------------------------------------------------------------
 
+def _is_object(value: object) -> TypeGuard[dict[str, Any]]:
+    """`isinstance(value, dict)` for parsed JSON, whose keys are strings and values untyped."""
+    return isinstance(value, dict)
+
+
+def _is_array(value: object) -> TypeGuard[list[Any]]:
+    """`isinstance(value, list)` for parsed JSON, whose items are untyped."""
+    return isinstance(value, list)
+
+
 def _history(value: Any, *, field: str) -> list[dict[str, str]]:
     if value is None:
         return []
-    if not isinstance(value, list):
+    if not _is_array(value):
         raise BadRequest(f"`{field}` must be a list of {{role, content}} objects, got "
                          f"{type(value).__name__}; send [] when there is no history")
-    out = []
+    out: list[dict[str, str]] = []
     for i, item in enumerate(value):
-        if not isinstance(item, dict) or "role" not in item:
+        if not _is_object(item) or "role" not in item:
             raise BadRequest(f"`{field}[{i}]` must be an object with `role` and `content`")
         out.append({"role": str(item["role"]), "content": _text(item.get("content"))})
     return out
@@ -155,8 +165,8 @@ def _text(content: Any) -> str:
     """Message content as text: a string, OpenAI content parts (`[{type: text, text}]`)."""
     if content is None:
         return ""
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    if _is_array(content):
+        return "".join(str(p.get("text", "")) for p in content if _is_object(p))
     return str(content)
 
 
@@ -166,7 +176,7 @@ def chat_history(body: Any) -> list[dict[str, str]]:
     Raises:
         BadRequest: not an object, `message` missing or not a string, bad `history`.
     """
-    if not isinstance(body, dict):
+    if not _is_object(body):
         raise BadRequest(f"the body must be a JSON object like {_CHAT_EXAMPLE}")
     message = body.get("message")
     if not isinstance(message, str):
@@ -181,7 +191,7 @@ def openai_history(body: Any) -> list[dict[str, str]]:
     Raises:
         BadRequest: not an object, `messages` missing or empty, or no user message last.
     """
-    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+    if not _is_object(body) or not _is_array(body.get("messages")):
         raise BadRequest(f"the body must be a JSON object with `messages`, e.g. "
                          f"{_OPENAI_EXAMPLE}")
     messages = _history(body["messages"], field="messages")
@@ -236,8 +246,8 @@ def _openai_stream_events(reply: DemoReply, *, model: str) -> list[dict[str, Any
     if reply.tool_calls:
         deltas.append({"tool_calls": [{"index": i, **c}
                                       for i, c in enumerate(_openai_tool_calls(reply))]})
-    events = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
-              for d in deltas]
+    events: list[dict[str, Any]] = [
+        {**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
     finish = "tool_calls" if reply.tool_calls else "stop"
     events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
     return events

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -79,11 +79,12 @@ def example_for_schema(schema: dict[str, Any], *, text: str = "ok") -> Any:
     """
     if "enum" in schema:
         return schema["enum"][0]
-    kind = schema.get("type")
+    kind: Any = schema.get("type")
     if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
+        kind = next((k for k in cast(list[str], kind) if k != "null"), "null")
     if kind == "object":
         return {name: example_for_schema(sub, text=text)
                 for name, sub in schema.get("properties", {}).items()}
-    return {"string": text, "boolean": False, "integer": 1, "number": 1, "array": [],
-            "null": None}.get(kind, text)
+    examples: dict[str, Any] = {"string": text, "boolean": False, "integer": 1, "number": 1,
+                                "array": [], "null": None}
+    return examples.get(kind, text)
