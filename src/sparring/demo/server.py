@@ -47,6 +47,7 @@ class _Server(ThreadingHTTPServer):
     so stopping it looks to clients like the process went away."""
 
     daemon_threads = True
+    request_queue_size = 128  # the default 5 stalls concurrent clients for a second
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -258,6 +259,7 @@ def _openai_stream_events(reply: DemoReply, *, model: str) -> list[dict[str, Any
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "sparring-demo"
+    disable_nagle_algorithm = True  # small replies otherwise wait ~40 ms for delayed ACKs
     log_requests = False
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib name)
