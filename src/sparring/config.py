@@ -103,6 +103,7 @@ def load_settings(cli: Mapping[str, Any], *, cwd: Path | None = None,
     cwd = cwd or Path.cwd()
     env = os.environ if env is None else env
     merged: dict[str, Any] = {}
+    origin: dict[str, str] = {}
     sources = [
         _from_file(cwd / "sparring.toml", section=()),
         _from_file(cwd / "pyproject.toml", section=("tool", "sparring")),
@@ -111,11 +112,20 @@ def load_settings(cli: Mapping[str, Any], *, cwd: Path | None = None,
         if where:
             _check_keys(values, where)
             merged.update(values)
-    merged.update(_from_env(env))
-    merged.update({k: v for k, v in cli.items() if v is not None})
+            origin.update(dict.fromkeys(values, where))
+    from_env = _from_env(env)
+    merged.update(from_env)
+    origin.update({k: f"SPARRING_{k.upper()}" for k in from_env})
+    from_cli = {k: v for k, v in cli.items() if v is not None}
+    merged.update(from_cli)
+    origin.update({k: f"--{k.removesuffix('_s').replace('_', '-')}" for k in from_cli})
     try:
         return Settings.model_validate(merged)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
-                             for err in e.errors())
+        problems = "; ".join(_describe(err["loc"], err["msg"], origin) for err in e.errors())
         raise ConfigError(f"invalid setting: {problems}") from None
+
+
+def _describe(loc: tuple[int | str, ...], message: str, origin: Mapping[str, str]) -> str:
+    key = str(loc[0]) if loc else ""
+    return f"{key} (from {origin.get(key, 'defaults')}): {message}"
