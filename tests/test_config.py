@@ -1,0 +1,60 @@
+"""Settings precedence: CLI > SPARRING_* environment > pyproject [tool.sparring] > sparring.toml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sparring.config import load_settings
+from sparring.errors import ConfigError
+
+
+def test_precedence_cli_over_env_over_pyproject_over_sparring_toml(tmp_path: Path) -> None:
+    (tmp_path / "sparring.toml").write_text('model = "ollama:a"\nparallel = 2\ntrials = 5\n'
+                                            'judge_model = "ollama:j"\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.sparring]\nmodel = "ollama:b"\n'
+                                             "parallel = 3\n")
+    env = {"SPARRING_PARALLEL": "4", "SPARRING_MODEL": "ollama:c"}
+    settings = load_settings({"model": "ollama:d", "parallel": None}, cwd=tmp_path, env=env)
+    assert settings.model == "ollama:d"
+    assert settings.parallel == 4
+    assert settings.trials == 5
+    assert settings.resolved_judge_model == "ollama:j"
+    assert settings.resolved_user_model == "ollama:d"
+
+
+def test_defaults_without_any_source(tmp_path: Path) -> None:
+    settings = load_settings({}, cwd=tmp_path, env={})
+    assert (settings.model, settings.parallel, settings.user_temperature) == (None, 8, 0.7)
+    assert settings.judge_temperature == 0.0
+
+
+def test_unknown_key_in_a_file_gets_a_did_you_mean(tmp_path: Path) -> None:
+    (tmp_path / "sparring.toml").write_text('modle = "openai:gpt-4o-mini"\n')
+    with pytest.raises(ConfigError, match=r"sparring.toml: unknown setting 'modle'; did you "
+                       r"mean 'model'\?"):
+        load_settings({}, cwd=tmp_path, env={})
+
+
+def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.sparring\n")
+    with pytest.raises(ConfigError, match="pyproject.toml: invalid TOML"):
+        load_settings({}, cwd=tmp_path, env={})
+
+
+@pytest.mark.parametrize(("cli", "env", "origin"), [
+    ({}, {"SPARRING_PARALLEL": "abc"}, "SPARRING_PARALLEL"),
+    ({"parallel": 0}, {}, "--parallel"),
+    ({"reply_timeout_s": -1}, {}, "--reply-timeout"),
+])
+def test_bad_values_name_their_source(tmp_path: Path, cli: dict[str, object],
+                                      env: dict[str, str], origin: str) -> None:
+    with pytest.raises(ConfigError, match=f"from {origin}"):
+        load_settings(cli, cwd=tmp_path, env=env)
+
+
+def test_other_tool_tables_in_pyproject_are_ignored(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.ruff]\nline-length = 100\n'
+                                             '[tool.sparring]\nparallel = 16\n')
+    assert load_settings({}, cwd=tmp_path, env={}).parallel == 16
