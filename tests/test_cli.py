@@ -164,3 +164,20 @@ def test_bad_paths_are_usage_errors(args: list[str]) -> None:
     done = sparring(*args)
     assert done.returncode == 2
     assert done.stderr.strip()
+
+
+def test_report_paths_are_checked_before_the_run(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("")
+    done = sparring("run", str(EXAMPLES), "--output", str(tmp_path / "afile" / "r.json"))
+    assert done.returncode == 2
+    assert "is not a writable directory" in done.stderr
+    done = sparring("run", str(EXAMPLES), "--junit", str(tmp_path))
+    assert done.returncode == 2
+    assert "is a directory" in done.stderr
+
+
+def test_demo_agent_command_not_found_is_explained() -> None:
+    done = sparring("demo-agent", "--port", "0", "--", "no-such-command-xyz")
+    assert done.returncode == 2
+    assert "'no-such-command-xyz' not found" in done.stderr
+    assert "Traceback" not in done.stderr

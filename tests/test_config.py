@@ -58,3 +58,9 @@ def test_other_tool_tables_in_pyproject_are_ignored(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.ruff]\nline-length = 100\n'
                                              '[tool.sparring]\nparallel = 16\n')
     assert load_settings({}, cwd=tmp_path, env={}).parallel == 16
+
+
+def test_settings_file_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_bytes(b"\xff\xfe[tool]")
+    with pytest.raises(ConfigError, match="pyproject.toml: cannot read settings"):
+        load_settings({}, cwd=tmp_path, env={})

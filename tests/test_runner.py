@@ -244,3 +244,22 @@ async def test_secret_values_echoed_by_the_agent_never_reach_results() -> None:
     dumped = result.model_dump_json()
     assert "s3cret-value" not in dumped
     assert "your key is ***" in dumped
+
+
+async def test_lone_surrogates_and_nan_from_the_agent_keep_reports_valid() -> None:
+    reply = Message(role="agent", content="shipped \ud83d", raw={"score": float("nan")})
+    scenario = scripted(turns=[{"user": "hi", "checks": [{"contains": "shipped"}]}])
+    result, _ = await run([scenario], ScriptedTarget([reply]))
+    trial = result.scenarios[0].trials[0]
+    assert trial.status == "passed"
+    dumped = result.model_dump_json()  # raises on surrogates; NaN would be invalid JSON
+    assert "NaN" not in dumped
+    assert trial.transcript.messages[1].content.startswith("shipped \ufffd")
+
+
+async def test_threshold_zero_never_turns_errors_into_a_pass() -> None:
+    scenario = scripted(turns=[{"user": "x", "checks": [{"contains": "a"}]}], trials=2,
+                        threshold=0)
+    result, _ = await run([scenario], ScriptedTarget([TargetError("connection refused")]))
+    assert result.scenarios[0].status == "error"
+    assert result.exit_code == 3

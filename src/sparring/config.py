@@ -62,6 +62,9 @@ def _from_file(path: Path, *, section: tuple[str, ...]) -> tuple[dict[str, Any],
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"invalid TOML: {e}", path=str(path)) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read settings ({e}); save it as UTF-8 text or remove it",
+                          path=str(path)) from None
     for key in section:
         inner = data.get(key)
         data = cast(dict[str, Any], inner) if isinstance(inner, dict) else {}  # TOML keys are str

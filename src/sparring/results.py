@@ -141,8 +141,9 @@ class ScenarioResult(BaseModel):
 
     @property
     def status(self) -> ScenarioStatus:
-        """passed if the pass rate reaches the threshold; if not, `error` when the trials
-        that errored could have made up the difference, else `failed`."""
+        """passed if the pass rate reaches the threshold (but never when no trial passed and
+        some errored, even at threshold 0); if not, `error` when the trials that errored
+        could have made up the difference, else `failed`."""
         counted = self.counted
         if not self.trials:
             return "not_run"
@@ -151,7 +152,7 @@ class ScenarioResult(BaseModel):
         passed = sum(t.status == "passed" for t in counted)
         undecided = sum(t.status in ("error", "timed_out") for t in counted)
         needed = self.threshold * len(counted) - 1e-9
-        if passed >= needed:
+        if passed >= needed and (passed or not undecided):  # errors alone never pass
             return "passed"
         return "error" if passed + undecided >= needed else "failed"
 

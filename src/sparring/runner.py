@@ -9,6 +9,7 @@ transcript it got, even when the target or a model fails; such trials are `error
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -118,6 +119,7 @@ class _TrialState:
         self.target_name = "target"
 
     def add_message(self, message: Message) -> None:
+        message = _sanitized(message, self.ctx.scrub)
         self.transcript = self.transcript.with_message(message)
         self.ctx.observer(MessageAdded(self.scenario.id, self.trial, message))
 
@@ -149,18 +151,22 @@ class _TrialState:
                     reply = await session.send(self.transcript)
             except TimeoutError:
                 raise TargetTimeout(target=self.target_name, timeout_seconds=timeout) from None
-        self.add_message(_scrubbed(reply, self.ctx.scrub))
+        self.add_message(reply)
         return reply
 
 
-def _scrubbed(message: Message, scrub: Callable[[str], str] | None) -> Message:
-    """`message` with secret values masked everywhere (text, tool calls, raw payload), so
-    no report, log or model prompt ever holds one (DESIGN.md section 5)."""
-    if scrub is None:
+def _sanitized(message: Message, scrub: Callable[[str], str] | None) -> Message:
+    """`message` made safe to keep and report: secret values masked everywhere (text, tool
+    calls, raw payload; DESIGN.md section 5), lone UTF-16 surrogates replaced, and
+    non-finite numbers turned into null, so every report stays valid UTF-8 JSON."""
+    data = message.model_dump(mode="json")
+    text = json.dumps(data, ensure_ascii=False)
+    clean = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if scrub is not None:
+        clean = scrub(clean)
+    if clean == text and "NaN" not in text and "Infinity" not in text:
         return message
-    dumped = message.model_dump_json()
-    clean = scrub(dumped)
-    return message if clean == dumped else Message.model_validate_json(clean)
+    return Message.model_validate(json.loads(clean, parse_constant=lambda _: None))
 
 
 def with_expected_output(scenario: AnyScenario) -> AnyScenario:
@@ -276,8 +282,10 @@ async def run_trial(scenario: AnyScenario, trial: int, target: Target, ctx: _Con
         with anyio.fail_after(timeout):
             end_reason = await _converse(state, target)
     except TimeoutError:
+        where = ("--conversation-timeout" if ctx.settings.conversation_timeout_s
+                 else "the scenario's `timeout_s`")
         result = state.finish("timed_out", "timeout", f"conversation timed out after "
-                              f"{timeout:g} s; raise `timeout_s` if it is just slow")
+                              f"{timeout:g} s; raise {where} if it is just slow")
     except TargetError as e:
         result = state.finish("error", "target_error", str(e))
     except ModelError as e:
@@ -334,8 +342,12 @@ class TargetPool:
         key = scenario.target.model_dump_json()
         if key not in self._targets:
             assert self._client is not None, "use TargetPool as an async context manager"
-            self._targets[key] = build_target(scenario.target, client=self._client,
-                                              secrets=self._secrets)
+            try:
+                self._targets[key] = build_target(scenario.target, client=self._client,
+                                                  secrets=self._secrets)
+            except UserError as e:
+                raise UserError(f"{scenario.source or scenario.id}: target of scenario "
+                                f"{scenario.id!r}: {e}") from None
         return self._targets[key]
 
 

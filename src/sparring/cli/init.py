@@ -61,10 +61,13 @@ def init_project(directory: str) -> None:
              root / "sparring.toml": STARTER_SETTINGS}
     existing = [str(p) for p in files if p.exists()]
     if existing:
-        raise UserError(f"{', '.join(existing)} already exist(s); nothing was written. "
+        raise UserError(f"{' and '.join(existing)} already exist; nothing was written. "
                         "Move them away or run `sparring init --dir OTHER_DIR`")
     for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise UserError(f"cannot write {path}: {e.strerror or e}; pick another --dir") from None
         click.echo(f"wrote {path}")
     click.echo("Next: point `url` at your agent, then run: sparring run tests/conversations/")

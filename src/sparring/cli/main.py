@@ -75,7 +75,7 @@ def init(directory: str) -> None:
 
 @cli.command("demo-agent", context_settings={"ignore_unknown_options": True})
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8787, show_default=True, type=int)
+@click.option("--port", default=8787, show_default=True, type=click.IntRange(0, 65535))
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def demo_agent(host: str, port: int, command: tuple[str, ...]) -> None:
     """Serve the bundled demo support agent; with `-- COMMAND`, run it then stop.

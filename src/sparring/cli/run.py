@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from sparring.runner import NO_MODEL_HINT, RunSettings, TargetPool, run_scenario
 from sparring.scenario import AnyScenario
 
 EXIT_INTERRUPTED = 130
+EXIT_REPORT_FAILED = 2
 DEFAULT_TESTS = "tests/conversations"
 _SETTING_OPTIONS = ("model", "user_model", "judge_model", "base_url", "parallel", "trials",
                     "reply_timeout_s", "conversation_timeout_s", "secrets_file")
@@ -34,6 +36,10 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
     from sparring.loaders.yaml import load_paths
 
     settings = load_settings({k: options.get(k) for k in _SETTING_OPTIONS})
+    reports = {"JSON": output, "JUnit": junit, "Markdown": markdown}
+    for path in reports.values():
+        if path:
+            _check_writable(Path(path))
     scenarios = load_paths(paths or _default_paths(), pattern=pattern)
     if not scenarios:
         raise UserError(f"no scenario id or name matches --pattern {pattern!r}; run with "
@@ -48,11 +54,12 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
                            finished.append)
     except KeyboardInterrupt:
         if finished:  # the runner reports what finished even when interrupted
-            _write_reports(finished[0], output=output, junit=junit, markdown=markdown)
+            _write_reports(finished[0], reports)
         click.secho("Interrupted: reports hold the trials that finished; unfinished ones "
                     "are marked `interrupted`.", fg="yellow", err=True)
         return EXIT_INTERRUPTED
-    _write_reports(result, output=output, junit=junit, markdown=markdown)
+    if not _write_reports(result, reports):
+        return EXIT_REPORT_FAILED
     return result.exit_code
 
 
@@ -123,20 +130,36 @@ async def _run(scenarios: list[AnyScenario], settings: Settings, user_model: Mod
                 await model.aclose()
 
 
-def _write_reports(result: RunResult, *, output: str | None, junit: str | None,
-                   markdown: str | None) -> None:
-    if output:
-        from sparring.reports.json import write_json
+def _check_writable(path: Path) -> None:
+    """Fail before the run, not after it, when a report cannot be written to `path`."""
+    if path.is_dir():
+        raise UserError(f"report path {str(path)!r} is a directory; give a file name such as "
+                        f"{str(path / 'results.json')!r}")
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise UserError(f"cannot write a report to {str(path)!r}: {str(parent)!r} is not a "
+                        "writable directory; pick another path")
 
-        write_json(result, Path(output))
-    if junit:
-        from sparring.reports.junit import write_junit
 
-        write_junit(result, Path(junit))
-    if markdown:
-        from sparring.reports.markdown import write_markdown
+def _write_reports(result: RunResult, reports: dict[str, str | None]) -> bool:
+    """Write every requested report; False (after saying why) if any could not be written."""
+    from sparring.reports.json import write_json
+    from sparring.reports.junit import write_junit
+    from sparring.reports.markdown import write_markdown
 
-        write_markdown(result, Path(markdown))
-    for label, path in (("JSON", output), ("JUnit", junit), ("Markdown", markdown)):
-        if path:
+    writers = {"JSON": write_json, "JUnit": write_junit, "Markdown": write_markdown}
+    ok = True
+    for label, path in reports.items():
+        if not path:
+            continue
+        try:
+            writers[label](result, Path(path))
+        except OSError as e:
+            click.secho(f"error: could not write the {label} report to {path}: "
+                        f"{e.strerror or e}", fg="red", err=True)
+            ok = False
+        else:
             click.echo(f"{label} report: {path}", err=True)
+    return ok
