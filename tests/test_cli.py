@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -181,3 +182,38 @@ def test_demo_agent_command_not_found_is_explained() -> None:
     assert done.returncode == 2
     assert "'no-such-command-xyz' not found" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+HANGING_AGENT = """\
+import time
+
+def agent(history):
+    if "hang" in history[-1]["content"]:
+        time.sleep(60)
+    return "fine"
+"""
+
+
+def test_interrupt_keeps_the_trials_that_finished(tmp_path: Path) -> None:
+    (tmp_path / "hanging_agent.py").write_text(HANGING_AGENT)
+    (tmp_path / "suite.yaml").write_text(
+        "target: {type: callable, ref: 'hanging_agent:agent'}\nscenarios:\n"
+        "  - {id: quick, prompt: hi, checks: [{contains: fine}]}\n"
+        "  - {id: stuck, prompt: hang, checks: [{contains: fine}]}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPARRING_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sparring.cli", "run", "suite.yaml", "--parallel", "1",
+         "--no-live", "--output", "r.json"], cwd=tmp_path, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
+    for line in proc.stdout:  # wait until the hanging trial has started
+        if "stuck: trial 1/1 started" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    rest = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 130, rest
+    assert "Traceback" not in rest
+    quick, stuck = json.loads((tmp_path / "r.json").read_text())["scenarios"]
+    assert quick["trials"][0]["status"] == "passed"
+    assert (stuck["trials"][0]["status"], stuck["trials"][0]["end_reason"]) == (
+        "error", "interrupted")
