@@ -252,7 +252,7 @@ def test_tool_args_subset_is_recursive() -> None:
     assert v.description == 'calls lookup_order with at least {"opts": {"deep": true}}'
     wrong = run({"tool_args": {"tool": "refund", "args": {"amount": 25}}}, TOOLS)
     assert wrong.status == "not_met"
-    assert wrong.reason == ('expected refund to be called with including {"amount": 25}; '
+    assert wrong.reason == ('expected refund to be called with arguments including {"amount": 25}; '
                             'it was called with turn 2: {"amount": 20, "order": 4411}')
 
 

@@ -337,7 +337,7 @@ def _tool_args(check: ToolArgsCheck, scope: _Scope) -> _Outcome:
         if call.arguments is not None and test(check.args, call.arguments):
             return _Outcome(True, evidence=(f"turn {turn}: {call.name} {_args_text(call)}",))
     seen = "; ".join(f"turn {t}: {_args_text(c)}" for t, c in matching[:3])
-    how = "exactly" if check.match == "exact" else "including"
+    how = "exactly" if check.match == "exact" else "arguments including"
     return _Outcome(False, reason=f"expected {check.tool} to be called with {how} "
                                   f"{content_text(check.args)}; it was called with {seen}")
 
