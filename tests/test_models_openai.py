@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
@@ -196,6 +197,64 @@ async def test_no_choices_is_a_model_error(
                            "choices": []}))
     with pytest.raises(ModelError, match="returned no choices"):
         await model.complete(PROMPT, temperature=0)
+
+
+_CHAT = {"id": "x", "object": "chat.completion", "created": 0, "model": "m"}
+
+
+@pytest.mark.parametrize(("body", "fragment"), [
+    ("<html><body>502 Bad Gateway</body></html>", "the body is not JSON: '<html>"),
+    ('{"choices": [', "the body is not JSON"),
+    ("", "the body is not JSON"),
+    ("[1, 2]", "the body is a list, not a JSON object"),
+    ('"hello"', "the body is a string 'hello', not a JSON object"),
+    ({"choices": "abc"}, "`choices` is a string 'abc', not a list"),
+    ({"object": "list", "data": []}, "no `choices` key"),
+    ({"choices": [{}]}, "choices[0] has no `message` object: {}"),
+    ({"choices": ["x"]}, "choices[0] has no `message` object"),
+    ({"choices": [{"message": {"content": {"text": "hi"}}}]},
+     "choices[0].message.content is an object, not text"),
+    ({"choices": [{"message": {"content": 42}}]}, "content is a number, not text"),
+    ({"error": {"message": "model is loading"}}, 'holds an error: {"message": "model is'),
+])
+async def test_malformed_answer_is_a_model_error_naming_the_endpoint(
+    server: ScriptedOpenAIServer, model: OpenAIModel, body: dict[str, Any] | str,
+    fragment: str,
+) -> None:
+    server.add(Reply(body=body))
+    with pytest.raises(ModelError) as info:
+        await model.complete(PROMPT, temperature=0)
+    message = str(info.value)
+    assert fragment in message
+    assert message.startswith(f"openai-compatible:test-model at {server.base_url}: the answer "
+                              "is not a chat completion (")
+    assert "OpenAI-compatible /v1 endpoint" in message
+    assert len(server.requests) == 1  # a malformed answer is not retried
+
+
+@pytest.mark.parametrize("usage", [
+    {"prompt_tokens": "lots", "completion_tokens": None},
+    {"prompt_tokens": -3, "completion_tokens": 2.5},
+    {"prompt_tokens": True, "completion_tokens": [1]},
+    "many",
+])
+async def test_bad_usage_numbers_are_recorded_as_none(
+    server: ScriptedOpenAIServer, model: OpenAIModel, usage: Any,
+) -> None:
+    server.add(Reply(body=_CHAT | {"choices": [{"message": {"content": "ok"}}],
+                                   "usage": usage}))
+    completion = await model.complete(PROMPT, temperature=0)
+    assert (completion.text, completion.input_tokens, completion.output_tokens) == (
+        "ok", None, None)
+
+
+async def test_sloppy_but_usable_answer_is_accepted(
+    server: ScriptedOpenAIServer, model: OpenAIModel,
+) -> None:
+    server.add(Reply(body={"choices": [{"message": {"content": None}}],
+                           "usage": {"prompt_tokens": 4}}))
+    completion = await model.complete(PROMPT, temperature=0)
+    assert (completion.text, completion.input_tokens, completion.output_tokens) == ("", 4, None)
 
 
 def test_missing_key_is_a_user_error(monkeypatch: pytest.MonkeyPatch) -> None:

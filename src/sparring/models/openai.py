@@ -15,7 +15,6 @@ from typing import Any, cast
 
 import openai
 from openai import AsyncOpenAI
-from openai.types.chat import ChatCompletion
 
 from sparring.errors import ModelError, UserError
 from sparring.models.base import ChatMessage, Completion
@@ -72,7 +71,10 @@ class OpenAIModel:
         on. Callers still parse the text (see `sparring.models.structured`).
 
         Raises:
-            ModelError: the call failed after the SDK's retries; the message says what to do.
+            ModelError: the call failed after the SDK's retries, the model refused, or the
+                answer is not a chat completion (HTML, not JSON, no `choices`, no `message`,
+                non-text `content`); the message says what to do. Usage numbers that are not
+                non-negative integers are recorded as `None`, not an error.
         """
         if self._unreachable is not None:
             raise self._unreachable
@@ -107,19 +109,25 @@ class OpenAIModel:
         # The SDK's documented generic `post` (for "undocumented endpoints") keeps its retries,
         # auth and error mapping but skips the per-call recursive transform of typed params,
         # which costs ~2 ms of CPU per call with a judge schema (bench/run_bench.py --http).
-        response = await self._client.post("/chat/completions", body=body,
-                                           cast_to=ChatCompletion)
-        if not response.choices:
-            raise ModelError(f"{self.name}: the endpoint returned no choices; check that "
-                             f"{self.base_url} is a chat completions endpoint")
-        message = response.choices[0].message
-        if message.content is None and message.refusal:
-            raise ModelError(f"{self.name} refused to answer: {message.refusal}")
-        usage = response.usage
-        return Completion(
-            text=message.content or "",
-            input_tokens=usage.prompt_tokens if usage is not None else None,
-            output_tokens=usage.completion_tokens if usage is not None else None)
+        # The body comes back as bytes and is checked here: the SDK would build a
+        # ChatCompletion from anything without validating it.
+        data = await self._client.post("/chat/completions", body=body, cast_to=bytes)
+        try:
+            return self._completion(data)
+        except MalformedCompletion as e:
+            raise ModelError(
+                f"{self.name} at {self.base_url}: the answer is not a chat completion "
+                f"({e}); check that base_url points at an OpenAI-compatible /v1 endpoint"
+            ) from None
+
+    def _completion(self, data: bytes) -> Completion:
+        message, usage = parse_chat_completion(data)
+        content, refusal = message.get("content"), message.get("refusal")
+        if content is None and isinstance(refusal, str) and refusal:
+            raise ModelError(f"{self.name} refused to answer: {refusal}")
+        return Completion(text=content_or_empty(message),
+                          input_tokens=token_count(usage, "prompt_tokens"),
+                          output_tokens=token_count(usage, "completion_tokens"))
 
     def _error(self, e: openai.OpenAIError) -> ModelError:
         where = f"{self.name} at {self.base_url}"
@@ -187,3 +195,84 @@ def with_schema_instructions(
     else:
         out.insert(0, {"role": "system", "content": instructions})
     return out
+
+
+class MalformedCompletion(ValueError):
+    """A chat completions answer that lacks what sparring reads; the text says what."""
+
+
+def parse_chat_completion(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The first choice's `message` object and the `usage` object (`{}` when absent).
+
+    Only the parts sparring reads are checked, so sloppy but usable servers (no `id`, no
+    `finish_reason`) still work. `NaN` / `Infinity` are kept as strings.
+
+    Raises:
+        MalformedCompletion: the body is not JSON, not an object, has no `choices` list
+            with a `message` object first, or its `content` is neither a string nor null.
+    """
+    try:
+        body: object = json.loads(data, parse_constant=str)
+    except ValueError:  # UnicodeDecodeError is a ValueError too
+        excerpt = data[:200].decode("utf-8", errors="replace")
+        raise MalformedCompletion(f"the body is not JSON: {excerpt!r}") from None
+    if not isinstance(body, dict):
+        raise MalformedCompletion(f"the body is {_kind(body)}, not a JSON object")
+    answer = cast(dict[str, Any], body)
+    message = _first_message(answer)
+    content: object = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise MalformedCompletion(f"choices[0].message.content is {_kind(content)}, not text")
+    usage: object = answer.get("usage")
+    return message, cast(dict[str, Any], usage) if isinstance(usage, dict) else {}
+
+
+def _first_message(answer: dict[str, Any]) -> dict[str, Any]:
+    choices: object = answer.get("choices")
+    if not isinstance(choices, list) or not choices:
+        choices = cast(object, choices)
+        error: object = answer.get("error")
+        if error is not None:
+            raise MalformedCompletion(f"it holds an error: {_excerpt(error)}")
+        raise MalformedCompletion(
+            "the endpoint returned no choices" if choices == [] else "no `choices` key"
+            if choices is None else f"`choices` is {_kind(choices)}, not a list")
+    first: object = cast(list[object], choices)[0]
+    message = _field(first, "message")
+    if not isinstance(message, dict):
+        raise MalformedCompletion(f"choices[0] has no `message` object: {_excerpt(first)}")
+    return cast(dict[str, Any], message)
+
+
+def content_or_empty(message: dict[str, Any]) -> str:
+    """The message's text; a null `content` (e.g. tool calls only) is `""`."""
+    content = message.get("content")
+    return content if isinstance(content, str) else ""
+
+
+def token_count(usage: dict[str, Any], key: str) -> int | None:
+    """`usage[key]` when it is a non-negative integer, else `None` (missing or garbage)."""
+    value = usage.get(key)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def _field(value: object, key: str) -> object:
+    return cast(dict[str, object], value).get(key) if isinstance(value, dict) else None
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"a string {value[:60]!r}"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "null" if value is None else "a number"
+
+
+def _excerpt(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)[:200]
