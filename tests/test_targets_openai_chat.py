@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -197,3 +198,56 @@ async def test_default_api_key_falls_back_to_a_dummy_key(server: ScriptedOpenAIS
     finally:
         await target.aclose()
     assert server.headers[0]["authorization"] == "Bearer not-needed"
+
+
+@pytest.mark.parametrize(("body", "fragment"), [
+    ("<!doctype html><title>Login</title>", "the body is not JSON: '<!doctype html>"),
+    ("", "the body is not JSON"),
+    ("[]", "the body is a list, not a JSON object"),
+    ('"ok"', "the body is a string 'ok', not a JSON object"),
+    ({"choices": "abc"}, "`choices` is a string 'abc', not a list"),
+    ({"choices": [{}]}, "choices[0] has no `message` object"),
+    ({"choices": [{"message": {"content": ["a", "b"]}}]}, "content is a list, not text"),
+    ({"choices": [{"message": {"content": None, "tool_calls": "refund"}}]},
+     "tool_calls is not a list"),
+    ({"choices": [{"message": {"content": None, "tool_calls": [{"id": "c1"}]}}]},
+     'tool call 0 has no `function.name`: {"id": "c1"}'),
+    ({"error": {"message": "bad key sk-agent-secret"}}, "holds an error"),
+])
+async def test_malformed_answer_is_a_target_error(
+    server: ScriptedOpenAIServer, body: dict[str, object] | str, fragment: str,
+) -> None:
+    server.add(Reply(body=body))
+    target = _target(server)
+    try:
+        with pytest.raises(TargetError) as info:
+            await _send(target, _transcript(Message(role="user", content="hi")))
+    finally:
+        await target.aclose()
+    message = str(info.value)
+    assert fragment in message
+    assert message.startswith(f"openai_chat:agent-1 at {server.base_url}: the answer is not a "
+                              "chat completion (")
+    assert "OpenAI-compatible /v1 endpoint" in message
+    assert "sk-agent-secret" not in message and info.value.status is None
+
+
+async def test_bad_usage_custom_tools_and_non_finite_numbers(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.add(Reply(body='{"choices": [{"message": {"content": "hi", "tool_calls": ['
+                          '{"id": "t1", "type": "custom", "custom": {"name": "sql", '
+                          '"input": "select 1"}}]}}], "score": NaN, "max": Infinity, '
+                          '"usage": {"prompt_tokens": "lots", "completion_tokens": 2}}'))
+    target = _target(server)
+    try:
+        reply = await _send(target, _transcript(Message(role="user", content="hi")))
+    finally:
+        await target.aclose()
+    assert reply.content == "hi"
+    assert (reply.input_tokens, reply.output_tokens) == (None, 2)
+    assert [(c.name, c.arguments_raw, c.id) for c in reply.tool_calls] == [
+        ("sql", "select 1", "t1")]
+    assert isinstance(reply.raw, dict)
+    assert (reply.raw["score"], reply.raw["max"]) == ("NaN", "Infinity")
+    json.dumps(reply.raw, allow_nan=False)  # strict JSON for the report

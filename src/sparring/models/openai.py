@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import openai
@@ -121,13 +122,12 @@ class OpenAIModel:
             ) from None
 
     def _completion(self, data: bytes) -> Completion:
-        message, usage = parse_chat_completion(data)
-        content, refusal = message.get("content"), message.get("refusal")
-        if content is None and isinstance(refusal, str) and refusal:
+        answer = parse_chat_completion(data)
+        refusal = answer.message.get("refusal")
+        if answer.message.get("content") is None and isinstance(refusal, str) and refusal:
             raise ModelError(f"{self.name} refused to answer: {refusal}")
-        return Completion(text=content_or_empty(message),
-                          input_tokens=token_count(usage, "prompt_tokens"),
-                          output_tokens=token_count(usage, "completion_tokens"))
+        return Completion(text=answer.text, input_tokens=answer.input_tokens,
+                          output_tokens=answer.output_tokens)
 
     def _error(self, e: openai.OpenAIError) -> ModelError:
         where = f"{self.name} at {self.base_url}"
@@ -201,11 +201,39 @@ class MalformedCompletion(ValueError):
     """A chat completions answer that lacks what sparring reads; the text says what."""
 
 
-def parse_chat_completion(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The first choice's `message` object and the `usage` object (`{}` when absent).
+@dataclass(frozen=True, slots=True)
+class ChatAnswer:
+    """The parts of a chat completion that sparring reads (see `parse_chat_completion`)."""
 
-    Only the parts sparring reads are checked, so sloppy but usable servers (no `id`, no
-    `finish_reason`) still work. `NaN` / `Infinity` are kept as strings.
+    body: dict[str, Any]
+    """The whole answer, strict JSON (`NaN` / `Infinity` kept as strings)."""
+    message: dict[str, Any]
+    """`choices[0].message`; its `content` is a string or null."""
+    usage: dict[str, Any]
+    """The `usage` object, `{}` when absent or not an object."""
+
+    @property
+    def text(self) -> str:
+        """The message text; a null `content` (e.g. tool calls only) is `""`."""
+        content = self.message.get("content")
+        return content if isinstance(content, str) else ""
+
+    @property
+    def input_tokens(self) -> int | None:
+        """`usage.prompt_tokens` when it is a non-negative integer, else `None`."""
+        return _token_count(self.usage.get("prompt_tokens"))
+
+    @property
+    def output_tokens(self) -> int | None:
+        """`usage.completion_tokens` when it is a non-negative integer, else `None`."""
+        return _token_count(self.usage.get("completion_tokens"))
+
+
+def parse_chat_completion(data: bytes) -> ChatAnswer:
+    """Check a chat completions answer body and pick out what sparring reads.
+
+    Only those parts are checked, so sloppy but usable servers (no `id`, no
+    `finish_reason`, no `usage`) still work.
 
     Raises:
         MalformedCompletion: the body is not JSON, not an object, has no `choices` list
@@ -224,7 +252,8 @@ def parse_chat_completion(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     if content is not None and not isinstance(content, str):
         raise MalformedCompletion(f"choices[0].message.content is {_kind(content)}, not text")
     usage: object = answer.get("usage")
-    return message, cast(dict[str, Any], usage) if isinstance(usage, dict) else {}
+    return ChatAnswer(answer, message, cast(dict[str, Any], usage) if isinstance(usage, dict)
+                      else {})
 
 
 def _first_message(answer: dict[str, Any]) -> dict[str, Any]:
@@ -244,15 +273,7 @@ def _first_message(answer: dict[str, Any]) -> dict[str, Any]:
     return cast(dict[str, Any], message)
 
 
-def content_or_empty(message: dict[str, Any]) -> str:
-    """The message's text; a null `content` (e.g. tool calls only) is `""`."""
-    content = message.get("content")
-    return content if isinstance(content, str) else ""
-
-
-def token_count(usage: dict[str, Any], key: str) -> int | None:
-    """`usage[key]` when it is a non-negative integer, else `None` (missing or garbage)."""
-    value = usage.get(key)
+def _token_count(value: object) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     return None

@@ -9,15 +9,16 @@ the chat completions API requires.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any, cast
 
 import anyio
 import openai
 from openai import AsyncOpenAI
-from openai.types.chat import ChatCompletion
 
 from sparring.errors import TargetError, TargetTimeout, UserError
+from sparring.models.openai import ChatAnswer, MalformedCompletion, parse_chat_completion
 from sparring.scenario import OpenAIChatTargetSpec
 from sparring.secrets import Secrets
 from sparring.targets.templates import fill_text
@@ -69,21 +70,34 @@ class OpenAIChatTarget:
         await self._client.close()
 
     async def reply(self, transcript: Transcript) -> Message:
-        """Send the conversation; return the agent's reply (see `TargetSession.send`)."""
-        kwargs: dict[str, Any] = {}
+        """Send the conversation; return the agent's reply (see `TargetSession.send`).
+
+        Raises:
+            TargetError: HTTP error, connection error, or an answer that is not a chat
+                completion (not JSON, no `choices[0].message`, non-text `content`,
+                malformed tool calls); secrets are scrubbed from the message.
+            TargetTimeout: no reply within `timeout_s`.
+        """
+        body: dict[str, Any] = {"model": self.spec.model, "messages": self.messages(transcript)}
         if self.spec.temperature is not None:
-            kwargs["temperature"] = self.spec.temperature
+            body["temperature"] = self.spec.temperature
         started = time.perf_counter()
         try:
             with anyio.fail_after(self.spec.timeout_s):
-                response = cast(ChatCompletion, await self._client.chat.completions.create(
-                    model=self.spec.model, messages=self.messages(transcript), **kwargs))
+                # bytes, checked by `parse_chat_completion`: the SDK would build a
+                # ChatCompletion from any answer without validating it.
+                data = await self._client.post("/chat/completions", body=body, cast_to=bytes)
         except (TimeoutError, openai.APITimeoutError):
             raise TargetTimeout(target=self.name, timeout_seconds=self.spec.timeout_s) from None
         except openai.OpenAIError as e:
             raise self._error(e) from None
         latency_ms = (time.perf_counter() - started) * 1000
-        return self._message(response, latency_ms)
+        try:
+            return _message(parse_chat_completion(data), latency_ms)
+        except MalformedCompletion as e:
+            text = (f"{self.name} at {self.spec.base_url}: the answer is not a chat completion "
+                    f"({e}); check that base_url points at an OpenAI-compatible /v1 endpoint")
+            raise TargetError(self._secrets.scrub(text)) from None
 
     def messages(self, transcript: Transcript) -> list[Any]:
         """The chat completions `messages` for `transcript`."""
@@ -96,19 +110,6 @@ class OpenAIChatTarget:
             elif m.role == "agent":
                 out.extend(_assistant(m, len(out)))
         return out
-
-    def _message(self, response: ChatCompletion, latency_ms: float) -> Message:
-        if not response.choices:
-            raise TargetError(f"{self.spec.base_url} returned no choices for model "
-                              f"{self.spec.model!r}; is it a chat completions endpoint?")
-        choice = response.choices[0].message
-        usage = response.usage
-        return Message(
-            role="agent", content=choice.content or "",
-            tool_calls=tuple(_tool_call(c) for c in choice.tool_calls or ()),
-            latency_ms=latency_ms, raw=response.model_dump(mode="json", exclude_unset=True),
-            input_tokens=usage.prompt_tokens if usage is not None else None,
-            output_tokens=usage.completion_tokens if usage is not None else None)
 
     def _error(self, e: openai.OpenAIError) -> TargetError:
         where = f"{self.name} at {self.spec.base_url}"
@@ -154,12 +155,41 @@ def _assistant(message: Message, position: int) -> list[dict[str, Any]]:
     return out
 
 
-def _tool_call(call: Any) -> ToolCall:
-    function = getattr(call, "function", None)
-    if function is not None:
-        return ToolCall.from_arguments(function.name, function.arguments, id=call.id)
-    custom = getattr(call, "custom", None)
-    if custom is not None:  # free-text custom tool: input kept as a string
-        return ToolCall(name=custom.name, arguments_raw=custom.input, arguments=custom.input,
-                        id=call.id)
-    return ToolCall(name=str(getattr(call, "type", "unknown")), id=getattr(call, "id", None))
+def _message(answer: ChatAnswer, latency_ms: float) -> Message:
+    return Message(
+        role="agent", content=answer.text, tool_calls=_tool_calls(answer.message),
+        latency_ms=latency_ms, raw=cast(Any, answer.body),
+        input_tokens=answer.input_tokens, output_tokens=answer.output_tokens)
+
+
+def _tool_calls(message: dict[str, Any]) -> tuple[ToolCall, ...]:
+    """`message.tool_calls` (function and custom tools; arguments parsed, never raising).
+
+    Raises:
+        MalformedCompletion: `tool_calls` is not a list, or an item has no tool name.
+    """
+    calls: object = message.get("tool_calls")
+    if calls is None:
+        return ()
+    if not isinstance(calls, list):
+        raise MalformedCompletion("choices[0].message.tool_calls is not a list")
+    return tuple(_tool_call(item, i) for i, item in enumerate(cast(list[object], calls)))
+
+
+def _tool_call(item: object, index: int) -> ToolCall:
+    call_id = _field(item, "id")
+    call_id = call_id if isinstance(call_id, str) else None
+    function, custom = _field(item, "function"), _field(item, "custom")
+    name = _field(function, "name")
+    if isinstance(name, str):
+        return ToolCall.from_arguments(name, _field(function, "arguments"), id=call_id)
+    name, text = _field(custom, "name"), _field(custom, "input")
+    if isinstance(name, str):  # free-text custom tool: input kept as a string
+        text = text if isinstance(text, str) else ""
+        return ToolCall(name=name, arguments_raw=text, arguments=text, id=call_id)
+    raise MalformedCompletion(f"tool call {index} has no `function.name`: "
+                              f"{json.dumps(item, default=str)[:200]}")
+
+
+def _field(value: object, key: str) -> object:
+    return cast(dict[str, object], value).get(key) if isinstance(value, dict) else None
