@@ -8,7 +8,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from sparring.judging.checks import describe, run_check
-from sparring.scenario import Check, expand_check_shorthand
+from sparring.scenario import Check, JsonSchemaCheck, expand_check_shorthand
 from sparring.transcript import Message, ToolCall, Transcript
 
 _CHECK = TypeAdapter(Check)
@@ -192,7 +192,9 @@ def test_json_schema_mismatch_names_path() -> None:
 
 
 def test_json_schema_invalid_schema_is_error() -> None:
-    v = run({"json_schema": {"type": "nonsense"}}, convo("{}"))
+    # the schema is rejected when a test file loads; built unvalidated, the check still fails
+    bad = JsonSchemaCheck.model_construct(schema_={"type": "nonsense"})
+    v = run_check(bad, convo("{}"), check_id="c")
     assert v.status == "error"
     assert v.reason.startswith("the check's JSON Schema is invalid")
 

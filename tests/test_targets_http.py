@@ -424,7 +424,8 @@ async def test_connection_refused(client: httpx.AsyncClient, secrets: Secrets) -
 
 
 async def test_bad_url_is_a_target_error(client: httpx.AsyncClient, secrets: Secrets) -> None:
-    target = make(client, secrets, url="ftp://{{secrets.BOT_KEY}}.example/chat")
+    # a url must start with http(s):// or a placeholder; this one expands to no scheme
+    target = make(client, secrets, url="{{secrets.BOT_KEY}}.example/chat")
     with pytest.raises(TargetError, match="check `url`") as info:
         await (await target.open_session()).send(conversation("hi"))
     assert SECRET not in str(info.value)

@@ -76,6 +76,28 @@ def parse_threshold(value: Any) -> float:
 Threshold = Annotated[float, Field(ge=0, le=1)]
 
 
+def check_http_url(url: str, *, key: str) -> str:
+    """`url` unchanged when it starts with `http://`, `https://` or a `{{placeholder}}`.
+
+    Raises:
+        ValueError: any other start (no scheme, `ftp://`, ...), naming `key` and the fix.
+    """
+    if url.startswith("{{"):
+        return url
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme.lower() in ("http", "https"):
+        if not rest or rest.startswith("/"):
+            raise ValueError(f"{key} {url!r} has no host after {scheme}://; write it like "
+                             "'http://localhost:8000/chat'")
+        return url
+    host = rest if sep else url.strip()
+    local = host.startswith(("localhost", "127.", "0.0.0.0", "["))
+    example = f"'{'http' if local else 'https'}://{host}'"
+    found = f"it starts with {scheme}://" if sep else "it has no scheme"
+    raise ValueError(f"{key} {url!r} is not an HTTP address ({found}); start the url with "
+                     f"http:// or https://, e.g. {example}")
+
+
 # --- targets ---------------------------------------------------------------------------
 
 class HttpTargetSpec(BaseModel):
@@ -97,6 +119,11 @@ class HttpTargetSpec(BaseModel):
     tool_calls_path: str | None = None
     timeout_s: float = Field(default=60, gt=0, le=3600)
 
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        return check_http_url(url, key="url")
+
 
 class OpenAIChatTargetSpec(BaseModel):
     """An agent behind an OpenAI-compatible chat completions endpoint (`openai_chat`).
@@ -114,6 +141,11 @@ class OpenAIChatTargetSpec(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     temperature: float | None = None
     timeout_s: float = Field(default=60, gt=0, le=3600)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        return check_http_url(url, key="base_url")
 
 
 class CallableTargetSpec(BaseModel):
@@ -157,6 +189,25 @@ class _Check(BaseModel):
     """1-based turn the check looks at (negative counts from the end); `None` means the
     reply it is attached to, or the whole conversation for scenario-level checks."""
 
+    @field_validator("turn")
+    @classmethod
+    def _not_zero(cls, turn: int | None) -> int | None:
+        if turn == 0:
+            raise ValueError("there is no turn 0: turns count from 1 (the first reply), and "
+                             "negative numbers count from the end (-1 is the last reply)")
+        return turn
+
+
+def _texts_to_find(value: str | list[str], *, key: str, never: str) -> str | list[str]:
+    """`value` unchanged unless it is empty or holds an empty text (found in every reply)."""
+    if value == []:
+        raise ValueError(f"`{key}: []` lists no text, so this check could never {never}; "
+                         f'list at least one text, e.g. `{key}: ["refund"]`')
+    if "" in ([value] if isinstance(value, str) else value):
+        raise ValueError(f"every reply contains the empty text, so this check could never "
+                         f'{never}; give the text to look for, e.g. `{key}: "refund"`')
+    return value
+
 
 class ContainsCheck(_Check):
     """Reply text contains `value` (any of the list, or all with `match: all`)."""
@@ -166,6 +217,11 @@ class ContainsCheck(_Check):
     match: Literal["any", "all"] = "any"
     case_sensitive: bool = False
 
+    @field_validator("value")
+    @classmethod
+    def _not_empty(cls, value: str | list[str]) -> str | list[str]:
+        return _texts_to_find(value, key="contains", never="fail")
+
 
 class NotContainsCheck(_Check):
     """Reply text contains none of `value`."""
@@ -173,6 +229,12 @@ class NotContainsCheck(_Check):
     type: Literal["not_contains"] = "not_contains"
     value: str | list[str]
     case_sensitive: bool = False
+
+    @field_validator("value")
+    @classmethod
+    def _not_empty(cls, value: str | list[str]) -> str | list[str]:
+        never = "fail" if value == [] else "pass"
+        return _texts_to_find(value, key="not_contains", never=never)
 
 
 class RegexCheck(_Check):
@@ -185,6 +247,9 @@ class RegexCheck(_Check):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, pattern: str) -> str:
+        if not pattern:
+            raise ValueError("an empty pattern matches every reply, so this check could never "
+                             'fail; write the pattern to look for, e.g. `regex: "\\d{5}"`')
         try:
             re.compile(pattern)
         except re.error as e:
@@ -207,6 +272,25 @@ class JsonSchemaCheck(_Check):
     schema_: dict[str, JsonValue] = Field(alias="schema")
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
+    @field_validator("schema_")
+    @classmethod
+    def _valid_schema(cls, schema: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        """The schema checked against its dialect's metaschema (`$schema`, else 2020-12)."""
+        from jsonschema import Draft202012Validator, exceptions, validators
+
+        validator: Any = Draft202012Validator
+        if isinstance(schema.get("$schema"), str):
+            validator = validators.validator_for(schema, default=Draft202012Validator)
+        try:
+            validator.check_schema(schema)
+        except exceptions.SchemaError as e:
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.path)
+            at = f" at `schema{where}`" if where else ""
+            raise ValueError(f"invalid JSON Schema{at}: {e.message}; fix it so it follows "
+                             "https://json-schema.org (e.g. `{type: object, required: [id]}`)"
+                             ) from None
+        return schema
+
 
 class ToolCalledCheck(_Check):
     """Tools called: every `include` name, no `exclude` name; `ordered` keeps `include` order."""
@@ -216,6 +300,16 @@ class ToolCalledCheck(_Check):
     exclude: list[str] = Field(default_factory=list)
     ordered: bool = False
 
+    @model_validator(mode="after")
+    def _names_a_tool(self) -> ToolCalledCheck:
+        if not (self.include or self.exclude):
+            raise ValueError("tool_called names no tool in `include` or `exclude`, so it could "
+                             "never fail; name the tools, e.g. `tool_called: [lookup_order]` "
+                             "or `tool_called: {exclude: [refund]}`")
+        if "" in self.include or "" in self.exclude:
+            raise ValueError("tool_called has an empty tool name; write each tool's name")
+        return self
+
 
 class ToolArgsCheck(_Check):
     """Some call of `tool` has `args` (a subset of its arguments, or exactly them)."""
@@ -224,6 +318,14 @@ class ToolArgsCheck(_Check):
     tool: str
     args: dict[str, JsonValue]
     match: Literal["subset", "exact"] = "subset"
+
+    @field_validator("tool")
+    @classmethod
+    def _names_a_tool(cls, tool: str) -> str:
+        if not tool.strip():
+            raise ValueError("`tool` is empty; name the tool whose arguments are checked, e.g. "
+                             '`tool_args: {tool: lookup_order, args: {order_id: "10234"}}`')
+        return tool
 
 
 class LatencyBelowCheck(_Check):
@@ -292,6 +394,21 @@ class Criterion(BaseModel):
     id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=64)
     text: str = Field(min_length=1, max_length=500)
     kind: Literal["success", "restriction"] = "success"
+
+    @field_validator("id")
+    @classmethod
+    def _not_reserved(cls, id_: str) -> str:
+        if _RESERVED_SHOULD.fullmatch(id_):
+            raise ValueError(f"id {id_!r} is reserved for should assertions; pick another id")
+        if _RESERVED_CHECK.fullmatch(id_):
+            raise ValueError(f"id {id_!r} is reserved for checks; pick another id")
+        return id_
+
+
+_RESERVED_SHOULD = re.compile(r"t\d+\.should\d+")
+"""Ids sparring gives `should` assertions: `t<turn>.should<n>`."""
+_RESERVED_CHECK = re.compile(r"(t\d+\.)?check\d+")
+"""Ids sparring gives checks: `check<n>` (scenario) and `t<turn>.check<n>` (turn)."""
 
 
 def _criteria_list(values: Any, *, prefix: str, kind: str) -> Any:

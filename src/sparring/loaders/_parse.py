@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 from sparring.errors import ConfigError
 
@@ -52,49 +52,117 @@ def is_mapping(value: object) -> TypeGuard[dict[str, Any]]:
     return isinstance(value, dict)
 
 
+MAX_VALUES = 100_000
+"""At most this many values (mappings, lists, scalars) in one document once aliases are
+expanded: a few hundred bytes of nested aliases can otherwise stand for billions."""
+MAX_DEPTH = 100
+"""At most this many levels of nested mappings and lists in one document."""
+
+
 def parse_documents(text: str, *, path: str) -> list[Document]:
     """Parse every YAML document (`---`-separated) in `text`; JSON text is YAML too.
 
     Raises:
-        ConfigError: a YAML syntax error or a duplicate key, with `path`, line, column and
-            a hint for the usual causes.
+        ConfigError: a YAML syntax error, a duplicate key, a control character, data nested
+            more than `MAX_DEPTH` levels, or aliases expanding to more than `MAX_VALUES`
+            values; with `path`, line and column where known, and a hint for the usual causes.
     """
     from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.reader import ReaderError
 
     try:
         raw_docs: list[Any] = list(YAML(typ="rt").load_all(text))  # pyright: ignore[reportUnknownMemberType]
     except MarkedYAMLError as e:
         raise _syntax_error(e, path=path) from None
-    documents: list[Document] = []
-    for raw in raw_docs:
-        keys: dict[Loc, Position] = {(): _start(raw)}
-        values: dict[Loc, Position] = {}
-        data = _plain(raw, (), keys, values)
-        documents.append(Document(data=data, keys=keys, values=values))
-    return documents
+    except ReaderError as e:
+        raise _reader_error(e, text=text, path=path) from None
+    except YAMLError as e:
+        raise ConfigError(f"invalid YAML: {e}; check the file's syntax", path=path) from None
+    except RecursionError:
+        raise ConfigError(_TOO_DEEP, path=path) from None
+    except ValueError as e:  # `!!int abc`, an integer of more than 4300 digits
+        raise ConfigError(f"invalid YAML: {e}; check values written with a tag such as "
+                          "`!!int` or `!!float`, and quote long numbers", path=path) from None
+    return [_Copier(path=path).document(raw) for raw in raw_docs]
 
 
-def _plain(node: Any, loc: Loc, keys: dict[Loc, Position], values: dict[Loc, Position]) -> Any:
-    """Copy `node` into plain data, recording positions under `loc` into `keys`/`values`."""
-    from ruamel.yaml.comments import TaggedScalar
-    from ruamel.yaml.scalarbool import ScalarBoolean
+_TOO_DEEP = (f"invalid YAML: the data is nested too deeply (more than {MAX_DEPTH} levels of "
+             "mappings and lists); a test file needs only a few levels: flatten it")
+_TOO_MUCH = (f"the file expands to too much data: more than {MAX_VALUES:,} values once its "
+             "YAML aliases (`*name`) in this entry are replaced by their anchors' data; "
+             "use fewer aliases, or write the data out")
 
-    if isinstance(node, dict):
+
+class _Copier:
+    """Copies one ruamel document into plain data with positions, within the limits."""
+
+    def __init__(self, *, path: str) -> None:
+        from ruamel.yaml.comments import TaggedScalar
+        from ruamel.yaml.scalarbool import ScalarBoolean
+
+        self.path, self.tagged, self.boolean = path, TaggedScalar, ScalarBoolean
+        self.keys: dict[Loc, Position] = {}
+        self.values: dict[Loc, Position] = {}
+        self.count = 0
+        self.seen: set[int] = set()
+        """`id()` of every mapping and list copied so far: seen again means an alias."""
+        self.aliases: list[Loc] = []
+        """Where the aliases being expanded are used, outermost first."""
+
+    def document(self, raw: Any) -> Document:
+        self.keys[()] = _start(raw)
+        data = self.copy(raw, ())
+        return Document(data=data, keys=self.keys, values=self.values)
+
+    def copy(self, node: Any, loc: Loc) -> Any:
+        """`node` as plain data, recording positions under `loc`."""
+        self.count += 1
+        if self.count > MAX_VALUES:
+            outer = self._outer_alias()
+            raise self.error(loc if outer is None else outer, _TOO_MUCH)
+        if not isinstance(node, dict | list):
+            return _scalar(node, tagged=self.tagged, boolean=self.boolean)
+        if len(loc) >= MAX_DEPTH:
+            raise self.error(loc, _TOO_DEEP.removeprefix("invalid YAML: "))
+        ident = id(cast(object, node))
+        alias = ident in self.seen
+        self.seen.add(ident)
+        if alias:
+            self.aliases.append(loc)
+        try:
+            return self.mapping(node, loc) if isinstance(node, dict) else self.items(node, loc)
+        finally:
+            if alias:
+                self.aliases.pop()
+
+    def mapping(self, node: Any, loc: Loc) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for key, value in node.items():  # pyright: ignore[reportUnknownVariableType]
-            here = (*loc, str(key))  # pyright: ignore[reportUnknownArgumentType]
-            keys[here], values[here] = _entry(node, key, fallback=keys[loc])
-            out[str(key)] = _plain(value, here, keys, values)  # pyright: ignore[reportUnknownArgumentType]
+        for key, value in node.items():
+            here = (*loc, str(key))
+            self.keys[here], self.values[here] = _entry(node, key, fallback=self.keys[loc])
+            out[str(key)] = self.copy(value, here)
         return out
-    if isinstance(node, list):
+
+    def items(self, node: Any, loc: Loc) -> list[Any]:
         items: list[Any] = []
-        for i, value in enumerate(node):  # pyright: ignore[reportUnknownVariableType,reportUnknownArgumentType]
+        for i, value in enumerate(node):
             here = (*loc, i)
-            keys[here] = values[here] = _item(node, i, fallback=keys[loc])
-            items.append(_plain(value, here, keys, values))
+            self.keys[here] = self.values[here] = _item(node, i, fallback=self.keys[loc])
+            items.append(self.copy(value, here))
         return items
-    return _scalar(node, tagged=TaggedScalar, boolean=ScalarBoolean)
+
+    def _outer_alias(self) -> Loc | None:
+        """The entry holding the outermost alias being expanded (ruamel places an aliased
+        list item at its anchor, so an item is reported as the list holding it)."""
+        if not self.aliases:
+            return None
+        loc = self.aliases[0]
+        return loc[:-1] if loc and isinstance(loc[-1], int) else loc
+
+    def error(self, loc: Loc, message: str) -> ConfigError:
+        line, column = self.keys.get(loc, self.keys[()])
+        return ConfigError(message, path=self.path, line=line, column=column)
 
 
 def _scalar(node: Any, *, tagged: type, boolean: type) -> Any:
@@ -157,3 +225,23 @@ def _syntax_error(e: Any, *, path: str) -> ConfigError:
     line, column = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
     return ConfigError(f"invalid YAML: {problem}{context}; {hint}", path=path, line=line,
                        column=column)
+
+
+_CONTROL_NAMES = {0: "NUL", 7: "BEL", 8: "backspace", 11: "vertical tab", 12: "form feed",
+                  27: "ESC", 127: "DEL"}
+
+
+def _reader_error(e: Any, *, text: str, path: str) -> ConfigError:
+    """A character YAML does not allow (NUL, BEL, other control characters, a lone surrogate)."""
+    position = int(e.position)
+    line = text.count("\n", 0, position) + 1
+    column = position - text.rfind("\n", 0, position)
+    code = e.character if isinstance(e.character, int) else ord(e.character)
+    name = _CONTROL_NAMES.get(code, "a control character" if code < 0x20 or 0x7F <= code < 0xA0
+                              else "a character YAML does not allow")
+    escape = f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    return ConfigError(
+        f"invalid YAML: character U+{code:04X} ({name}) is not allowed in a YAML file; delete "
+        "it (it is often invisible: look for it in an editor that shows control characters), "
+        f"or inside a double-quoted string write it as the escape \"{escape}\"",
+        path=path, line=line, column=column)
