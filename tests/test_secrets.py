@@ -68,6 +68,19 @@ def test_scrub_masks_encoded_forms_and_overlapping_values() -> None:
     assert secrets.scrub("just p&ss here") == "just *** here"
 
 
+@pytest.mark.parametrize(("value", "shown"), [
+    ("Hunter2@prod!", "http://bot:Hunter2%40prod!@host/"),  # userinfo: '@' encoded, '!' not
+    ("ab c", "http://host/ab%20c/x"),                        # path: space encoded
+    ("p/q r?s", "http://host/x?k=p/q%20r?s"),                # query: '/' and '?' kept
+    ("a:b;c", "http://a%3Ab%3Bc@host/"),                     # username: ':' and ';' encoded
+])
+def test_scrub_masks_partially_url_encoded_forms(value: str, shown: str) -> None:
+    secrets = Secrets({"T": value})
+    secrets.get("T")
+    assert "***" in secrets.scrub(shown)
+    assert all(part not in secrets.scrub(shown) for part in ("Hunter2", "ab%20c", "r?s", "a%3A"))
+
+
 def test_mask_headers() -> None:
     secrets = Secrets({"KEY": "abc123"})
     secrets.get("KEY")

@@ -205,7 +205,7 @@ async def test_secrets_are_masked_in_errors(
     server.json_route("/ok", {"echo": SECRET})
     for path, response_path in (("/leak", "$"), ("/ok", "reply")):
         target = make(client, secrets, url=server.url(path + "?key={{secrets.BOT_KEY}}"),
-                      body_template={"token": "{{secrets.BOT_KEY}}"},
+                      body_template={"token": "{{secrets.BOT_KEY}}", "m": "{{input}}"},
                       response_path=response_path)
         with pytest.raises(TargetError) as info:
             await (await target.open_session()).send(conversation("hi"))
@@ -252,8 +252,10 @@ async def test_non_json_body_is_the_reply_text(
         server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
     server.routes["/text"] = lambda _: (200, {"Content-Type": "text/plain"}, b"Hello {there")
     server.routes["/html"] = lambda _: (200, {"Content-Type": "text/html"}, b"<p>Hi</p>")
-    server.routes["/badjson"] = lambda _: (200, {"Content-Type": "application/json"}, b"oops")
-    for path, text in (("/text", "Hello {there"), ("/html", "<p>Hi</p>"), ("/badjson", "oops")):
+    server.routes["/ndjson"] = lambda _: (200, {"Content-Type": "application/x-ndjson"},
+                                          b'{"a": 1}\n{"a": 2}')
+    for path, text in (("/text", "Hello {there"), ("/html", "<p>Hi</p>"),
+                       ("/ndjson", '{"a": 1}\n{"a": 2}')):
         target = make(client, secrets, url=server.url(path), response_path="reply")
         reply = await (await target.open_session()).send(conversation("hi"))
         assert reply.content == text and reply.raw == text
@@ -403,11 +405,12 @@ async def test_get_and_head_send_no_body(server: Server, client: httpx.AsyncClie
     server.json_route("/ask", {"reply": "got it"})
     get = make(client, secrets, url=server.url("/ask?q={{input}}"), method="GET",
                response_path="reply")
-    head = make(client, secrets, url=server.url("/ask"), method="HEAD", response_path="reply")
+    head = make(client, secrets, url=server.url("/ask?q={{input}}"), method="HEAD",
+                response_path="reply")
     assert (await (await get.open_session()).send(conversation("what's new?"))).content == "got it"
     assert (await (await head.open_session()).send(conversation("x"))).content == ""
     assert [(s.method, s.body, s.query) for s in server.seen] == [
-        ("GET", b"", {"q": ["what's new?"]}), ("HEAD", b"", {})]
+        ("GET", b"", {"q": ["what's new?"]}), ("HEAD", b"", {"q": ["x"]})]
     assert "content-type" not in server.seen[0].headers
 
 
@@ -489,3 +492,201 @@ async def test_redirect_not_followed_even_if_the_client_would(
         with pytest.raises(TargetError, match="HTTP 307, a redirect to /final"):
             await (await target.open_session()).send(conversation("hi"))
     assert [s.path for s in server.seen] == ["/old"]
+
+
+# --- broken peers ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("content_type", "body", "fragment"), [
+    ("application/json", b'{"reply": "x"', "Expecting ',' delimiter"),
+    ("application/json; charset=utf-8", b"", "the body is empty"),
+    ("application/problem+json", b"oops", "Expecting value"),
+])
+async def test_json_content_type_with_invalid_body_is_an_error(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets, content_type: str,
+        body: bytes, fragment: str) -> None:
+    server.routes["/chat"] = lambda _: (200, {"Content-Type": content_type}, body)
+    target = make(client, secrets, url=server.url("/chat"), response_path="reply")
+    with pytest.raises(TargetError) as info:
+        await (await target.open_session()).send(conversation("hi"))
+    media = content_type.split(";")[0]
+    message = str(info.value)
+    assert message.startswith(f"{server.url('/chat')} answered Content-Type {media} but the "
+                              "body is not valid JSON (")
+    assert fragment in message and repr(body.decode()) in message and "logs" in message
+
+
+async def test_invalid_json_excerpt_is_scrubbed(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    server.routes["/chat"] = lambda _: (
+        200, {"Content-Type": "application/json"}, f'{{"key": "{SECRET}", '.encode())
+    target = make(client, secrets, url=server.url("/chat"),
+                  body_template={"m": "{{input}}", "k": "{{secrets.BOT_KEY}}"})
+    with pytest.raises(TargetError, match="not valid JSON") as info:
+        await (await target.open_session()).send(conversation("hi"))
+    assert SECRET not in str(info.value) and "***" in str(info.value)
+
+
+async def test_sse_error_event_fails_the_turn(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    server.routes["/event"] = _sse(
+        'data: {"t": "Your refund is "}\n\n',
+        'event: error\ndata: {"message": "upstream model overloaded"}\n\n',
+        'data: {"t": "approved"}\n\n')
+    server.routes["/bare"] = _sse('data: {"t": "a"}\n\n', "event: error\n\n")
+    server.routes["/object"] = _sse(
+        'data: {"t": "Your refund is "}\n\n',
+        'data: {"error": {"code": 429, "message": "rate limited"}}\n\n', "data: [DONE]\n\n")
+    cases = (("/event", '{"message": "upstream model overloaded"}'), ("/bare", "(no data)"),
+             ("/object", '{"code": 429, "message": "rate limited"}'))
+    for path, quoted in cases:
+        target = make(client, secrets, url=server.url(path), response_path="t")
+        with pytest.raises(TargetError) as info:
+            await (await target.open_session()).send(conversation("hi"))
+        assert str(info.value).startswith(
+            f"{server.url(path)} streamed an error event instead of a reply: {quoted!r}")
+        assert not isinstance(info.value, ResponsePathError)
+
+
+async def test_error_key_with_a_reply_is_still_a_reply(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    server.routes["/stream"] = _sse('data: {"t": "ok", "error": null}\n\n',
+                                    'data: {"t": "!", "error": "ignored"}\n\n')
+    server.json_route("/plain", {"error": False, "reply": "fine"})
+    stream = make(client, secrets, url=server.url("/stream"), response_path="t")
+    plain = make(client, secrets, url=server.url("/plain"), response_path="reply")
+    assert (await (await stream.open_session()).send(conversation("hi"))).content == "ok!"
+    assert (await (await plain.open_session()).send(conversation("hi"))).content == "fine"
+
+
+async def test_json_error_body_instead_of_a_reply(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    url = server.json_route("/chat", {"error": "agent misconfigured"})
+    target = make(client, secrets, url=url, response_path="reply")
+    with pytest.raises(TargetError, match="answered an error instead of a reply: "
+                                          "'agent misconfigured'"):
+        await (await target.open_session()).send(conversation("hi"))
+
+
+@pytest.mark.parametrize(("spec", "fragment"), [
+    ({"method": "GET", "body_template": {"q": "{{input}}"}},
+     "(method GET sends no body, so `body_template` is not used)"),
+    ({"method": "HEAD"}, "(method HEAD sends no body"),
+    ({"body_template": {"q": "hello", "history": "{{history}}"}}, "message: put {{input}}"),
+    ({"body_template": "{{ inputs }}"}, "message: put {{input}}"),
+])
+async def test_target_that_never_sends_the_message_is_a_user_error(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets,
+        spec: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(UserError) as info:
+        make(client, secrets, url=server.url("/chat"), **spec)
+    assert "never sends the user's message" in str(info.value)
+    assert fragment in str(info.value) and "in the url for GET" in str(info.value)
+
+
+async def test_message_in_a_header_or_url_counts_as_sent(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    server.routes["/chat"] = echo
+    in_header = make(client, secrets, url=server.url("/chat"), method="GET",
+                     headers={"X-Question": "{{ message }}"}, response_path="reply")
+    in_url = make(client, secrets, url=server.url("/chat?q={{input}}"), method="HEAD")
+    await (await in_header.open_session()).send(conversation("where is it?"))
+    await (await in_url.open_session()).send(conversation("x"))
+    assert server.seen[0].headers["x-question"] == "where is it?"
+
+
+@pytest.mark.parametrize(("headers", "fragment"), [
+    ({"X-Name": "José"}, "header 'X-Name': the value has a non-ASCII character ('é') at "
+                         "position 3"),
+    ({"X-Two": "a\nb"}, "header 'X-Two': the value has a line break at position 1"),
+    ({"X-Nul": "a\x00"}, "a control character ('\\x00')"),
+    ({"X Api Key": "k"}, "header name 'X Api Key' is not a valid HTTP header name"),
+    ({"X-Key:": "k"}, "header name 'X-Key:' is not a valid"),
+    ({"": "k"}, "header name '' is not a valid"),
+])
+async def test_bad_header_templates_fail_when_the_target_is_built(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets,
+        headers: dict[str, str], fragment: str) -> None:
+    with pytest.raises(UserError) as info:
+        make(client, secrets, url=server.url("/chat"), headers=headers)
+    assert fragment in str(info.value)
+
+
+async def test_secret_unfit_for_a_header_fails_without_showing_it(
+        server: Server, client: httpx.AsyncClient) -> None:
+    secrets = Secrets({"TOKEN": "tok-secret-value\n"})
+    with pytest.raises(UserError) as info:
+        make(client, secrets, url=server.url("/chat"),
+             headers={"Authorization": "Bearer {{secrets.TOKEN}}"})
+    message = str(info.value)
+    assert "header 'Authorization': secret 'TOKEN' holds a line break" in message
+    assert "tok-secret-value" not in message and "trailing newline" in message
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("café?", "a non-ASCII character ('é')"), ("line one\nline two", "a line break"),
+])
+async def test_message_unfit_for_a_header_is_a_target_error(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets, text: str,
+        problem: str) -> None:
+    server.routes["/chat"] = echo
+    target = make(client, secrets, url=server.url("/chat"), response_path="reply",
+                  headers={"X-Question": "Q: {{input}}", "X-Key": "{{secrets.BOT_KEY}}"})
+    with pytest.raises(TargetError) as info:
+        await (await target.open_session()).send(conversation(text))
+    assert str(info.value).startswith(
+        f"header 'X-Question' cannot be sent: after filling {{{{input}}}}, its value has "
+        f"{problem}")
+    assert "body_template" in str(info.value)
+    assert server.seen == []  # nothing was sent
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("value", ["Hunter2@prod!", "p4ss#word99", "ab c", "a/b?c"])
+async def test_url_errors_show_the_url_template_not_the_secret(
+        server: Server, client: httpx.AsyncClient, value: str) -> None:
+    def deny(_: Seen) -> tuple[int, dict[str, str], Payload]:
+        return 401, {"Content-Type": "text/plain"}, b"bad credentials"
+
+    server.routes["/chat"] = deny
+    secrets = Secrets({"T": value})
+    port = server.base.rsplit(":", 1)[1]
+    for template in (f"http://bot:{{{{secrets.T}}}}@127.0.0.1:{port}/chat",
+                     f"http://bot:{{{{secrets.T}}}}@127.0.0.1:{_closed_port()}/chat",
+                     f"http://127.0.0.1:{port}/{{{{secrets.T}}}}/chat"):
+        target = make(client, secrets, url=template)
+        with pytest.raises(TargetError) as info:
+            await (await target.open_session()).send(conversation("hi"))
+        message = str(info.value)
+        assert template in message, message
+        for fragment in (value, value[:4], "%40", "%20"):
+            assert fragment not in message, message
+
+
+async def test_bad_url_without_secrets_keeps_the_detail(
+        client: httpx.AsyncClient, secrets: Secrets) -> None:
+    target = make(client, secrets, url="http://127.0.0.1:99999/chat?q={{input}}")
+    with pytest.raises(TargetError) as info:
+        await (await target.open_session()).send(conversation("hi"))
+    assert "'http://127.0.0.1:99999/chat?q={{input}}' is not a usable URL (" in str(info.value)
+    assert "port" in str(info.value).lower()
+
+
+async def test_non_finite_numbers_stay_strict_json(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    body = b'{"reply": {"score": NaN, "max": Infinity, "min": -Infinity}}'
+    server.routes["/chat"] = lambda _: (200, {"Content-Type": "application/json"}, body)
+    server.routes["/plain"] = lambda _: (200, {"Content-Type": "text/plain"}, body)
+    server.routes["/stream"] = _sse('data: {"t": "a", "p": NaN}\n\n')
+    for path, response_path in (("/chat", "reply"), ("/plain", "reply"), ("/stream", "t")):
+        target = make(client, secrets, url=server.url(path), response_path=response_path)
+        reply = await (await target.open_session()).send(conversation("hi"))
+        json.dumps(reply.raw, allow_nan=False)  # raises on nan / inf
+        assert "NaN" in json.dumps(reply.raw)
+        if path != "/stream":
+            assert json.loads(reply.content) == {"score": "NaN", "max": "Infinity",
+                                                 "min": "-Infinity"}

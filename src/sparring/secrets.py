@@ -66,9 +66,20 @@ def read_secrets_file(path: Path) -> dict[str, str]:
     return values
 
 
+# What HTTP clients leave unencoded in each part of a URL (httpx follows the WHATWG sets):
+# a secret placed in a URL's userinfo, path or query shows up partially encoded.
+_URL_SAFE = (
+    "!$&'()*+,;=:@/?",  # query and fragment: sub-delims, ':', '@', '/', '?'
+    "!$&'()*+,;=:@/",   # path
+    "!$&'()*+,",        # userinfo (username / password)
+)
+
+
 def _forms(value: str) -> set[str]:
-    """The value as typed, URL-encoded and JSON-escaped (what may appear in logs)."""
-    return {value, quote(value, safe=""), quote_plus(value), json.dumps(value)[1:-1]}
+    """The value as typed, URL-encoded (fully, and as HTTP clients encode each part of a
+    URL) and JSON-escaped: what may appear in logs and error messages."""
+    return {value, quote(value, safe=""), quote_plus(value), json.dumps(value)[1:-1],
+            *(quote(value, safe=safe) for safe in _URL_SAFE)}
 
 
 class Secrets:

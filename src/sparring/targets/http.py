@@ -3,7 +3,9 @@
 Each turn fills `url`, `headers` and `body_template` (see `templates`), sends one request,
 checks the HTTP status first (>= 400 and redirects are errors; redirects are never
 followed), then reads the reply: `text/event-stream` replies are assembled event by event as
-they arrive, JSON bodies go through `response_path`, and any other body is the reply text.
+they arrive (an `error` event fails the turn), JSON bodies go through `response_path` (a body
+sent as JSON that does not parse is an error), and any other body is the reply text.
+`NaN` / `Infinity` in JSON are kept as strings, so `raw` is always strict JSON.
 The target is stateless: every turn sends the message plus the history before it.
 """
 
@@ -18,9 +20,10 @@ import anyio
 import httpx
 from pydantic import JsonValue
 
-from sparring.errors import TargetError, TargetTimeout
+from sparring.errors import TargetError, TargetTimeout, UserError
 from sparring.scenario import HttpTargetSpec
 from sparring.secrets import Secrets
+from sparring.targets.headers import HeaderTemplate
 from sparring.targets.templates import (
     History,
     JsonTemplate,
@@ -29,11 +32,12 @@ from sparring.targets.templates import (
     TextTemplate,
     compile_body,
     last_user_message,
+    placeholder_names,
     render_reply,
     secret_names,
     tool_calls_from,
 )
-from sparring.transcript import Message, ToolCall, Transcript
+from sparring.transcript import Message, ToolCall, Transcript, content_text
 
 _EXCERPT_CHARS = 300
 _NO_BODY = frozenset({"GET", "HEAD"})
@@ -57,10 +61,16 @@ class HttpTarget:
         name: Shown in reports; default is `url` up to its query string (placeholders kept,
             values never shown).
 
+    Errors never show the filled url: they show `url` as written (placeholders unfilled),
+    so a secret in it cannot leak through the HTTP library's partial percent-encoding;
+    known secret values are also scrubbed from every message.
+
     Raises:
-        UserError: `response_path` or `tool_calls_path` does not parse, or a
-            `{{secrets.NAME}}` used in `url`, `headers` or `body_template` is not set (checked
-            here, so a run fails before its first conversation).
+        UserError: `response_path` or `tool_calls_path` does not parse; a
+            `{{secrets.NAME}}` used in `url`, `headers` or `body_template` is not set; the
+            user's message is sent nowhere (no `{{input}}` / `{{message}}` in `url`,
+            `headers` or a body the method sends); a header name or value that HTTP
+            cannot carry (all checked here, so a run fails before its first conversation).
     """
 
     def __init__(self, spec: HttpTargetSpec, *, client: httpx.AsyncClient, secrets: Secrets,
@@ -68,8 +78,8 @@ class HttpTarget:
         self.spec = spec
         self.name = name or spec.url.split("?", 1)[0]
         self._client, self._secrets = client, secrets
+        self._shown_url = secrets.scrub(spec.url)
         self._url = TextTemplate(spec.url, url=True)
-        self._headers = {key: TextTemplate(value) for key, value in spec.headers.items()}
         self._body = None if spec.method in _NO_BODY else compile_body(spec.body_template)
         self._content_type = ("application/json" if isinstance(self._body, JsonTemplate)
                               else "text/plain; charset=utf-8")
@@ -80,6 +90,23 @@ class HttpTarget:
         texts: list[JsonValue] = [spec.url, *spec.headers.values(), spec.body_template]
         for secret in sorted(secret_names(texts)):
             secrets.get(secret)  # fail early; also marks the value for scrubbing
+        self._headers = [HeaderTemplate(key, value, secrets=secrets)
+                         for key, value in spec.headers.items()]
+        self._check_message_is_sent()
+
+    def _check_message_is_sent(self) -> None:
+        spec = self.spec
+        sent: list[JsonValue] = [spec.url, *spec.headers.values()]
+        if self._body is not None:
+            sent.append(spec.body_template)
+        if placeholder_names(sent) & {"input", "message"}:
+            return
+        why = ""
+        if self._body is None and placeholder_names(spec.body_template) & {"input", "message"}:
+            why = f" (method {spec.method} sends no body, so `body_template` is not used)"
+        raise UserError(f"target {self.name!r} never sends the user's message{why}: put "
+                        "{{input}} in body_template, or in the url for GET (e.g. "
+                        "`?q={{input}}`)")
 
     async def open_session(self) -> HttpSession:
         """Start a conversation (no server-side state: the history is sent each turn)."""
@@ -101,7 +128,10 @@ class HttpTarget:
 
         Raises:
             TargetError: HTTP status >= 400, a redirect, a connection error, a missing
-                `response_path` or malformed tool calls; messages never contain secrets.
+                `response_path`, malformed tool calls, a JSON Content-Type with a body that
+                does not parse, an error object or SSE `error` event instead of a reply, or
+                a message that a header cannot carry; messages show `url` as written and
+                never contain secrets.
             TargetTimeout: no complete reply within `timeout_s`.
             UserError: a `{{secrets.NAME}}` that is not set.
         """
@@ -113,7 +143,7 @@ class HttpTarget:
         except (TimeoutError, httpx.TimeoutException):
             raise TargetTimeout(target=self.name, timeout_seconds=self.spec.timeout_s) from None
         except httpx.HTTPError as e:
-            raise self._transport_error(e, request) from None
+            raise self._transport_error(e) from None
         latency_ms = (time.perf_counter() - start) * 1000
         return Message(role="agent", content=reply.text, tool_calls=reply.tool_calls,
                        raw=reply.raw, latency_ms=round(latency_ms, 3))
@@ -121,8 +151,8 @@ class HttpTarget:
     def _build(self, message: str, history: History) -> httpx.Request:
         secrets = self._secrets
         url = self._url.fill(message=message, history=history, secrets=secrets)
-        headers = {key: template.fill(message=message, history=history, secrets=secrets)
-                   for key, template in self._headers.items()}
+        headers = {h.name: h.fill(message=message, history=history, secrets=secrets)
+                   for h in self._headers}
         content: bytes | None = None
         if isinstance(self._body, JsonTemplate):
             body = self._body.fill(message=message, history=history, secrets=secrets)
@@ -132,12 +162,25 @@ class HttpTarget:
         if content is not None and not any(k.lower() == "content-type" for k in headers):
             headers["Content-Type"] = self._content_type
         try:
-            return self._client.build_request(self.spec.method, url, headers=headers,
-                                              content=content, timeout=self._timeout)
+            request = self._client.build_request(self.spec.method, url, headers=headers,
+                                                 content=content, timeout=self._timeout)
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as e:
-            raise TargetError(f"target {self.name!r}: {self._secrets.scrub(url)!r} is not a "
-                              f"usable URL ({self._secrets.scrub(str(e))}); check `url`, e.g. "
-                              "https://bot.example.com/chat") from None
+            raise self._bad_url(e) from None
+        port = request.url.port
+        if port is not None and not 0 < port < 65536:  # httpx leaves this to the socket
+            raise self._bad_url(httpx.InvalidURL(f"port {port} is not in 1-65535"))
+        return request
+
+    def _bad_url(self, error: httpx.HTTPError | httpx.InvalidURL) -> TargetError:
+        """The filled url does not parse. httpx's detail may quote part of a secret (say the
+        text before a `#` in it), which scrubbing cannot catch, so it is left out then."""
+        if secret_names(self.spec.url):
+            detail = ("once its {{secrets.NAME}} values are filled in; a secret placed before "
+                      "`?` must be percent-encoded where it holds @ : / # ? % or spaces")
+        else:
+            detail = f"({self._secrets.scrub(str(error) or type(error).__name__)})"
+        return TargetError(f"target {self.name!r}: {self._shown_url!r} is not a usable URL "
+                           f"{detail}; check `url`, e.g. https://bot.example.com/chat")
 
     async def _exchange(self, request: httpx.Request) -> _Reply:
         response = await self._client.send(request, stream=True, follow_redirects=False)
@@ -151,7 +194,7 @@ class HttpTarget:
             await response.aclose()
 
     async def _check_status(self, response: httpx.Response) -> None:
-        status, url = response.status_code, self._secrets.scrub(str(response.request.url))
+        status, url = response.status_code, self._shown_url
         if 300 <= status < 400:
             location = self._secrets.scrub(response.headers.get("location", "(none given)"))
             raise TargetError(
@@ -164,11 +207,51 @@ class HttpTarget:
 
     def _read_body(self, response: httpx.Response) -> _Reply:
         text = response.text
-        is_json, data = _parse_json(text, response.headers.get("content-type", ""))
-        if not is_json:
-            return _Reply(text, (), text)
-        value = self._response_path.extract(data, scrub=self._secrets.scrub)
+        media_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if _is_json_type(media_type):
+            if not text.strip() and (response.request.method == "HEAD"
+                                     or response.status_code == 204):
+                return _Reply("", (), "")  # no body by definition
+            try:
+                data = _loads(text)
+            except ValueError as e:
+                raise self._invalid_json(media_type, text, e) from None
+        else:
+            stripped = text.lstrip()
+            if not stripped or stripped[0] not in "{[":
+                return _Reply(text, (), text)  # a non-JSON body is the reply text
+            try:
+                data = _loads(text)
+            except ValueError:
+                return _Reply(text, (), text)
+        value = self._extract(data)
         return _Reply(render_reply(value), self._tool_calls(data), data)
+
+    def _invalid_json(self, media_type: str, text: str, error: ValueError) -> TargetError:
+        reason = "the body is empty" if not text.strip() else str(error)
+        excerpt = self._secrets.scrub(text[:_EXCERPT_CHARS])
+        return TargetError(
+            f"{self._shown_url} answered Content-Type {media_type} but the body is not valid "
+            f"JSON ({reason}): {excerpt!r}. The agent may have failed mid-reply or sent the "
+            "wrong Content-Type; check its logs")
+
+    def _extract(self, data: JsonValue) -> JsonValue:
+        """The value at `response_path`; an `error` object in place of it is reported as
+        the agent's error rather than as a wrong path."""
+        try:
+            return self._response_path.extract(data, scrub=self._secrets.scrub)
+        except ResponsePathError:
+            error = _error_of(data)
+            if error is not None:
+                raise self._agent_error(error, streamed=False) from None
+            raise
+
+    def _agent_error(self, error: JsonValue, *, streamed: bool) -> TargetError:
+        text = error if isinstance(error, str) else content_text(error)
+        excerpt = self._secrets.scrub(text[:_EXCERPT_CHARS])
+        how = "streamed an error event" if streamed else "answered an error"
+        return TargetError(f"{self._shown_url} {how} instead of a reply: {excerpt!r}. The "
+                           "agent failed while answering; check its logs")
 
     def _tool_calls(self, data: JsonValue) -> tuple[ToolCall, ...]:
         if self._tool_calls_path is None:
@@ -184,9 +267,11 @@ class HttpTarget:
         events: list[JsonValue] = []
         calls = _StreamedCalls()
         missing: ResponsePathError | None = None
-        async for data in _sse_data(response):
+        async for kind, data in _sse_events(response):
+            if kind == "error":
+                raise self._agent_error(data or "(no data)", streamed=True)
             try:
-                event: JsonValue = json.loads(data)
+                event = _loads(data)
             except ValueError:
                 pieces.append(data)
                 events.append(data)
@@ -197,6 +282,9 @@ class HttpTarget:
             try:
                 value = self._response_path.extract(event, scrub=self._secrets.scrub)
             except ResponsePathError as e:
+                error = _error_of(event)
+                if error is not None:
+                    raise self._agent_error(error, streamed=True) from None
                 missing = missing or e
                 continue
             if value is not None:
@@ -206,12 +294,11 @@ class HttpTarget:
         where = f"tool_calls_path {self.spec.tool_calls_path!r}"
         return _Reply("".join(pieces), tool_calls_from(calls.items, where=where), events)
 
-    def _transport_error(self, error: httpx.HTTPError, request: httpx.Request) -> TargetError:
-        url = self._secrets.scrub(str(request.url))
-        detail = self._secrets.scrub(str(error) or type(error).__name__)
+    def _transport_error(self, error: httpx.HTTPError) -> TargetError:
+        url = self._shown_url
         if isinstance(error, httpx.UnsupportedProtocol):
-            return TargetError(f"{url} is not a usable URL ({detail}); check `url`, e.g. "
-                               "https://bot.example.com/chat")
+            return self._bad_url(error)
+        detail = self._secrets.scrub(str(error) or type(error).__name__)
         if isinstance(error, httpx.ConnectError):
             return TargetError(f"could not connect to {url}: {detail}. Check that the agent is "
                                "running and that `url` (scheme, host, port) is right")
@@ -281,33 +368,52 @@ def _extract_or_none(path: ResponsePath, data: JsonValue) -> JsonValue:
         return None
 
 
-async def _sse_data(response: httpx.Response) -> AsyncIterator[str]:
-    """The `data` of each server-sent event, as it arrives; stops at `[DONE]`."""
+async def _sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
+    """`(event type, data)` of each server-sent event, as it arrives; the type is `message`
+    unless an `event:` line names it. Stops at `[DONE]`; an `error` event is passed on even
+    without data."""
     lines: list[str] = []
+    kind = "message"
     async for line in response.aiter_lines():
         if line:
             field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
             if field == "data":
-                lines.append(value[1:] if value.startswith(" ") else value)
+                lines.append(value)
+            elif field == "event":
+                kind = value.strip() or "message"
             continue
-        if lines:
-            data, lines = "\n".join(lines), []
+        if lines or kind == "error":
+            data, lines, event_kind, kind = "\n".join(lines), [], kind, "message"
             if data.strip() == "[DONE]":
                 return
-            yield data
-    if lines and "\n".join(lines).strip() != "[DONE]":
-        yield "\n".join(lines)
+            yield event_kind, data
+        kind = "message"
+    if (lines or kind == "error") and "\n".join(lines).strip() != "[DONE]":
+        yield kind, "\n".join(lines)
 
 
-def _parse_json(text: str, content_type: str) -> tuple[bool, JsonValue]:
-    """`(True, data)` when the body is JSON (by content type or first character)."""
-    stripped = text.lstrip()
-    if not stripped or ("json" not in content_type.lower() and stripped[0] not in "{["):
-        return False, None
-    try:
-        return True, json.loads(text)
-    except ValueError:
-        return False, None
+def _error_of(data: JsonValue) -> JsonValue:
+    """The top-level `error` of an object (`None` when absent, null or false)."""
+    if isinstance(data, dict):
+        error = data.get("error")
+        return error if error is not None and error is not False else None
+    return None
+
+
+def _is_json_type(media_type: str) -> bool:
+    """`application/json`, `text/json` or any `+json` type, e.g. `application/problem+json`."""
+    return media_type in ("application/json", "text/json") or media_type.endswith("+json")
+
+
+def _loads(text: str) -> JsonValue:
+    """`json.loads` that keeps `NaN`, `Infinity` and `-Infinity` as strings, so the raw body
+    in the report stays strict JSON.
+
+    Raises:
+        ValueError: not JSON.
+    """
+    return json.loads(text, parse_constant=str)
 
 
 async def _read_excerpt(response: httpx.Response) -> str:

@@ -211,16 +211,21 @@ def fill_text(text: str, *, message: str, history: History, secrets: Secrets,
     return TextTemplate(text, url=url).fill(message=message, history=history, secrets=secrets)
 
 
+def placeholder_names(template: JsonValue) -> set[str]:
+    """Every placeholder anywhere in a template (keys excluded), as written inside the
+    braces without spaces: `input`, `message`, `history`, `secrets.NAME`."""
+    if isinstance(template, str):
+        return {m.group(1) for m in _PLACEHOLDER.finditer(template)}
+    if isinstance(template, dict):
+        return {n for v in template.values() for n in placeholder_names(v)}
+    if isinstance(template, list):
+        return {n for v in template for n in placeholder_names(v)}
+    return set()
+
+
 def secret_names(template: JsonValue) -> set[str]:
     """Names of the `{{secrets.NAME}}` placeholders anywhere in a template (keys excluded)."""
-    if isinstance(template, str):
-        return {m.group(1)[8:] for m in _PLACEHOLDER.finditer(template)
-                if m.group(1).startswith("secrets.")}
-    if isinstance(template, dict):
-        return {n for v in template.values() for n in secret_names(v)}
-    if isinstance(template, list):
-        return {n for v in template for n in secret_names(v)}
-    return set()
+    return {n[8:] for n in placeholder_names(template) if n.startswith("secrets.")}
 
 
 def chat_history(messages: Iterable[Message]) -> History:
@@ -471,5 +476,6 @@ def render_reply(value: JsonValue) -> str:
 __all__ = [
     "History", "JsonTemplate", "ResponsePath", "ResponsePathError",
     "TextTemplate", "chat_history", "compile_body", "extract_path", "fill_template",
-    "fill_text", "last_user_message", "render_reply", "secret_names", "tool_calls_from",
+    "fill_text", "last_user_message", "placeholder_names", "render_reply", "secret_names",
+    "tool_calls_from",
 ]
