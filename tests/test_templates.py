@@ -17,6 +17,7 @@ from sparring.targets.templates import (
     fill_template,
     fill_text,
     last_user_message,
+    placeholder_names,
     render_reply,
     secret_names,
     tool_calls_from,
@@ -201,3 +202,11 @@ def test_secret_names() -> None:
     assert secret_names(["{{secrets.A}}/x?k={{ secrets.B }}", {"h": "Bearer {{secrets.C}}"},
                          {"{{secrets.KEY_IGNORED}}": ["{{secrets.A}}", 1, None]}]) == {
         "A", "B", "C"}
+
+
+def test_placeholder_names() -> None:
+    assert placeholder_names({"q": "say {{ input }}", "h": ["{{history}}", 3],
+                              "{{message}}": "key ignored", "k": "{{secrets.A}} {{inputs}}"}) == {
+        "input", "history", "secrets.A"}
+    assert placeholder_names("{{message}}") == {"message"}
+    assert placeholder_names(None) == set()
