@@ -151,6 +151,49 @@ async def test_exceptions_become_target_errors() -> None:
     assert not isinstance(info2.value, TargetTimeout)
 
 
+class _Fatal(BaseException):
+    """A BaseException that is neither cancellation nor KeyboardInterrupt."""
+
+
+async def test_system_exit_and_other_base_exceptions_become_target_errors() -> None:
+    def exits(history: History) -> str:
+        sys.exit(3)
+
+    async def exits_async(history: History) -> str:
+        raise SystemExit("config missing")
+
+    def fatal(history: History) -> str:
+        raise _Fatal("boom")
+
+    for fn, shown in ((exits, "SystemExit(3)"), (exits_async, "SystemExit('config missing')"),
+                      (fatal, "_Fatal('boom')")):
+        with pytest.raises(TargetError) as info:
+            await ask(CallableTarget(fn, name="bot"), "x")
+        assert str(info.value).startswith(f"target 'bot' raised {shown}, which ends programs")
+        assert "must return its reply" in str(info.value)
+
+
+async def test_system_exit_in_one_conversation_does_not_stop_the_others() -> None:
+    def agent(history: History) -> str:
+        if history[-1]["content"] == "quit":
+            sys.exit(0)
+        return "ok"
+
+    target = CallableTarget(agent, name="bot")
+    outcomes: dict[int, str] = {}
+
+    async def one(i: int, text: str) -> None:
+        try:
+            outcomes[i] = (await ask(target, text)).content
+        except TargetError as e:
+            outcomes[i] = type(e).__name__
+
+    async with anyio.create_task_group() as tg:
+        for i, text in enumerate(["hi", "quit", "hello"]):
+            tg.start_soon(one, i, text)
+    assert outcomes == {0: "ok", 1: "TargetError", 2: "ok"}
+
+
 async def test_target_errors_pass_through() -> None:
     def down(history: History) -> str:
         raise TargetError("backend is down", status=503)
@@ -202,7 +245,7 @@ def test_reply_message_directly() -> None:
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
-    for name in ("sp_agent", "sp_broken", "sp_needs_dep", "sp_pkg", "sp_pkg.mod"):
+    for name in ("sp_agent", "sp_broken", "sp_exits", "sp_needs_dep", "sp_pkg", "sp_pkg.mod"):
         monkeypatch.delitem(sys.modules, name, raising=False)
     (tmp_path / "sp_agent.py").write_text(
         "class Bot:\n    def reply(self, history):\n        return 'bot'\n\n"
@@ -210,6 +253,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "def agent(history):\n    return 'hello from ' + history[-1]['content']\n",
         encoding="utf-8")
     (tmp_path / "sp_broken.py").write_text("raise ValueError('bad config')\n", encoding="utf-8")
+    (tmp_path / "sp_exits.py").write_text("import sys\nsys.exit(3)\n", encoding="utf-8")
     (tmp_path / "sp_needs_dep.py").write_text("import sp_not_installed_dep\n", encoding="utf-8")
     (tmp_path / "sp_pkg").mkdir()
     (tmp_path / "sp_pkg" / "__init__.py").write_text("", encoding="utf-8")
@@ -231,6 +275,7 @@ async def test_load_callable_from_current_directory(workdir: Path) -> None:
     ("sp_pkg.mod:agent", ["cannot import module 'sp_pkg.mod'"]),
     ("sp_needs_dep:agent", ["'sp_not_installed_dep' is not installed", "install it"]),
     ("sp_broken:agent", ["raised ValueError: bad config", "fix the error in that module"]),
+    ("sp_exits:agent", ["importing 'sp_exits' called sys.exit(3)", "__name__ == \"__main__\""]),
     ("sp_agent:agnet", ["has no attribute 'agnet'", "Did you mean 'agent'?"]),
     ("sp_agent:bot.nope", ["has no attribute 'nope'"]),
     ("sp_agent:NOT_CALLABLE", ["names a int, not a function"]),

@@ -11,7 +11,8 @@ message, and returns the reply as:
 - a dict, list, number or pydantic model: shown as canonical JSON text, kept in `raw`.
 
 `async def` functions are awaited; plain functions run in a worker thread so they never
-block the event loop. Anything the function raises becomes a `TargetError`.
+block the event loop. Anything the function raises becomes a `TargetError`, even
+`SystemExit`; only cancellation, `KeyboardInterrupt` and `GeneratorExit` pass through.
 """
 
 from __future__ import annotations
@@ -66,7 +67,9 @@ class CallableTarget:
         """Call the function with `history` (ending with the user message); return its reply.
 
         Raises:
-            TargetError: the function raised, or returned something that is not a reply.
+            TargetError: the function raised (also `SystemExit` and other BaseExceptions,
+                except cancellation and `KeyboardInterrupt`), or returned something that is
+                not a reply.
             TargetTimeout: no reply within `timeout_s`.
         """
         start = time.perf_counter()
@@ -92,6 +95,13 @@ class CallableTarget:
             raise
         except Exception as e:
             raise TargetError(f"target {self.name!r} raised {type(e).__name__}: {e}") from e
+        except BaseException as e:
+            if _passes_through(e):
+                raise
+            raise TargetError(
+                f"target {self.name!r} raised {type(e).__name__}({_args(e)}), which ends "
+                "programs (e.g. sys.exit()); an agent function must return its reply, or "
+                "raise an Exception when it fails") from e
         return result
 
 
@@ -110,6 +120,20 @@ class CallableSession:
 
     async def close(self) -> None:
         """Nothing to release."""
+
+
+def _passes_through(error: BaseException) -> bool:
+    """Cancellation (timeouts, shutdown), Ctrl-C and generator cleanup are not the agent's
+    failures: they must reach the runner unchanged, also inside an exception group."""
+    kinds = (anyio.get_cancelled_exc_class(), KeyboardInterrupt, GeneratorExit)
+    if isinstance(error, BaseExceptionGroup):
+        group = cast(BaseExceptionGroup[BaseException], error)
+        return group.subgroup(lambda e: isinstance(e, kinds)) is not None
+    return isinstance(error, kinds)
+
+
+def _args(error: BaseException) -> str:
+    return ", ".join(repr(a) for a in error.args)[:200]
 
 
 def _is_async(fn: object) -> bool:
@@ -158,8 +182,9 @@ def load_callable(ref: str) -> Callable[..., Any]:
     """Import `module:attribute` (attribute may be dotted); the current directory is importable.
 
     Raises:
-        UserError: the ref is malformed, the module cannot be imported, the attribute is
-            missing or not callable; the message says what failed and how to fix it.
+        UserError: the ref is malformed, the module cannot be imported (including one that
+            calls `sys.exit()` at import), the attribute is missing or not callable; the
+            message says what failed and how to fix it.
     """
     module_name, sep, attr_path = ref.partition(":")
     if not sep or not module_name or not attr_path:
@@ -198,3 +223,8 @@ def _import(module_name: str, ref: str) -> Any:
     except Exception as e:
         raise UserError(f"callable ref {ref!r}: importing {module_name!r} raised "
                         f"{type(e).__name__}: {e}; fix the error in that module") from None
+    except SystemExit as e:
+        raise UserError(
+            f"callable ref {ref!r}: importing {module_name!r} called sys.exit({e.code!r}); "
+            "put the module's script code under `if __name__ == \"__main__\":` so it only "
+            "runs when the file is executed") from None
