@@ -312,7 +312,7 @@ def test_value_errors_point_at_the_value_without_pydantic_boilerplate(tmp_path: 
         f"{path}:6:16: scenarios[0].threshold: threshold 8 is ambiguous: did you mean 0.8 "
         "(80%)? Write a fraction (0.8) or a percentage ('80%' or 80)",
         f"{path}:8:19: scenarios[0].checks[0].contains: expected text or a list, got the "
-        "number 3",
+        'number 3; quote it: contains: "3"',
         f"{path}:9:32: scenarios[0].checks[1].match: expected one of any, all, got text 'al'; "
         "did you mean 'all'?",
         f"{path}:10:16: scenarios[0].checks[2].regex: invalid regular expression '(': missing "
@@ -506,3 +506,219 @@ def test_importing_the_loader_does_not_import_ruamel() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+# --- hostile and broken input ------------------------------------------------------------
+
+@pytest.mark.parametrize(("raw", "where", "char"), [
+    (b"a: \x00\x01\n", (1, 4), "U+0000 (NUL)"),
+    (b'id: a\ngoal: "ring \x07 bell"\n', (2, 13), "U+0007 (BEL)"),
+])
+def test_control_character_is_an_error_at_its_position(
+        tmp_path: Path, raw: bytes, where: tuple[int, int], char: str) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_bytes(raw)
+    error = load_error(path)
+    assert (error.line, error.column) == where
+    assert error.message.startswith(f"invalid YAML: character {char} is not allowed in a YAML "
+                                    "file; delete it")
+    assert "double-quoted string write it as the escape" in error.message
+
+
+def test_data_nested_deeper_than_the_parser_can_go_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "a:\n" + "".join(" " * i + "b:\n" for i in range(1, 2000)))
+    error = load_error(path)
+    assert str(error) == (f"{path}: invalid YAML: the data is nested too deeply (more than "
+                          "100 levels of mappings and lists); a test file needs only a few "
+                          "levels: flatten it")
+
+
+def test_data_nested_more_than_100_levels_is_an_error_where_it_gets_too_deep(
+        tmp_path: Path) -> None:
+    path = write(tmp_path, "a: " + "[" * 150 + "]" * 150 + "\n")
+    error = load_error(path)
+    assert (error.line, error.column) == (1, 103)
+    assert error.message.startswith("the data is nested too deeply (more than 100 levels")
+
+
+def test_alias_bomb_is_stopped_at_the_entry_that_expands(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    path = write(tmp_path, "\n".join(lines) + "\n")  # ~500 bytes, 9**10 values expanded
+    error = load_error(path)
+    assert (error.line, error.column) == (6, 1)  # a5 is where the count passes 100,000
+    assert error.message == (
+        "the file expands to too much data: more than 100,000 values once its YAML aliases "
+        "(`*name`) in this entry are replaced by their anchors' data; use fewer aliases, or "
+        "write the data out")
+
+
+def test_aliases_within_the_limit_are_expanded(tmp_path: Path) -> None:
+    path = write(tmp_path, f"""
+        {TARGET.strip()}
+        scenarios:
+          - id: a
+            prompt: p
+            checks: &shared [{{contains: refund}}]
+          - id: b
+            prompt: q
+            checks: *shared
+        """)
+    assert [s.checks for s in load_paths([path])] == [[ContainsCheck(value="refund")]] * 2
+
+
+def test_tag_that_cannot_be_read_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "id: a\ntrials: !!int many\n")
+    assert load_error(path).message == (
+        "invalid YAML: invalid literal for int() with base 10: 'many'; check values written "
+        "with a tag such as `!!int` or `!!float`, and quote long numbers")
+
+
+def test_checks_that_can_never_fail_are_rejected_at_their_line(tmp_path: Path) -> None:
+    path = write(tmp_path, f"""
+        {TARGET.strip()}
+        id: a
+        prompt: p
+        checks:
+          - contains: ""
+          - not_contains: []
+          - tool_called: {{}}
+          - {{tool_args: {{tool: "", args: {{}}}}}}
+          - regex: ""
+          - {{json_schema: {{type: 5}}}}
+          - {{contains: x, turn: 0}}
+        """)
+    assert lines_of(load_error(path)) == [
+        f"{path}:5:15: checks[0].contains: every reply contains the empty text, so this check "
+        'could never fail; give the text to look for, e.g. `contains: "refund"`',
+        f"{path}:6:19: checks[1].not_contains: `not_contains: []` lists no text, so this "
+        'check could never fail; list at least one text, e.g. `not_contains: ["refund"]`',
+        f"{path}:7:5: checks[2] (tool_called check): tool_called names no tool in `include` or "
+        "`exclude`, so it could never fail; name the tools, e.g. `tool_called: "
+        "[lookup_order]` or `tool_called: {exclude: [refund]}`",
+        f"{path}:8:24: checks[3].tool_args.tool: `tool` is empty; name the tool whose "
+        'arguments are checked, e.g. `tool_args: {tool: lookup_order, args: {order_id: '
+        '"10234"}}`',
+        f"{path}:9:12: checks[4].regex: an empty pattern matches every reply, so this check "
+        'could never fail; write the pattern to look for, e.g. `regex: "\\d{5}"`',
+        f"{path}:10:5: checks[5] (json_schema check): invalid JSON Schema at `schema.type`: 5 "
+        "is not valid under any of the given schemas; fix it so it follows "
+        "https://json-schema.org (e.g. `{type: object, required: [id]}`)",
+        f"{path}:11:25: checks[6].turn: there is no turn 0: turns count from 1 (the first "
+        "reply), and negative numbers count from the end (-1 is the last reply)",
+    ]
+
+
+def test_target_url_without_http_scheme_is_rejected_at_its_value(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        target: {url: chat.example.com/api}
+        scenarios:
+          - id: a
+            prompt: p
+            should: answer
+            target: {base_url: "ftp://127.0.0.1/v1", model: m}
+        """)
+    assert lines_of(load_error(path)) == [
+        f"{path}:1:15: target.url: url 'chat.example.com/api' is not an HTTP address (it has "
+        "no scheme); start the url with http:// or https://, e.g. "
+        "'https://chat.example.com/api'",
+        f"{path}:6:24: scenarios[0].target.base_url: base_url 'ftp://127.0.0.1/v1' is not an "
+        "HTTP address (it starts with ftp://); start the url with http:// or https://, e.g. "
+        "'http://127.0.0.1/v1'",
+    ]
+
+
+def test_reserved_criterion_id_is_rejected(tmp_path: Path) -> None:
+    path = write(tmp_path, f"""
+        {TARGET.strip()}
+        id: a
+        goal: g
+        criteria:
+          - {{id: t1.should1, text: Is polite}}
+        """)
+    assert lines_of(load_error(path)) == [
+        f"{path}:5:10: criteria[0].id: id 't1.should1' is reserved for should assertions; "
+        "pick another id"]
+
+
+def test_response_paths_that_do_not_parse_are_errors_at_their_key(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+        target:
+          url: http://127.0.0.1:8787/chat
+          response_path: "a..b["
+        scenarios:
+          - id: a
+            prompt: p
+            should: answer
+            target: {url: "http://127.0.0.1:1/x", tool_calls_path: "calls["}
+          - id: b
+            prompt: p
+            should: answer
+        """)
+    error = load_error(path)
+    assert lines_of(error) == [
+        f"{path}:3:18: target.response_path: response path 'a..b[' is not valid at '..b[': "
+        "write keys and indexes like `data.items[0].text`, `a.b`, `x[*].y`",
+        f"{path}:8:60: scenarios[0].target.tool_calls_path: response path 'calls[' is not "
+        "valid at '[': write keys and indexes like `data.items[0].text`, `a.b`, `x[*].y`",
+    ]
+
+
+def test_wrong_items_of_a_list_are_named_once_each(tmp_path: Path) -> None:
+    path = write(tmp_path, f"""
+        {TARGET.strip()}
+        id: a
+        prompt: p
+        checks:
+          - contains: [refund, 2, 3.5]
+        """)
+    assert lines_of(load_error(path)) == [
+        f'{path}:5:24: checks[0].contains[1]: expected text, got the number 2; quote it: "2"',
+        f"{path}:5:27: checks[0].contains[2]: expected text, got the number 3.5; quote it: "
+        '"3.5"',
+    ]
+
+
+def test_number_where_text_is_expected_says_quote_it(tmp_path: Path) -> None:
+    path = write(tmp_path, f"""
+        {TARGET.strip()}
+        id: a
+        turns:
+          - user: 10234
+            should: confirm the order
+        """)
+    assert lines_of(load_error(path)) == [
+        f'{path}:4:11: turns[0].user: expected text, got the number 10234; quote it: user: '
+        '"10234"']
+
+
+def test_target_without_scenarios_says_to_add_them(tmp_path: Path) -> None:
+    path = write(tmp_path, f"{TARGET}scenario:\n  - id: a\n")
+    assert lines_of(load_error(path)) == [
+        f"{path}:1:1: no scenarios in this file; add `scenarios:` (a list of scenarios) or "
+        "write one scenario at the top level (with its own `id:`)",
+        f"{path}:2:1: unknown key 'scenario' at the top level; did you mean 'scenarios'?",
+    ]
+
+
+def test_numbers_out_of_range_say_the_allowed_range(tmp_path: Path) -> None:
+    path = write(tmp_path, f"""
+        {TARGET.strip()}
+        scenarios:
+          - id: a
+            goal: g
+            criteria: [x]
+            trials: 0
+            max_turns: 0
+            checks: [latency_below: 0]
+          - id: b
+            turns: []
+        """)
+    assert lines_of(load_error(path)) == [
+        f"{path}:6:13: scenarios[0].trials: trials must be at least 1 and at most 100, got 0",
+        f"{path}:7:16: scenarios[0].max_turns: max_turns must be at least 1 and at most 50, "
+        "got 0",
+        f"{path}:8:29: scenarios[0].checks[0].latency_below: latency_below must be more than "
+        "0, got 0",
+        f"{path}:10:12: scenarios[1].turns: turns must not be empty; list at least one item",
+    ]

@@ -161,6 +161,8 @@ def _place(loc: Sequence[Any], data: Any, *, single: bool, missing: bool) -> _Pl
             found.append(seg)
             node = child
             continue
+        if isinstance(seg, str) and not is_mapping(node):
+            continue  # a union member's tag such as `str` or `list[str]`, not a key
         shorthand = _shorthand_body(node, model, seg, missing=missing)
         if shorthand is None:
             break
@@ -235,7 +237,7 @@ def _got(value: Any) -> str:
     if isinstance(value, str):
         return f"text {value[:60]!r}"
     if isinstance(value, int | float):
-        return f"the number {value:g}"
+        return f"the number {value}"
     if isinstance(value, list):
         return "a list"
     return "a mapping" if is_mapping(value) else type(value).__name__
@@ -258,8 +260,10 @@ class _Note:
     line: int
     column: int
     message: str
-    expected: str | None = None
+    expected: tuple[str, ...] = ()
+    """For a value of the wrong type: what would fit (one per union member)."""
     got: str = ""
+    hints: tuple[str, ...] = ()
     missing: str | None = None
     """For a missing key: its name."""
     suggested: str | None = None
@@ -289,6 +293,13 @@ def validation_problems(error: ValidationError, *, doc: Document, path: str,
 
 
 def _merge(notes: list[_Note]) -> list[_Note]:
+    """One note per value of the wrong type, naming each alternative once.
+
+    A type error on a value that also has errors inside it is dropped: it comes from a union
+    member the value does not look like (`contains: [1, 2]` is a list, so the list's items
+    are wrong, not "expected text").
+    """
+    notes = [n for n in notes if not (n.expected and _has_inner(n, notes))]
     out: list[_Note] = []
     for note in notes:
         same = next((i for i, o in enumerate(out) if note.expected and o.expected
@@ -297,11 +308,22 @@ def _merge(notes: list[_Note]) -> list[_Note]:
             out.append(note)
             continue
         prior = out[same]
-        expected = f"{prior.expected} or {note.expected}"
+        expected = tuple(dict.fromkeys((*prior.expected, *note.expected)))
+        hints = tuple(dict.fromkeys((*prior.hints, *note.hints)))
         out[same] = _Note(prior.loc, prior.line, prior.column,
-                          f"{yaml_path(prior.loc)}: expected {expected}, got {prior.got}",
-                          expected, prior.got)
+                          _type_message(prior.loc, expected, prior.got, hints),
+                          expected, prior.got, hints=hints)
     return out
+
+
+def _has_inner(note: _Note, notes: list[_Note]) -> bool:
+    depth = len(note.loc)
+    return any(len(o.loc) > depth and o.loc[:depth] == note.loc for o in notes)
+
+
+def _type_message(loc: Loc, expected: tuple[str, ...], got: str, hints: tuple[str, ...]) -> str:
+    return f"{yaml_path(loc)}: expected {' or '.join(expected)}, got {got}" + "".join(
+        f"; {h}" for h in hints)
 
 
 def _note(e: Any, doc: Document, *, single: bool) -> _Note:
@@ -328,9 +350,11 @@ def _value_note(e: Any, place: _Place, doc: Document) -> _Note:
         expected = _EXPECTED[kind]
         if place.loc and place.loc[-1] == "should":
             expected = "text or a list of texts"
-        hint = _list_hint(place.loc) if kind == "list_type" and isinstance(value, str) else ""
-        return _Note(place.loc, *pos, f"{where}: expected {expected}, got {got}{hint}",
-                     expected, got)
+        hints = _type_hints(kind, value, place.loc)
+        return _Note(place.loc, *pos, _type_message(place.loc, (expected,), got, hints),
+                     (expected,), got, hints=hints)
+    if kind in _BOUNDS or kind in _LENGTHS:
+        return _Note(place.loc, *pos, f"{where}: {_out_of_range(e, place)}")
     if kind == "literal_error":
         options = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
         guess = closest(str(value), options)
@@ -346,9 +370,60 @@ def _value_note(e: Any, place: _Place, doc: Document) -> _Note:
     return _Note(place.loc, *pos, f"{where}: {message}")
 
 
-def _list_hint(loc: Loc) -> str:
-    key = str(loc[-1]) if loc else "items"
-    return f"; write a list, e.g. `{key}: [\"...\"]`, or one `- ...` item per line"
+def _type_hints(kind: str, value: Any, loc: Loc) -> tuple[str, ...]:
+    """How to fix a value of the wrong type: quote a number, or write a list."""
+    key = loc[-1] if loc else None
+    if kind == "string_type" and isinstance(value, int | float) and value == value:
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        written = f'{key}: "{text}"' if isinstance(key, str) else f'"{text}"'
+        return (f"quote it: {written}",)
+    if kind == "list_type" and isinstance(value, str):
+        name = key if isinstance(key, str) else "items"
+        return (f'write a list, e.g. `{name}: ["..."]`, or one `- ...` item per line',)
+    return ()
+
+
+_BOUNDS = {"greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "more than"),
+           "less_than_equal": ("le", "at most"), "less_than": ("lt", "less than")}
+_LENGTHS = {"string_too_short": "characters", "string_too_long": "characters",
+            "too_short": "items", "too_long": "items"}
+
+
+def _out_of_range(e: Any, place: _Place) -> str:
+    """`trials must be at least 1 and at most 100, got 0`, in place of pydantic's wording."""
+    kind, value, ctx, field = e["type"], e.get("input"), e.get("ctx", {}), e["loc"][-1]
+    key = place.loc[-1] if place.loc and isinstance(place.loc[-1], str) else "the value"
+    if kind in _LENGTHS:
+        unit = _LENGTHS[kind]
+        if kind.endswith("too_short") and ctx.get("min_length") == 1:
+            return f"{key} must not be empty; " + (
+                "write the text" if unit == "characters" else "list at least one item")
+        limit = ctx.get("min_length", ctx.get("max_length"))
+        size = len(value) if isinstance(value, str) else ctx.get("actual_length")
+        word = "at least" if kind.endswith("too_short") else "at most"
+        return f"{key} must have {word} {limit} {unit}, got {size}"
+    limits = _field_bounds(place.parent, str(field)) or [(kind, ctx.get(_BOUNDS[kind][0]))]
+    allowed = " and ".join(f"{_BOUNDS[k][1]} {_number(limit)}" for k, limit in limits)
+    return f"{key} must be {allowed}, got {_got(value).removeprefix('the number ')}"
+
+
+def _number(value: Any) -> str:
+    """`0.0` -> `0`, `2.5` -> `2.5`: a limit as a person writes it."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def _field_bounds(model: type[BaseModel] | None, field: str) -> list[tuple[str, Any]]:
+    """`[(error kind, limit), ...]` for the numeric constraints of `model.field`."""
+    info = model.model_fields.get(field) if model is not None else None
+    if info is None:
+        return []
+    found: list[tuple[str, Any]] = []
+    for kind, (attr, _) in _BOUNDS.items():
+        for meta in info.metadata:
+            limit = getattr(meta, attr, None)
+            if limit is not None:
+                found.append((kind, limit))
+    return found
 
 
 def _unknown_key(place: _Place, data: Any) -> tuple[str, str | None]:

@@ -19,14 +19,24 @@ from typing import Any, NamedTuple
 from pydantic import TypeAdapter, ValidationError
 
 from sparring.errors import ConfigError, UserError
-from sparring.loaders._parse import Document, is_mapping, parse_documents
-from sparring.loaders.errors import Problem, config_error, validation_problems
+from sparring.loaders._parse import Document, Loc, is_mapping, parse_documents
+from sparring.loaders.errors import (
+    Problem,
+    allowed_keys,
+    closest,
+    config_error,
+    validation_problems,
+    yaml_path,
+)
 from sparring.loaders.schema import test_file_json_schema
 from sparring.scenario import (
     AnyScenario,
+    HttpTargetSpec,
     Scenario,
     ScriptedScenario,
+    SimulatedScenario,
     SingleTurnScenario,
+    TargetSpec,
     TestFile,
     has_something_to_check,
 )
@@ -192,6 +202,8 @@ def _load_document(doc: Document, *, path: str) -> tuple[list[_Loaded], list[Pro
         return [], [Problem(path, line, column, f"expected a mapping at the top level, got "
                             f"{_kind_of(data)}; {_SHAPE}{hint}")]
     single = "scenarios" not in data
+    if single and not _SCENARIO_KEYS.intersection(data):
+        return [], _no_scenarios(data, doc=doc, path=path)
     try:
         if single:
             scenarios: list[AnyScenario] = [_scenario_adapter().validate_python(data)]
@@ -201,6 +213,7 @@ def _load_document(doc: Document, *, path: str) -> tuple[list[_Loaded], list[Pro
             scenarios, file_target = list(test_file.scenarios), test_file.target
     except ValidationError as e:
         return [], validation_problems(e, doc=doc, path=path, single=single)
+    problems = _target_problems(file_target, scenarios, doc=doc, path=path, single=single)
     out: list[_Loaded] = []
     for i, scenario in enumerate(scenarios):
         line, column = doc.position(() if single else ("scenarios", i))
@@ -208,7 +221,51 @@ def _load_document(doc: Document, *, path: str) -> tuple[list[_Loaded], list[Pro
         if scenario.target is None and file_target is not None:
             update["target"] = file_target
         out.append(_Loaded(scenario.model_copy(update=update), path, line, column))
-    return out, _scenario_problems(out, path=path, single=single)
+    return out, problems + _scenario_problems(out, path=path, single=single)
+
+
+_SCENARIO_KEYS = frozenset(k for m in (SimulatedScenario, ScriptedScenario, SingleTurnScenario)
+                           for k in allowed_keys(m)) - {"target"}
+"""Keys that make a file without `scenarios:` one scenario (`target:` alone does not)."""
+
+
+def _no_scenarios(data: dict[str, Any], *, doc: Document, path: str) -> list[Problem]:
+    """A file with neither `scenarios:` nor any scenario key: say so, and check its keys."""
+    problems = [Problem(path, *doc.position(()), "no scenarios in this file; add `scenarios:` "
+                        "(a list of scenarios) or write one scenario at the top level (with "
+                        "its own `id:`)")]
+    for key in data:
+        if key != "target":
+            guess = closest(key, ["scenarios", "target", *sorted(_SCENARIO_KEYS)])
+            hint = f"did you mean {guess!r}?" if guess else "a test file holds `target:` " \
+                "and `scenarios:`"
+            problems.append(Problem(path, *doc.position((key,)),
+                                    f"unknown key {key!r} at the top level; {hint}"))
+    return problems
+
+
+def _target_problems(file_target: TargetSpec | None, scenarios: list[AnyScenario], *,
+                     doc: Document, path: str, single: bool) -> list[Problem]:
+    """Response paths of http targets that do not parse, at the line of their key."""
+    from sparring.targets.templates import ResponsePath
+
+    located: list[tuple[Loc, TargetSpec | None]] = [(("target",), file_target)]
+    located += [(("target",) if single else ("scenarios", i, "target"), s.target)
+                for i, s in enumerate(scenarios)]
+    problems: list[Problem] = []
+    for loc, target in located:
+        if not isinstance(target, HttpTargetSpec):
+            continue
+        for option in ("response_path", "tool_calls_path"):
+            text = getattr(target, option)
+            if text is None:
+                continue
+            try:
+                ResponsePath(text, option=option)
+            except UserError as e:
+                problems.append(Problem(path, *doc.position((*loc, option), value=True),
+                                        f"{yaml_path((*loc, option))}: {e}"))
+    return problems
 
 
 def _kind_of(value: Any) -> str:
