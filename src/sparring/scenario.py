@@ -76,6 +76,8 @@ def parse_threshold(value: Any) -> float:
 Threshold = Annotated[float, Field(ge=0, le=1)]
 
 
+# --- targets ---------------------------------------------------------------------------
+
 def check_http_url(url: str, *, key: str) -> str:
     """`url` unchanged when it starts with `http://`, `https://` or a `{{placeholder}}`.
 
@@ -97,8 +99,6 @@ def check_http_url(url: str, *, key: str) -> str:
     raise ValueError(f"{key} {url!r} is not an HTTP address ({found}); start the url with "
                      f"http:// or https://, e.g. {example}")
 
-
-# --- targets ---------------------------------------------------------------------------
 
 class HttpTargetSpec(BaseModel):
     """An agent behind a JSON-over-HTTP endpoint (DESIGN.md section 4, `http`).
@@ -302,13 +302,13 @@ class ToolCalledCheck(_Check):
 
     @model_validator(mode="after")
     def _names_a_tool(self) -> ToolCalledCheck:
-        if not (self.include or self.exclude):
-            raise ValueError("tool_called names no tool in `include` or `exclude`, so it could "
-                             "never fail; name the tools, e.g. `tool_called: [lookup_order]` "
-                             "or `tool_called: {exclude: [refund]}`")
         if "" in self.include or "" in self.exclude:
             raise ValueError("tool_called has an empty tool name; write each tool's name")
-        return self
+        if self.include or self.exclude:
+            return self
+        raise ValueError("tool_called names no tool in `include` or `exclude`, so it could "
+                         "never fail; name the tools, e.g. `tool_called: [lookup_order]` or "
+                         "`tool_called: {exclude: [refund]}`")
 
 
 class ToolArgsCheck(_Check):
@@ -405,10 +405,9 @@ class Criterion(BaseModel):
         return id_
 
 
+# verdict ids sparring gives `should` assertions and checks (scenario-level and per turn)
 _RESERVED_SHOULD = re.compile(r"t\d+\.should\d+")
-"""Ids sparring gives `should` assertions: `t<turn>.should<n>`."""
 _RESERVED_CHECK = re.compile(r"(t\d+\.)?check\d+")
-"""Ids sparring gives checks: `check<n>` (scenario) and `t<turn>.check<n>` (turn)."""
 
 
 def _criteria_list(values: Any, *, prefix: str, kind: str) -> Any:
