@@ -78,7 +78,6 @@ class HttpTarget:
         self.spec = spec
         self.name = name or spec.url.split("?", 1)[0]
         self._client, self._secrets = client, secrets
-        self._shown_url = secrets.scrub(spec.url)
         self._url = TextTemplate(spec.url, url=True)
         self._body = None if spec.method in _NO_BODY else compile_body(spec.body_template)
         self._content_type = ("application/json" if isinstance(self._body, JsonTemplate)
@@ -90,6 +89,7 @@ class HttpTarget:
         texts: list[JsonValue] = [spec.url, *spec.headers.values(), spec.body_template]
         for secret in sorted(secret_names(texts)):
             secrets.get(secret)  # fail early; also marks the value for scrubbing
+        self._shown_url = secrets.scrub(spec.url)  # as written: placeholders, not values
         self._headers = [HeaderTemplate(key, value, secrets=secrets)
                          for key, value in spec.headers.items()]
         self._check_message_is_sent()

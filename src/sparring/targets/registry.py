@@ -27,8 +27,9 @@ def build_target(spec: AnyTargetSpec, *, client: httpx.AsyncClient, secrets: Sec
         secrets: Fills `{{secrets.NAME}}` and scrubs values from errors.
 
     Raises:
-        UserError: the spec cannot work: a response path that does not parse, a callable
-            ref that cannot be imported, a missing optional dependency.
+        UserError: the spec cannot work: a response path that does not parse, an http
+            target that never sends the user's message or has a header HTTP cannot carry,
+            a callable ref that cannot be imported, a missing optional dependency.
     """
     match spec:
         case HttpTargetSpec():
