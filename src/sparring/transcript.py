@@ -43,7 +43,8 @@ class ToolCall(BaseModel):
             return cls(name=name, arguments_raw="{}", arguments={}, id=id, result=result)
         if isinstance(arguments, str):
             try:
-                parsed: JsonValue = json.loads(arguments) if arguments.strip() else {}
+                parsed: JsonValue = (json.loads(arguments, parse_constant=str)
+                                     if arguments.strip() else {})
             except json.JSONDecodeError as e:
                 return cls(name=name, arguments_raw=arguments, arguments=None,
                            arguments_error=f"arguments are not valid JSON: {e}", id=id,

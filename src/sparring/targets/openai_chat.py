@@ -17,8 +17,8 @@ import anyio
 import openai
 from openai import AsyncOpenAI
 
+from sparring.chat_completion import ChatAnswer, MalformedCompletion, parse_chat_completion
 from sparring.errors import TargetError, TargetTimeout, UserError
-from sparring.models.openai import ChatAnswer, MalformedCompletion, parse_chat_completion
 from sparring.scenario import OpenAIChatTargetSpec
 from sparring.secrets import Secrets
 from sparring.targets.templates import fill_text

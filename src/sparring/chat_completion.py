@@ -1,0 +1,113 @@
+"""The OpenAI chat completions answer format: what sparring reads from a response body.
+
+Shared by the OpenAI-compatible model provider and the `openai_chat` target, which both
+talk to `/chat/completions` endpoints and must survive servers that answer garbage.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, cast
+
+
+class MalformedCompletion(ValueError):
+    """A chat completions answer that lacks what sparring reads; the text says what."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatAnswer:
+    """The parts of a chat completion that sparring reads (see `parse_chat_completion`)."""
+
+    body: dict[str, Any]
+    """The whole answer, strict JSON (`NaN` / `Infinity` kept as strings)."""
+    message: dict[str, Any]
+    """`choices[0].message`; its `content` is a string or null."""
+    usage: dict[str, Any]
+    """The `usage` object, `{}` when absent or not an object."""
+
+    @property
+    def text(self) -> str:
+        """The message text; a null `content` (e.g. tool calls only) is `""`."""
+        content = self.message.get("content")
+        return content if isinstance(content, str) else ""
+
+    @property
+    def input_tokens(self) -> int | None:
+        """`usage.prompt_tokens` when it is a non-negative integer, else `None`."""
+        return _token_count(self.usage.get("prompt_tokens"))
+
+    @property
+    def output_tokens(self) -> int | None:
+        """`usage.completion_tokens` when it is a non-negative integer, else `None`."""
+        return _token_count(self.usage.get("completion_tokens"))
+
+
+def parse_chat_completion(data: bytes) -> ChatAnswer:
+    """Check a chat completions answer body and pick out what sparring reads.
+
+    Only those parts are checked, so sloppy but usable servers (no `id`, no
+    `finish_reason`, no `usage`) still work.
+
+    Raises:
+        MalformedCompletion: the body is not JSON, not an object, has no `choices` list
+            with a `message` object first, or its `content` is neither a string nor null.
+    """
+    try:
+        body: object = json.loads(data, parse_constant=str)
+    except ValueError:  # UnicodeDecodeError is a ValueError too
+        excerpt = data[:200].decode("utf-8", errors="replace")
+        raise MalformedCompletion(f"the body is not JSON: {excerpt!r}") from None
+    if not isinstance(body, dict):
+        raise MalformedCompletion(f"the body is {_kind(body)}, not a JSON object")
+    answer = cast(dict[str, Any], body)
+    message = _first_message(answer)
+    content: object = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise MalformedCompletion(f"choices[0].message.content is {_kind(content)}, not text")
+    usage: object = answer.get("usage")
+    return ChatAnswer(answer, message, cast(dict[str, Any], usage) if isinstance(usage, dict)
+                      else {})
+
+
+def _first_message(answer: dict[str, Any]) -> dict[str, Any]:
+    choices: object = answer.get("choices")
+    if not isinstance(choices, list) or not choices:
+        choices = cast(object, choices)
+        error: object = answer.get("error")
+        if error is not None:
+            raise MalformedCompletion(f"it holds an error: {_excerpt(error)}")
+        raise MalformedCompletion(
+            "the endpoint returned no choices" if choices == [] else "no `choices` key"
+            if choices is None else f"`choices` is {_kind(choices)}, not a list")
+    first: object = cast(list[object], choices)[0]
+    message = _field(first, "message")
+    if not isinstance(message, dict):
+        raise MalformedCompletion(f"choices[0] has no `message` object: {_excerpt(first)}")
+    return cast(dict[str, Any], message)
+
+
+def _token_count(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def _field(value: object, key: str) -> object:
+    return cast(dict[str, object], value).get(key) if isinstance(value, dict) else None
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"a string {value[:60]!r}"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "null" if value is None else "a number"
+
+
+def _excerpt(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)[:200]
