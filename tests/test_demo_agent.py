@@ -16,15 +16,9 @@ from ruamel.yaml import YAML
 from sparring.demo import ORDERS, DemoReply, DemoServer, respond, serve
 from sparring.demo.agent import find_card_numbers
 from sparring.judging.checks import run_check
-from sparring.scenario import (
-    CHECK_TYPES,
-    HttpTargetSpec,
-    OpenAIChatTargetSpec,
-    ScriptedScenario,
-    SingleTurnScenario,
-    TestFile,
-)
+from sparring.scenario import CHECK_TYPES, ScriptedScenario, SingleTurnScenario, TestFile
 from sparring.secrets import Secrets
+from sparring.target_specs import HttpTargetSpec, OpenAIChatTargetSpec
 from sparring.targets.http import HttpTarget
 from sparring.targets.openai_chat import OpenAIChatTarget
 from sparring.transcript import Message, Transcript

@@ -14,17 +14,15 @@ import pytest
 from sparring.errors import ConfigError, UserError
 from sparring.loaders import load_paths, load_text, test_file_json_schema
 from sparring.scenario import (
-    CallableTargetSpec,
     ContainsCheck,
-    HttpTargetSpec,
     JsonSchemaCheck,
-    OpenAIChatTargetSpec,
     ScriptedScenario,
     SimulatedScenario,
     SingleTurnScenario,
     ToolArgsCheck,
     ToolCalledCheck,
 )
+from sparring.target_specs import CallableTargetSpec, HttpTargetSpec, OpenAIChatTargetSpec
 
 SUITE = Path(__file__).parent / "fixtures" / "loader" / "suite"
 TARGET = "target: {url: http://127.0.0.1:8787/chat}\n"

@@ -7,14 +7,8 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from sparring.scenario import (
-    Check,
-    Criterion,
-    HttpTargetSpec,
-    JsonSchemaCheck,
-    OpenAIChatTargetSpec,
-    expand_check_shorthand,
-)
+from sparring.scenario import Check, Criterion, JsonSchemaCheck, expand_check_shorthand
+from sparring.target_specs import HttpTargetSpec, OpenAIChatTargetSpec
 
 _CHECK: TypeAdapter[Any] = TypeAdapter(Check)
 

@@ -15,8 +15,8 @@ import pytest
 from pydantic import BaseModel
 
 from sparring.errors import TargetError, TargetTimeout, UserError
-from sparring.scenario import CallableTargetSpec, HttpTargetSpec, OpenAIChatTargetSpec
 from sparring.secrets import Secrets
+from sparring.target_specs import CallableTargetSpec, HttpTargetSpec, OpenAIChatTargetSpec
 from sparring.targets.base import Target
 from sparring.targets.callable import CallableTarget, load_callable, reply_message
 from sparring.targets.http import HttpTarget

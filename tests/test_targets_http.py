@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from sparring.errors import TargetError, TargetTimeout, UserError
-from sparring.scenario import HttpTargetSpec
 from sparring.secrets import Secrets
+from sparring.target_specs import HttpTargetSpec
 from sparring.targets.base import Target, TargetSession
 from sparring.targets.http import HttpTarget
 from sparring.targets.templates import ResponsePathError

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from sparring.errors import TargetError, TargetTimeout, UserError
-from sparring.scenario import OpenAIChatTargetSpec
 from sparring.secrets import Secrets
+from sparring.target_specs import OpenAIChatTargetSpec
 from sparring.targets.base import Target, TargetSession
 from sparring.targets.openai_chat import OpenAIChatTarget
 from sparring.transcript import Message, ToolCall, Transcript

@@ -18,6 +18,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ValidationError
 
 from sparring import scenario as sc
+from sparring import target_specs as ts
 from sparring.errors import ConfigError
 from sparring.loaders._parse import Document, Loc, is_mapping
 
@@ -64,8 +65,8 @@ _CHECKS: dict[str, type[BaseModel]] = {
         sc.JsonSchemaCheck, sc.ToolCalledCheck, sc.ToolArgsCheck, sc.LatencyBelowCheck)
 }
 _TARGETS: dict[str, type[BaseModel]] = {
-    "http": sc.HttpTargetSpec, "openai_chat": sc.OpenAIChatTargetSpec,
-    "callable": sc.CallableTargetSpec,
+    "http": ts.HttpTargetSpec, "openai_chat": ts.OpenAIChatTargetSpec,
+    "callable": ts.CallableTargetSpec,
 }
 _FAMILIES = (_SCENARIOS, _CHECKS, _TARGETS)
 _ITEM_MODELS: dict[str, type[BaseModel]] = {

@@ -31,15 +31,14 @@ from sparring.loaders.errors import (
 from sparring.loaders.schema import test_file_json_schema
 from sparring.scenario import (
     AnyScenario,
-    HttpTargetSpec,
     Scenario,
     ScriptedScenario,
     SimulatedScenario,
     SingleTurnScenario,
-    TargetSpec,
     TestFile,
     has_something_to_check,
 )
+from sparring.target_specs import HttpTargetSpec, TargetSpec
 
 __all__ = ["TEST_FILE_SUFFIXES", "discover_files", "load_paths", "load_text",
            "test_file_json_schema"]

@@ -21,8 +21,8 @@ import httpx
 from pydantic import JsonValue
 
 from sparring.errors import TargetError, TargetTimeout, UserError
-from sparring.scenario import HttpTargetSpec
 from sparring.secrets import Secrets
+from sparring.target_specs import HttpTargetSpec
 from sparring.targets.headers import HeaderTemplate
 from sparring.targets.templates import (
     History,

@@ -19,8 +19,8 @@ from openai import AsyncOpenAI
 
 from sparring.chat_completion import ChatAnswer, MalformedCompletion, parse_chat_completion
 from sparring.errors import TargetError, TargetTimeout, UserError
-from sparring.scenario import OpenAIChatTargetSpec
 from sparring.secrets import Secrets
+from sparring.target_specs import OpenAIChatTargetSpec
 from sparring.targets.templates import fill_text
 from sparring.transcript import Message, ToolCall, Transcript, content_text
 

@@ -11,8 +11,8 @@ from typing import assert_never
 
 import httpx
 
-from sparring.scenario import CallableTargetSpec, HttpTargetSpec, OpenAIChatTargetSpec
 from sparring.secrets import Secrets
+from sparring.target_specs import CallableTargetSpec, HttpTargetSpec, OpenAIChatTargetSpec
 from sparring.targets.base import Target
 
 AnyTargetSpec = HttpTargetSpec | OpenAIChatTargetSpec | CallableTargetSpec

@@ -1,0 +1,121 @@
+"""How to reach a target: the `target:` specs of test files (http, openai_chat, callable).
+
+Part of the test-file schema (see `sparring.scenario`); `sparring.targets.registry` turns a
+spec into a live Target.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeGuard
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag, field_validator
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+def _is_dict(value: object) -> TypeGuard[dict[Any, Any]]:
+    """`isinstance(value, dict)` for raw YAML/JSON data, whose keys and values are untyped."""
+    return isinstance(value, dict)
+
+
+def check_http_url(url: str, *, key: str) -> str:
+    """`url` unchanged when it starts with `http://`, `https://` or a `{{placeholder}}`.
+
+    Raises:
+        ValueError: any other start (no scheme, `ftp://`, ...), naming `key` and the fix.
+    """
+    if url.startswith("{{"):
+        return url
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme.lower() in ("http", "https"):
+        if not rest or rest.startswith("/"):
+            raise ValueError(f"{key} {url!r} has no host after {scheme}://; write it like "
+                             "'http://localhost:8000/chat'")
+        return url
+    host = rest if sep else url.strip()
+    local = host.startswith(("localhost", "127.", "0.0.0.0", "["))
+    example = f"'{'http' if local else 'https'}://{host}'"
+    found = f"it starts with {scheme}://" if sep else "it has no scheme"
+    raise ValueError(f"{key} {url!r} is not an HTTP address ({found}); start the url with "
+                     f"http:// or https://, e.g. {example}")
+
+
+class HttpTargetSpec(BaseModel):
+    """An agent behind a JSON-over-HTTP endpoint (DESIGN.md section 4, `http`).
+
+    Placeholders `{{input}}` / `{{message}}`, `{{history}}` and `{{secrets.NAME}}` are filled
+    in `url`, `headers` and `body_template`. `response_path` picks the reply text;
+    `tool_calls_path` (optional) picks a list of tool calls, each an object with `name` and
+    `arguments` (a JSON object or string).
+    """
+
+    model_config = _FROZEN
+    type: Literal["http"] = "http"
+    url: str
+    method: Literal["POST", "PUT", "PATCH", "GET", "HEAD"] = "POST"
+    headers: dict[str, str] = Field(default_factory=dict)
+    body_template: JsonValue = Field(default_factory=lambda: {"message": "{{input}}"})
+    response_path: str = "$"
+    tool_calls_path: str | None = None
+    timeout_s: float = Field(default=60, gt=0, le=3600)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        return check_http_url(url, key="url")
+
+
+class OpenAIChatTargetSpec(BaseModel):
+    """An agent behind an OpenAI-compatible chat completions endpoint (`openai_chat`).
+
+    The whole conversation is sent as `messages` each turn (with `system_prompt` first when
+    given); tool calls in the reply are recorded.
+    """
+
+    model_config = _FROZEN
+    type: Literal["openai_chat"] = "openai_chat"
+    base_url: str
+    model: str
+    api_key: str = "{{secrets.OPENAI_API_KEY}}"
+    system_prompt: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    temperature: float | None = None
+    timeout_s: float = Field(default=60, gt=0, le=3600)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        return check_http_url(url, key="base_url")
+
+
+class CallableTargetSpec(BaseModel):
+    """A Python function `agent(history) -> reply`, named by import path `module:attribute`."""
+
+    model_config = _FROZEN
+    type: Literal["callable"] = "callable"
+    ref: str = Field(pattern=r"^[\w.]+:[\w.]+$")
+    timeout_s: float = Field(default=60, gt=0, le=3600)
+
+
+def _target_type(value: Any) -> str | None:
+    if _is_dict(value):
+        if "type" in value:
+            return value["type"]
+        if "url" in value:
+            return "http"
+        if "ref" in value:
+            return "callable"
+        if "base_url" in value:
+            return "openai_chat"
+        return None
+    return getattr(value, "type", None)
+
+
+TargetSpec = Annotated[
+    Annotated[HttpTargetSpec, Tag("http")]
+    | Annotated[OpenAIChatTargetSpec, Tag("openai_chat")]
+    | Annotated[CallableTargetSpec, Tag("callable")],
+    Discriminator(_target_type, custom_error_type="target_type",
+                  custom_error_message="target needs `type` (http, openai_chat, callable) or "
+                  "a `url` (http), `ref` (callable) or `base_url` (openai_chat)"),
+]
