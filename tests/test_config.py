@@ -64,3 +64,11 @@ def test_settings_file_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> Non
     (tmp_path / "pyproject.toml").write_bytes(b"\xff\xfe[tool]")
     with pytest.raises(ConfigError, match="pyproject.toml: cannot read settings"):
         load_settings({}, cwd=tmp_path, env={})
+
+
+def test_transcript_limits_override_only_what_is_set(tmp_path: Path) -> None:
+    from sparring.cli.run import _limits
+    from sparring.rendering import Limits
+
+    settings = load_settings({}, cwd=tmp_path, env={"SPARRING_JUDGE_CHARS_TOTAL": "4000"})
+    assert _limits(settings) == Limits(judge_chars_total=4000)

@@ -38,6 +38,14 @@ class Settings(BaseModel):
     model_max_retries: int = Field(default=4, ge=0, le=20)
     user_temperature: float = Field(default=0.7, ge=0, le=2)
     judge_temperature: float = Field(default=0.0, ge=0, le=2)
+    judge_chars_per_message: int | None = Field(default=None, ge=1)
+    """What the judge sees of each message (default 1,500 characters)."""
+    judge_chars_total: int | None = Field(default=None, ge=1)
+    """What the judge sees of a conversation; the middle is left out (default 16,000)."""
+    user_chars_per_message: int | None = Field(default=None, ge=1)
+    """What the simulated user sees of each message (default 2,000 characters)."""
+    user_chars_total: int | None = Field(default=None, ge=1)
+    """The most recent characters the simulated user sees (default 12,000)."""
     secrets_file: str | None = None
     """dotenv-style file of `NAME=value` lines for `{{secrets.NAME}}`."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from sparring.config import Settings, load_settings
 from sparring.errors import UserError
 from sparring.events import Event, RunFinished
 from sparring.models.base import Model
+from sparring.rendering import Limits
 from sparring.results import RunResult
 from sparring.runner import NO_MODEL_HINT, RunSettings, TargetPool, run_scenarios
 from sparring.scenario import AnyScenario
@@ -111,7 +113,7 @@ async def _run(scenarios: list[AnyScenario], settings: Settings, user_model: Mod
         reply_timeout_s=settings.reply_timeout_s,
         conversation_timeout_s=settings.conversation_timeout_s, fail_fast=fail_fast,
         user_temperature=settings.user_temperature,
-        judge_temperature=settings.judge_temperature)
+        judge_temperature=settings.judge_temperature, limits=_limits(settings))
     try:
         async with TargetPool(secrets=secrets) as pool:
             with ConsoleView(live=live) as view:
@@ -141,6 +143,13 @@ def _check_writable(path: Path) -> None:
     if not parent.is_dir() or not os.access(parent, os.W_OK):
         raise UserError(f"cannot write a report to {str(path)!r}: {str(parent)!r} is not a "
                         "writable directory; pick another path")
+
+
+def _limits(settings: Settings) -> Limits:
+    """The transcript limits for models: DESIGN.md section 3 defaults, unless overridden."""
+    given = {f.name: getattr(settings, f.name) for f in fields(Limits)
+             if getattr(settings, f.name) is not None}
+    return Limits(**given)
 
 
 def _write_reports(result: RunResult, reports: dict[str, str | None]) -> bool:
