@@ -55,6 +55,7 @@ def test_examples_pass_against_the_demo_agent_without_a_model(tmp_path: Path) ->
     assert report["counts"]["passed"] >= 10
     assert {s["kind"] for s in report["scenarios"]} == {"simulated", "scripted", "single_turn"}
     assert "no model configured" in done.stderr + done.stdout
+    assert "passed (1 not judged)" in done.stdout  # a row never hides unjudged parts
     assert "<testsuite" in (tmp_path / "j.xml").read_text()
     assert "| Scenario" in (tmp_path / "r.md").read_text()
 

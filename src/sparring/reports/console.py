@@ -383,8 +383,11 @@ def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
         table.add_column(column, justify="left" if column in ("Scenario", "Status") else "right")
     for s in result.scenarios:
         passed = sum(t.status == "passed" for t in s.counted)
-        table.add_row(Text(s.scenario_id, overflow="fold"),
-                      Text(f"{sym[s.status]} {_status_text(s.status)}", style=STYLE[s.status]),
+        status = f"{sym[s.status]} {_status_text(s.status)}"
+        skipped = sum(v.status == "skipped" for t in s.counted for v in t.verdicts)
+        if skipped:  # say when a row passed with part of it unchecked
+            status += f" ({skipped} not judged)"
+        table.add_row(Text(s.scenario_id, overflow="fold"), Text(status, style=STYLE[s.status]),
                       percent(s.pass_rate), f"{passed}/{len(s.counted)}", percent(s.threshold))
     return table
 
