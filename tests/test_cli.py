@@ -218,3 +218,15 @@ def test_interrupt_keeps_the_trials_that_finished(tmp_path: Path) -> None:
     assert quick["trials"][0]["status"] == "passed"
     assert (stuck["trials"][0]["status"], stuck["trials"][0]["end_reason"]) == (
         "error", "interrupted")
+
+
+def test_a_sync_agent_that_never_returns_does_not_keep_sparring_alive(tmp_path: Path) -> None:
+    (tmp_path / "hanging_agent.py").write_text(HANGING_AGENT)
+    (tmp_path / "suite.yaml").write_text(
+        "target: {type: callable, ref: 'hanging_agent:agent'}\nscenarios:\n"
+        "  - {id: stuck, prompt: hang, checks: [{contains: fine}]}\n")
+    done = sparring("run", "suite.yaml", "--reply-timeout", "0.5", "--output", "r.json",
+                    cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    trial = json.loads((tmp_path / "r.json").read_text())["scenarios"][0]["trials"][0]
+    assert "did not reply within 0.5 s" in trial["error"]

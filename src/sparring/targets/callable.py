@@ -22,12 +22,14 @@ import importlib
 import inspect
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, cast
 
 import anyio
-import anyio.to_thread
+import anyio.from_thread
+import anyio.lowlevel
 from pydantic import BaseModel, JsonValue
 
 from sparring.errors import RunError, TargetError, TargetTimeout, UserError
@@ -87,8 +89,7 @@ class CallableTarget:
             if self._is_async:
                 result = await self.fn(history)
             else:
-                result = await anyio.to_thread.run_sync(self.fn, history,
-                                                        abandon_on_cancel=True)
+                result = await run_in_daemon_thread(self.fn, history)
                 if inspect.isawaitable(result):
                     result = await result
         except RunError:
@@ -103,6 +104,36 @@ class CallableTarget:
                 "programs (e.g. sys.exit()); an agent function must return its reply, or "
                 "raise an Exception when it fails") from e
         return result
+
+
+async def run_in_daemon_thread(fn: Callable[[History], Any], history: History) -> Any:
+    """`fn(history)` in a new daemon thread, awaited without blocking the event loop.
+
+    Unlike a worker-pool thread, a daemon thread that never returns (an agent stuck in a
+    blocking call) is abandoned on timeout or Ctrl-C and cannot keep the process alive at
+    exit. Exceptions, `SystemExit` included, are re-raised here.
+    """
+    token = anyio.lowlevel.current_token()
+    done = anyio.Event()
+    outcome: list[tuple[bool, Any]] = []
+
+    def work() -> None:
+        try:
+            outcome.append((True, fn(history)))
+        except BaseException as e:  # handed to the awaiting task, which decides
+            outcome.append((False, e))
+        try:
+            anyio.from_thread.run_sync(done.set, token=token)
+        except RuntimeError:
+            pass  # the event loop is gone: nobody is waiting any more
+
+    threading.Thread(target=work, name=f"sparring-agent-{getattr(fn, '__name__', 'call')}",
+                     daemon=True).start()
+    await done.wait()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
 class CallableSession:
