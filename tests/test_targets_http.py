@@ -690,3 +690,21 @@ async def test_non_finite_numbers_stay_strict_json(
         if path != "/stream":
             assert json.loads(reply.content) == {"score": "NaN", "max": "Infinity",
                                                  "min": "-Infinity"}
+
+
+async def test_tool_calls_path_typo_is_an_error_but_an_omitted_key_means_none(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    url = server.json_route("/typo", {"reply": "ok", "tool_calls": [{"name": "lookup"}]})
+    typo = make(client, secrets, url=url, response_path="reply", tool_calls_path="tool_call")
+    with pytest.raises(ResponsePathError, match="did you mean 'tool_calls'"):
+        await (await typo.open_session()).send(conversation("hi"))
+    url = server.json_route("/omitted", {"reply": "ok"})
+    omitted = make(client, secrets, url=url, response_path="reply",
+                   tool_calls_path="tool_calls")
+    reply = await (await omitted.open_session()).send(conversation("hi"))
+    assert reply.tool_calls == ()
+    url = server.json_route("/deep", {"reply": "ok"})
+    deep = make(client, secrets, url=url, response_path="reply",
+                tool_calls_path="message.tool_calls")
+    with pytest.raises(ResponsePathError, match="message"):
+        await (await deep.open_session()).send(conversation("hi"))

@@ -256,10 +256,9 @@ class HttpTarget:
     def _tool_calls(self, data: JsonValue) -> tuple[ToolCall, ...]:
         if self._tool_calls_path is None:
             return ()
-        try:  # no tool calls is the common case: a missing path means none
-            value = self._tool_calls_path.extract(data)
-        except ResponsePathError:
-            return ()
+        # A misspelt path must not pass for "no tool calls": `tool_called: {exclude: [...]}`
+        # would then pass without looking at anything (see `extract_optional`).
+        value = self._tool_calls_path.extract_optional(data, scrub=self._secrets.scrub)
         return tool_calls_from(value, where=f"tool_calls_path {self._tool_calls_path.path!r}")
 
     async def _read_stream(self, response: httpx.Response) -> _Reply:
@@ -278,7 +277,8 @@ class HttpTarget:
                 continue
             events.append(event)
             if self._tool_calls_path is not None:
-                calls.add(_extract_or_none(self._tool_calls_path, event))
+                calls.add(self._tool_calls_path.extract_optional(
+                    event, scrub=self._secrets.scrub))
             try:
                 value = self._response_path.extract(event, scrub=self._secrets.scrub)
             except ResponsePathError as e:
@@ -359,13 +359,6 @@ def _merge_delta(slot: dict[str, JsonValue], item: dict[str, JsonValue]) -> None
         slot["arguments"] = args
     if isinstance(item.get("id"), str):
         slot["id"] = item["id"]
-
-
-def _extract_or_none(path: ResponsePath, data: JsonValue) -> JsonValue:
-    try:
-        return path.extract(data)
-    except ResponsePathError:
-        return None
 
 
 async def _sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:

@@ -15,6 +15,7 @@ Templates and paths are compiled once per target (`compile_body`, `TextTemplate`
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -404,6 +405,36 @@ class ResponsePath:
                 path=self.path, key=e.key, where=e.where, reason=e.reason,
                 body_excerpt=scrub(excerpt) if scrub else excerpt, option=self._option,
             ) from None
+
+
+    def extract_optional(self, body: JsonValue, *, scrub: _Scrub | None = None) -> JsonValue:
+        """Like `extract`, but a last key that the object simply leaves out gives `None`.
+
+        For parts an answer may omit (`tool_calls` when no tool was called). A missing key
+        that looks like a typo of a key that is there (`tool_call` next to `tool_calls`)
+        still raises, so a misspelt path cannot pass for "nothing there".
+
+        Raises:
+            ResponsePathError: an earlier step is missing, or the last key is missing but
+                close to one that exists.
+        """
+        last = self._steps[-1] if self._steps else None
+        if last is None or last.key is None or last.wildcard:
+            return self.extract(body, scrub=scrub)
+        try:
+            container = _walk(body, self._steps[:-1], 0, "")
+        except _Missing:
+            container = None  # an earlier step is missing: `extract` says where
+        if not isinstance(container, dict) or last.key in container:
+            return self.extract(body, scrub=scrub)
+        close = difflib.get_close_matches(last.key, [str(k) for k in container], n=1)
+        if not close:
+            return None
+        excerpt = content_text(body)[:300]
+        raise ResponsePathError(
+            path=self.path, key=last.key, where=last.key,
+            reason=f"no key {last.key!r}; did you mean {close[0]!r}?",
+            body_excerpt=scrub(excerpt) if scrub else excerpt, option=self._option)
 
 
 class _Scrub(Protocol):
