@@ -720,3 +720,23 @@ def test_numbers_out_of_range_say_the_allowed_range(tmp_path: Path) -> None:
         "0, got 0",
         f"{path}:10:12: scenarios[1].turns: turns must not be empty; list at least one item",
     ]
+
+
+def test_tool_checks_need_a_tool_calls_path_on_http_targets() -> None:
+    text = textwrap.dedent("""\
+        target: {url: "http://127.0.0.1:9/chat", response_path: reply}
+        scenarios:
+          - id: a
+            turns:
+              - user: hi
+                checks: [{tool_called: {exclude: [lookup_order]}}]
+          - id: b
+            target: {url: "http://127.0.0.1:9/chat", tool_calls_path: tool_calls}
+            prompt: hi
+            checks: [{tool_args: {tool: lookup_order, args: {order_id: "1"}}}]
+        """)
+    with pytest.raises(ConfigError) as info:
+        load_text(text, path="t.yaml")
+    assert str(info.value).startswith("t.yaml:3:5: scenario 'a' checks tool calls")
+    assert "add `tool_calls_path:`" in str(info.value)
+    assert "'b'" not in str(info.value)

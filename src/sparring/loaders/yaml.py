@@ -277,12 +277,32 @@ def _scenario_problems(loaded: list[_Loaded], *, path: str, single: bool) -> lis
     """Scenarios with nothing to check, and scenarios with no target anywhere."""
     problems = [Problem(path, item.line, item.column, _nothing_to_check(item.scenario))
                 for item in loaded if not has_something_to_check(item.scenario)]
+    problems += [Problem(path, item.line, item.column, _unseen_tools(item.scenario))
+                 for item in loaded if _checks_tools_it_cannot_see(item.scenario)]
     untargeted = [item for item in loaded if item.scenario.target is None]
     if untargeted:
         first = untargeted[0]
         problems.append(Problem(path, first.line, first.column, _no_target(
             [item.scenario.id for item in untargeted], single=single)))
     return problems
+
+
+def _checks_tools_it_cannot_see(scenario: AnyScenario) -> bool:
+    """A tool check against an http target that reports no tool calls would pass or fail on
+    nothing (`exclude` always passes), so it is a configuration error."""
+    target = scenario.target
+    if not isinstance(target, HttpTargetSpec) or target.tool_calls_path is not None:
+        return False
+    checks = [*scenario.checks,
+              *(c for t in getattr(scenario, "turns", []) for c in t.checks)]
+    return any(c.type in ("tool_called", "tool_args") for c in checks)
+
+
+def _unseen_tools(scenario: AnyScenario) -> str:
+    return (f"scenario {scenario.id!r} checks tool calls, but its http target does not say "
+            "where they are in the reply; add `tool_calls_path:` to the target (e.g. "
+            "`tool_calls_path: tool_calls` for a reply like {\"reply\": ..., \"tool_calls\": "
+            "[{\"name\": ..., \"arguments\": {...}}]})")
 
 
 def _nothing_to_check(scenario: AnyScenario) -> str:
