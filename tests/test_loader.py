@@ -55,7 +55,7 @@ def test_test_set_gives_each_kind_the_file_target_and_a_source_line() -> None:
     assert simulated.source == f"{path}:8"
     assert simulated.display_name == "Refund for a late order"
     assert simulated.target == HttpTargetSpec(
-        url="http://127.0.0.1:8787/chat", response_path="reply",
+        url="http://127.0.0.1:8787/chat", response_path="reply", tool_calls_path="tool_calls",
         body_template={"message": "{{input}}", "history": "{{history}}"})
     assert [(c.id, c.kind) for c in simulated.all_criteria] == [
         ("c1", "success"), ("offers-fix", "success"), ("r1", "restriction")]
