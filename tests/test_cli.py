@@ -195,7 +195,8 @@ def agent(history):
 """
 
 
-def test_interrupt_keeps_the_trials_that_finished(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_keeps_the_trials_that_finished(tmp_path: Path, signum: int) -> None:
     (tmp_path / "hanging_agent.py").write_text(HANGING_AGENT)
     (tmp_path / "suite.yaml").write_text(
         "target: {type: callable, ref: 'hanging_agent:agent'}\nscenarios:\n"
@@ -210,11 +211,13 @@ def test_interrupt_keeps_the_trials_that_finished(tmp_path: Path) -> None:
     for line in proc.stdout:  # wait until the hanging trial has started
         if "stuck: trial 1/1 started" in line:
             break
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     rest = proc.communicate(timeout=60)[0]
     assert proc.returncode == 130, rest
     assert "Traceback" not in rest
-    quick, stuck = json.loads((tmp_path / "r.json").read_text())["scenarios"]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["exit_code"] == 130
+    quick, stuck = report["scenarios"]
     assert quick["trials"][0]["status"] == "passed"
     assert (stuck["trials"][0]["status"], stuck["trials"][0]["end_reason"]) == (
         "error", "interrupted")

@@ -182,6 +182,8 @@ class RunResult(BaseModel):
     user_model: str | None = None
     judge_model: str | None = None
     scenarios: list[ScenarioResult] = Field(default_factory=list[ScenarioResult])
+    interrupted: bool = False
+    """The run was stopped (Ctrl-C, SIGTERM) before every trial finished."""
 
     def counts(self) -> dict[str, int]:
         """Scenarios per status."""
@@ -192,10 +194,14 @@ class RunResult(BaseModel):
 
     @property
     def exit_code(self) -> int:
-        """0 all that ran passed, 1 some failed, 3 some could not run (errors, timeouts).
+        """0 all that ran passed, 1 some failed, 3 some could not run (errors, timeouts),
+        130 interrupted.
 
         A definite failure outranks an error, so exit 1 always means the agent misbehaved.
+        An interrupted run is 130 (the shell's code for Ctrl-C), whatever finished.
         """
+        if self.interrupted:
+            return 130
         statuses = {s.status for s in self.scenarios}
         if "failed" in statuses:
             return 1

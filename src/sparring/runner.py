@@ -403,6 +403,9 @@ async def run_scenarios(
     started = time.perf_counter()
     try:
         await _run_all(bound, counts, results, ctx)
+    except anyio.get_cancelled_exc_class():
+        run.interrupted = True
+        raise
     finally:  # also when interrupted: observers get what finished
         for r in results:
             r.trials.sort(key=lambda t: t.trial)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
@@ -51,6 +52,7 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
         return 0
     user_model, judge_model = _resolve_models(settings)
     finished: list[RunResult] = []
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # CI cancels jobs with SIGTERM
     try:
         result = anyio.run(_run, scenarios, settings, user_model, judge_model, fail_fast, live,
                            finished.append)
@@ -60,9 +62,16 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
         click.secho("Interrupted: reports hold the trials that finished; unfinished ones "
                     "are marked `interrupted`.", fg="yellow", err=True)
         return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if not _write_reports(result, reports):
         return EXIT_REPORT_FAILED
     return result.exit_code
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM handler: stop like Ctrl-C, so finished trials are still reported."""
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 def _default_paths() -> tuple[str, ...]:
