@@ -237,13 +237,17 @@ async def test_secret_values_echoed_by_the_agent_never_reach_results() -> None:
     reply = Message(role="agent", content="your key is s3cret-value",
                     tool_calls=(ToolCall.from_arguments("login", {"key": "s3cret-value"}),),
                     raw={"echo": "s3cret-value"})
-    scenario = scripted(turns=[{"user": "hi", "checks": [{"contains": "key"}]}])
+    scenario = scripted(turns=[{"user": "hi", "checks": [{"contains": "key"}]},
+                               {"user": "and?", "checks": [{"contains": "ok"}]}])
+    target = ScriptedTarget([reply, "ok"])
     result = await run_scenarios(
-        [scenario], targets=lambda s: ScriptedTarget([reply]), user_model=None,
+        [scenario], targets=lambda s: target, user_model=None,
         judge_model=None, scrub=lambda text: text.replace("s3cret-value", "***"))
     dumped = result.model_dump_json()
     assert "s3cret-value" not in dumped
     assert "your key is ***" in dumped
+    # the agent itself is sent the conversation as it happened, not the masked copy
+    assert target.seen[1].messages[1].content == "your key is s3cret-value"
 
 
 async def test_lone_surrogates_and_nan_from_the_agent_keep_reports_valid() -> None:

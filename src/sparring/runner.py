@@ -112,6 +112,9 @@ class _TrialState:
     def __init__(self, scenario: AnyScenario, trial: int, ctx: _Context) -> None:
         self.scenario, self.trial, self.ctx = scenario, trial, ctx
         self.transcript = Transcript()
+        """What is kept, reported and shown to models: secrets masked (`_sanitized`)."""
+        self.wire = Transcript()
+        """What the target is sent: the conversation exactly as it happened."""
         self.verdicts: list[Verdict] = []
         self.usage = Usage()
         self.reply_notes: list[ReplyNote] = []
@@ -119,6 +122,7 @@ class _TrialState:
         self.target_name = "target"
 
     def add_message(self, message: Message) -> None:
+        self.wire = self.wire.with_message(message)
         message = _sanitized(message, self.ctx.scrub)
         self.transcript = self.transcript.with_message(message)
         self.ctx.observer(MessageAdded(self.scenario.id, self.trial, message))
@@ -144,11 +148,11 @@ class _TrialState:
         self.add_message(Message(role="user", content=text))
         timeout = self.ctx.settings.reply_timeout_s
         if timeout is None:
-            reply = await session.send(self.transcript)
+            reply = await session.send(self.wire)
         else:
             try:
                 with anyio.fail_after(timeout):
-                    reply = await session.send(self.transcript)
+                    reply = await session.send(self.wire)
             except TimeoutError:
                 raise TargetTimeout(target=self.target_name, timeout_seconds=timeout) from None
         self.add_message(reply)
