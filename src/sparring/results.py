@@ -7,6 +7,7 @@ Status rules live here so every report and the CLI agree on them.
 
 from __future__ import annotations
 
+import json
 from math import comb
 from typing import Literal
 
@@ -210,8 +211,11 @@ class RunResult(BaseModel):
         return 0
 
     def report_dict(self) -> dict[str, object]:
-        """The JSON report: the model dump plus derived per-scenario summaries and counts."""
-        data = self.model_dump(mode="json")
+        """The JSON report: the model dump plus derived per-scenario summaries and counts.
+
+        Strict JSON: non-finite numbers anywhere (e.g. in a raw payload) become null.
+        """
+        data = json.loads(self.model_dump_json())
         for raw, scenario in zip(data["scenarios"], self.scenarios, strict=True):
             raw.update(scenario.summary())
             for raw_trial in raw["trials"]:

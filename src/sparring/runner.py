@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import anyio
+from pydantic_core import PydanticSerializationError
 
 if TYPE_CHECKING:
     import httpx
@@ -161,16 +162,16 @@ class _TrialState:
 
 def _sanitized(message: Message, scrub: Callable[[str], str] | None) -> Message:
     """`message` made safe to keep and report: secret values masked everywhere (text, tool
-    calls, raw payload; DESIGN.md section 5), lone UTF-16 surrogates replaced, and
-    non-finite numbers turned into null, so every report stays valid UTF-8 JSON."""
-    data = message.model_dump(mode="json")
-    text = json.dumps(data, ensure_ascii=False)
-    clean = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    if scrub is not None:
-        clean = scrub(clean)
-    if clean == text and "NaN" not in text and "Infinity" not in text:
-        return message
-    return Message.model_validate(json.loads(clean, parse_constant=lambda _: None))
+    calls, raw payload; DESIGN.md section 5) and lone UTF-16 surrogates replaced, so every
+    report stays valid UTF-8. Cheap when there is nothing to change (one Rust dump)."""
+    try:
+        text = message.model_dump_json()
+    except PydanticSerializationError:  # lone surrogates: replace them, then go on
+        text = json.dumps(message.model_dump(mode="json"), ensure_ascii=False)
+        text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        message = Message.model_validate(json.loads(text))
+    clean = scrub(text) if scrub is not None else text
+    return message if clean == text else Message.model_validate_json(clean)
 
 
 def with_expected_output(scenario: AnyScenario) -> AnyScenario:
