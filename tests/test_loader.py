@@ -740,3 +740,13 @@ def test_tool_checks_need_a_tool_calls_path_on_http_targets() -> None:
     assert str(info.value).startswith("t.yaml:3:5: scenario 'a' checks tool calls")
     assert "add `tool_calls_path:`" in str(info.value)
     assert "'b'" not in str(info.value)
+
+
+def test_a_json_report_saved_among_the_tests_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text(textwrap.dedent("""\
+        target: {url: "http://127.0.0.1:9/chat"}
+        scenarios: [{id: a, prompt: hi, checks: [{contains: hi}]}]
+        """))
+    (tmp_path / "results.json").write_text(json.dumps(
+        {"schema_version": "1", "sparring_version": "0.1.0", "run_id": "x", "scenarios": []}))
+    assert [s.id for s in load_paths([tmp_path])] == ["a"]

@@ -46,7 +46,8 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
     scenarios = load_paths(paths or _default_paths(), pattern=pattern)
     if not scenarios:
         raise UserError(f"no scenario id or name matches --pattern {pattern!r}; run with "
-                        "--list to see them")
+                        "--list to see them" if pattern else "the test files hold no "
+                        "scenarios (only sparring reports?); give files with `scenarios:`")
     if list_only:
         _print_list(scenarios, trials=settings.trials)
         return 0

@@ -200,6 +200,8 @@ def _load_document(doc: Document, *, path: str) -> tuple[list[_Loaded], list[Pro
         hint = "; put the list under `scenarios:`" if isinstance(data, list) else ""
         return [], [Problem(path, line, column, f"expected a mapping at the top level, got "
                             f"{_kind_of(data)}; {_SHAPE}{hint}")]
+    if _REPORT_KEYS <= data.keys():
+        return [], []  # a sparring JSON report saved among the tests: not a test file
     single = "scenarios" not in data
     if single and not _SCENARIO_KEYS.intersection(data):
         return [], _no_scenarios(data, doc=doc, path=path)
@@ -223,6 +225,7 @@ def _load_document(doc: Document, *, path: str) -> tuple[list[_Loaded], list[Pro
     return out, problems + _scenario_problems(out, path=path, single=single)
 
 
+_REPORT_KEYS = frozenset({"schema_version", "sparring_version", "run_id"})
 _SCENARIO_KEYS = frozenset(k for m in (SimulatedScenario, ScriptedScenario, SingleTurnScenario)
                            for k in allowed_keys(m)) - {"target"}
 """Keys that make a file without `scenarios:` one scenario (`target:` alone does not)."""
