@@ -56,6 +56,7 @@ def test_examples_pass_against_the_demo_agent_without_a_model(tmp_path: Path) ->
     assert {s["kind"] for s in report["scenarios"]} == {"simulated", "scripted", "single_turn"}
     assert "no model configured" in done.stderr + done.stdout
     assert "passed (1 not judged)" in done.stdout  # a row never hides unjudged parts
+
     assert "<testsuite" in (tmp_path / "j.xml").read_text()
     assert "| Scenario" in (tmp_path / "r.md").read_text()
 
@@ -233,3 +234,12 @@ def test_a_sync_agent_that_never_returns_does_not_keep_sparring_alive(tmp_path: 
     assert done.returncode == 3, done.stdout + done.stderr
     trial = json.loads((tmp_path / "r.json").read_text())["scenarios"][0]["trials"][0]
     assert "did not reply within 0.5 s" in trial["error"]
+
+
+def test_fail_on_skip_turns_a_run_without_model_into_exit_3(tmp_path: Path) -> None:
+    with DemoServer(port=0) as demo:
+        demo.start()
+        suite = examples_against(tmp_path, demo.url)
+        done = sparring("run", str(suite / "refunds.yaml"), "--fail-on-skip")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "--fail-on-skip" in done.stderr

@@ -37,6 +37,8 @@ def cli() -> None:
 @click.option("--junit", type=click.Path(), help="Write a JUnit XML report here.")
 @click.option("--markdown", type=click.Path(), help="Write a Markdown report here.")
 @click.option("--fail-fast", is_flag=True, help="Start no new trial after a failure.")
+@click.option("--fail-on-skip", is_flag=True,
+              help="Exit 3 when anything was skipped (e.g. no model configured in CI).")
 @click.option("--list", "list_only", is_flag=True, help="List the scenarios and exit.")
 @click.option("--reply-timeout", "reply_timeout_s", type=float, metavar="SECONDS",
               help="Limit for one target reply.")

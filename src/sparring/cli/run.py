@@ -23,6 +23,7 @@ from sparring.scenario import AnyScenario
 
 EXIT_INTERRUPTED = 130
 EXIT_REPORT_FAILED = 2
+EXIT_SKIPPED = 3
 DEFAULT_TESTS = "tests/conversations"
 _SETTING_OPTIONS = ("model", "user_model", "judge_model", "base_url", "parallel", "trials",
                     "reply_timeout_s", "conversation_timeout_s", "secrets_file")
@@ -30,7 +31,8 @@ _SETTING_OPTIONS = ("model", "user_model", "judge_model", "base_url", "parallel"
 
 def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
                 output: str | None, junit: str | None, markdown: str | None,
-                fail_fast: bool, live: bool | None, **options: Any) -> int:
+                fail_fast: bool, fail_on_skip: bool, live: bool | None,
+                **options: Any) -> int:
     """Body of `sparring run`; returns the exit code (see `sparring.cli.main`).
 
     Raises:
@@ -67,7 +69,16 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
         signal.signal(signal.SIGTERM, previous)
     if not _write_reports(result, reports):
         return EXIT_REPORT_FAILED
+    if fail_on_skip and result.exit_code == 0 and _skipped_anything(result):
+        click.secho("--fail-on-skip: some steps were skipped (see above); exit code 3",
+                    fg="red", err=True)
+        return EXIT_SKIPPED
     return result.exit_code
+
+
+def _skipped_anything(result: RunResult) -> bool:
+    return any(t.status == "skipped" or any(v.status == "skipped" for v in t.verdicts)
+               for s in result.scenarios for t in s.trials)
 
 
 def _interrupt(signum: int, frame: object) -> None:
