@@ -12,7 +12,7 @@ import pytest
 from sparring.errors import UserError
 from sparring.reports.json import load_json, read_json, render_json, write_json
 from sparring.reports.junit import render_junit, write_junit
-from sparring.reports.markdown import render_markdown, write_markdown
+from sparring.reports.markdown import MAX_REPORT_CHARS, render_markdown, write_markdown
 from sparring.results import (
     ReplyNote,
     RunResult,
@@ -220,6 +220,12 @@ def test_markdown_trials_verdicts_and_transcripts() -> None:
     assert "late]]> | not &lt;b>early&lt;/b>" in lines[0]
     assert "  > I will not say sorry" in trial2
     assert "**2 · Agent** · 812 ms" in trial2 and "> (empty reply)" in trial2
+    assert "- Trial 1 of 3: ✅ passed · end reason" in md  # passed trials: one line
+    detailed = sample_run()  # the same run with every trial failed shows every transcript
+    for scenario in detailed.scenarios:
+        for trial in scenario.trials:
+            trial.status = "failed" if trial.status == "passed" else trial.status
+    md = render_markdown(detailed)
     assert "_Judge: polite and on topic (score 0.90)_" in md
     assert "> **⚠️ timed out**: conversation exceeded 600 s" in md
     assert "> **⚠️ error**: http://127.0.0.1:9/chat answered HTTP 500" in md
@@ -232,11 +238,17 @@ def test_markdown_trials_verdicts_and_transcripts() -> None:
 def test_markdown_cuts_long_messages(tmp_path: Path) -> None:
     run = sample_run()
     long = run.model_copy(deep=True)
-    long.scenarios[0].trials[0].transcript = _chat(("x" * 50, "y" * 30))
+    long.scenarios[0].trials[1].transcript = _chat(("x" * 50, "y" * 30))
     md = render_markdown(long, max_message_chars=20)
     assert "> " + "x" * 20 + "\n> … (30 more characters)" in md
     path = tmp_path / "report.md"
     write_markdown(run, path)
+    huge = run.model_copy(deep=True)
+    huge.scenarios[0].trials[1].transcript = _chat(*[("q" * 3000, "a" * 3000)] * 30)
+    cut = render_markdown(huge)
+    assert len(cut) <= MAX_REPORT_CHARS
+    assert cut.rstrip().endswith("in the JSON report (`--output`)._")
+    assert "| Scenario" in cut  # the summary table always survives
     assert path.read_text(encoding="utf-8") == render_markdown(run)
 
 

@@ -4,7 +4,8 @@ Layout: a title with the run's date; one line of run facts and the exit code; a 
 table (scenario, kind, trials, passed, pass rate, threshold, status with ✅ ❌ ⚠️ ⏭); then per
 scenario and per trial: status, end reason, every verdict with its reason (failures first),
 errors, and the transcript in a collapsed `<details>` block (turns numbered, agent replies
-with latency in ms and the judge's note on the reply).
+with latency in ms and the judge's note on the reply). Passed trials get one line; the
+report is cut at `MAX_REPORT_CHARS` so it fits a GitHub comment.
 
 Text from agents and judges is data: control characters are removed, `<` is escaped so a
 reply cannot open HTML, and `|` is escaped inside tables.
@@ -43,10 +44,20 @@ def render_markdown(result: RunResult, *, max_message_chars: int = 4000) -> str:
         max_message_chars: Longer transcript messages are cut there, with a marker saying
             how much was left out (PR comments are limited to 65,536 characters).
     """
-    parts = [*_header(result), *_summary_table(result)]
-    for scenario in result.scenarios:
-        parts.extend(_scenario_section(scenario, max_message_chars=max_message_chars))
-    return "\n".join(parts).rstrip() + "\n"
+    head = "\n".join([*_header(result), *_summary_table(result)])
+    details = "\n".join(line for scenario in result.scenarios
+                        for line in _scenario_section(scenario,
+                                                      max_message_chars=max_message_chars))
+    room = MAX_REPORT_CHARS - len(head) - len(_CUT_NOTE) - 2
+    if len(details) > room:
+        details = details[:max(room, 0)].rsplit("\n", 1)[0] + "\n\n" + _CUT_NOTE
+    return f"{head}\n{details}".rstrip() + "\n"
+
+
+MAX_REPORT_CHARS = 60_000
+"""GitHub comments hold 65,536 characters; longer reports are cut, details last."""
+_CUT_NOTE = ("_The report was cut here to fit a pull-request comment; every transcript and "
+             "verdict is in the JSON report (`--output`)._")
 
 
 def write_markdown(result: RunResult, path: Path, *, max_message_chars: int = 4000) -> None:
@@ -119,6 +130,9 @@ def _scenario_section(s: ScenarioResult, *, max_message_chars: int) -> list[str]
 def _trial_section(trial: TrialResult, *, of: int, max_message_chars: int) -> list[str]:
     facts = [f"end reason `{trial.end_reason}`", plural(trial.transcript.user_turns, "turn"),
              f"{trial.duration_ms / 1000:.1f} s"]
+    if trial.status == "passed":  # details are for what went wrong; keep the rest short
+        return [f"- Trial {trial.trial} of {of}: {_status(trial.status)} · "
+                + " · ".join(facts), ""]
     out = [f"### Trial {trial.trial} of {of}: {_status(trial.status)}", "",
            " · ".join(facts), ""]
     if trial.error:
@@ -140,11 +154,9 @@ def _verdict_lines(v: Verdict) -> list[str]:
             f"{_text(one_line(v.description, 300))}")
     if v.reason:
         head += f": {_text(one_line(v.reason, 2000))}"
-    lines = [head]
-    lines.extend(f"  > {_text(one_line(quote, 500))}" for quote in v.evidence)
     if v.turns:
-        lines.append("  turns " + ", ".join(str(t) for t in v.turns))
-    return lines
+        head += " (turns " + ", ".join(str(t) for t in v.turns) + ")"
+    return [head, *(f"  > {_text(one_line(quote, 500))}" for quote in v.evidence)]
 
 
 def _transcript(trial: TrialResult, *, max_message_chars: int) -> list[str]:
