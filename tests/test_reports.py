@@ -231,7 +231,7 @@ def test_markdown_trials_verdicts_and_transcripts() -> None:
     assert "> **⚠️ error**: http://127.0.0.1:9/chat answered HTTP 500" in md
     assert "> a | b\n> second line" in md
     assert "Done &lt;script>" in md and "tool call `lookup({\"id\": 1})`" in md
-    assert "pass^k k=1: 0.33, k=2: 0.00, k=3: 0.00" in md
+    assert "pass^k k=1: 0.33, k=2: 0.00, k=3: 0.00" in render_markdown(sample_run())
     assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", md)
 
 
