@@ -572,7 +572,7 @@ async def test_json_error_body_instead_of_a_reply(
      "(method GET sends no body, so `body_template` is not used)"),
     ({"method": "HEAD"}, "(method HEAD sends no body"),
     ({"body_template": {"q": "hello", "history": "{{history}}"}}, "message: put {{input}}"),
-    ({"body_template": "{{ inputs }}"}, "message: put {{input}}"),
+    ({"body_template": "{{ query }}"}, "message: put {{input}}"),
 ])
 async def test_target_that_never_sends_the_message_is_a_user_error(
         server: Server, client: httpx.AsyncClient, secrets: Secrets,
@@ -708,3 +708,10 @@ async def test_tool_calls_path_typo_is_an_error_but_an_omitted_key_means_none(
                 tool_calls_path="message.tool_calls")
     with pytest.raises(ResponsePathError, match="message"):
         await (await deep.open_session()).send(conversation("hi"))
+
+
+async def test_a_misspelt_placeholder_stops_the_target_from_being_built(
+        client: httpx.AsyncClient, secrets: Secrets) -> None:
+    with pytest.raises(UserError, match=r"did you mean \{\{secrets.BOT_KEY\}\}"):
+        make(client, secrets, url="http://127.0.0.1:9/chat",
+             headers={"Authorization": "Bearer {{secret.BOT_KEY}}"})

@@ -210,3 +210,13 @@ def test_placeholder_names() -> None:
         "input", "history", "secrets.A"}
     assert placeholder_names("{{message}}") == {"message"}
     assert placeholder_names(None) == set()
+
+
+def test_misspelt_placeholders_get_the_fix_and_other_braces_pass() -> None:
+    from sparring.targets.templates import misspelt_placeholders
+
+    template = {"auth": "Bearer {{secret.BOT_KEY}}", "q": "{{Input}}", "h": "{{histroy}}",
+                "ok": "{{input}} {{secrets.X}} {{history}}", "literal": "{{user_id}}"}
+    assert misspelt_placeholders(template) == [
+        "{{Input}} (did you mean {{input}}?)", "{{histroy}} (did you mean {{history}}?)",
+        "{{secret.BOT_KEY}} (did you mean {{secrets.BOT_KEY}}?)"]

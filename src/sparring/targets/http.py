@@ -32,6 +32,7 @@ from sparring.targets.templates import (
     TextTemplate,
     compile_body,
     last_user_message,
+    misspelt_placeholders,
     placeholder_names,
     render_reply,
     secret_names,
@@ -87,6 +88,10 @@ class HttpTarget:
                                  if spec.tool_calls_path is not None else None)
         self._timeout = httpx.Timeout(spec.timeout_s)
         texts: list[JsonValue] = [spec.url, *spec.headers.values(), spec.body_template]
+        if typos := misspelt_placeholders(texts):
+            raise UserError(f"target {self.name!r}: unknown placeholder {', '.join(typos)}; "
+                            f"the placeholders are {{{{input}}}}, {{{{message}}}}, "
+                            "{{history}} and {{secrets.NAME}}")
         for secret in sorted(secret_names(texts)):
             secrets.get(secret)  # fail early; also marks the value for scrubbing
         self._shown_url = secrets.scrub(spec.url)  # as written: placeholders, not values

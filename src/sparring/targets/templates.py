@@ -32,6 +32,7 @@ from sparring.transcript import Message, ToolCall, Transcript, content_text
 History = list[dict[str, str]]
 _PLACEHOLDER = re.compile(
     r"\{\{\s*(input|message|history|secrets\.[A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_ANY_PLACEHOLDER = re.compile(r"\{\{\s*([^{}\s]+)\s*\}\}")
 
 
 # --- filling ---------------------------------------------------------------------------
@@ -221,6 +222,36 @@ def placeholder_names(template: JsonValue) -> set[str]:
         return {n for v in template.values() for n in placeholder_names(v)}
     if isinstance(template, list):
         return {n for v in template for n in placeholder_names(v)}
+    return set()
+
+
+def misspelt_placeholders(template: JsonValue) -> list[str]:
+    """Placeholders that look like typos of a known one, each with the fix, e.g.
+    `{{secret.KEY}} (did you mean {{secrets.KEY}}?)`.
+
+    Other unknown placeholders are sent as typed (a template may hold literal braces).
+    """
+    out: list[str] = []
+    for name in sorted(_braced(template)):
+        head, dot, rest = name.partition(".")
+        if name in ("input", "message", "history") or (head == "secrets" and rest):
+            continue
+        if dot and difflib.get_close_matches(head, ["secrets"], n=1, cutoff=0.7):
+            out.append(f"{{{{{name}}}}} (did you mean {{{{secrets.{rest}}}}}?)")
+        elif not dot and (close := difflib.get_close_matches(
+                name.lower(), ["input", "message", "history"], n=1, cutoff=0.7)):
+            out.append(f"{{{{{name}}}}} (did you mean {{{{{close[0]}}}}}?)")
+    return out
+
+
+def _braced(template: JsonValue) -> set[str]:
+    """Everything written as `{{ name }}` in a template's strings, known or not."""
+    if isinstance(template, str):
+        return {m.group(1) for m in _ANY_PLACEHOLDER.finditer(template)}
+    if isinstance(template, dict):
+        return {n for v in template.values() for n in _braced(v)}
+    if isinstance(template, list):
+        return {n for v in template for n in _braced(v)}
     return set()
 
 
