@@ -267,3 +267,13 @@ async def test_threshold_zero_never_turns_errors_into_a_pass() -> None:
     result, _ = await run([scenario], ScriptedTarget([TargetError("connection refused")]))
     assert result.scenarios[0].status == "error"
     assert result.exit_code == 3
+
+
+async def test_fail_fast_waits_until_a_scenario_can_no_longer_pass() -> None:
+    answers = iter(["no", "yes", "yes"])
+    flaky = scripted(id="flaky", turns=[{"user": "x", "checks": [{"equals": "yes"}]}],
+                     trials=3, threshold=0.66)
+    result, _ = await run([flaky], ScriptedTarget([lambda t: next(answers)]), parallel=1,
+                          fail_fast=True)
+    assert [t.status for t in result.scenarios[0].trials] == ["failed", "passed", "passed"]
+    assert result.scenarios[0].status == "passed"

@@ -9,16 +9,14 @@ transcript it got, even when the target or a model fails; such trials are `error
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
-from pydantic_core import PydanticSerializationError
 
 if TYPE_CHECKING:
     import httpx
@@ -81,7 +79,8 @@ class RunSettings:
         reply_timeout_s: Limit for one target reply, in seconds; `None` leaves it to the
             target's own `timeout_s`.
         conversation_timeout_s: Overrides every scenario's `timeout_s` when set.
-        fail_fast: Start no new trial once a scenario has failed or errored.
+        fail_fast: Start no new trial once some scenario can no longer reach its threshold
+            (a single failed trial of a scenario that tolerates one does not stop the run).
         limits: What the judge and simulated user see of long transcripts.
         user_temperature: Sampling temperature of the simulated user (DESIGN.md: 0.7).
         judge_temperature: Sampling temperature of the judge (DESIGN.md: 0).
@@ -161,17 +160,30 @@ class _TrialState:
 
 
 def _sanitized(message: Message, scrub: Callable[[str], str] | None) -> Message:
-    """`message` made safe to keep and report: secret values masked everywhere (text, tool
-    calls, raw payload; DESIGN.md section 5) and lone UTF-16 surrogates replaced, so every
-    report stays valid UTF-8. Cheap when there is nothing to change (one Rust dump)."""
-    try:
-        text = message.model_dump_json()
-    except PydanticSerializationError:  # lone surrogates: replace them, then go on
-        text = json.dumps(message.model_dump(mode="json"), ensure_ascii=False)
-        text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-        message = Message.model_validate(json.loads(text))
-    clean = scrub(text) if scrub is not None else text
-    return message if clean == text else Message.model_validate_json(clean)
+    """`message` made safe to keep and report: every text in it (content, tool calls, raw
+    payload) with secret values masked (DESIGN.md section 5) and lone UTF-16 surrogates
+    replaced, so every report stays valid UTF-8. Only string values change, never the
+    structure, and the message is returned as is when nothing changed."""
+    data = message.model_dump()
+    clean = _clean_strings(data, scrub)
+    return message if clean == data else Message.model_validate(clean)
+
+
+def _clean_strings(value: Any, scrub: Callable[[str], str] | None) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            value = value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return scrub(value) if scrub is not None else value
+    if isinstance(value, dict):
+        return {_clean_strings(k, scrub): _clean_strings(v, scrub)
+                for k, v in cast(dict[Any, Any], value).items()}
+    if isinstance(value, list):
+        return [_clean_strings(v, scrub) for v in cast(list[Any], value)]
+    if isinstance(value, tuple):
+        return tuple(_clean_strings(v, scrub) for v in cast(tuple[Any, ...], value))
+    return value
 
 
 def with_expected_output(scenario: AnyScenario) -> AnyScenario:
@@ -419,6 +431,13 @@ async def run_scenarios(
     return run
 
 
+def _can_still_pass(scenario: ScenarioResult, remaining: int) -> bool:
+    """Whether the trials still to run could lift `scenario` to its threshold."""
+    passed = sum(t.status == "passed" for t in scenario.trials)
+    total = len(scenario.trials) + remaining
+    return passed + remaining >= scenario.threshold * total - 1e-9
+
+
 async def _run_all(bound: list[tuple[AnyScenario, Target]], counts: list[int],
                    results: list[ScenarioResult], ctx: _Context) -> None:
     limiter = anyio.CapacityLimiter(ctx.settings.parallel)
@@ -427,7 +446,7 @@ async def _run_all(bound: list[tuple[AnyScenario, Target]], counts: list[int],
     def record(index: int, result: TrialResult) -> None:
         results[index].trials.append(result)
         remaining[index] -= 1
-        if result.status in ("failed", "error", "timed_out") and ctx.settings.fail_fast:
+        if ctx.settings.fail_fast and not _can_still_pass(results[index], remaining[index]):
             ctx.stop = True
         if remaining[index] == 0:
             ctx.observer(ScenarioFinished(results[index]))
