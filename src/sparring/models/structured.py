@@ -1,7 +1,8 @@
 """Structured output on top of any `Model`: JSON by schema, tolerant parsing, one repair.
 
 `complete_json` asks the model for JSON matching a schema, parses the answer leniently
-(bare JSON, a fenced block, an object inside prose), validates it with the caller's
+(bare JSON, a fenced block, an object inside prose; several different objects are
+ambiguous and rejected), validates it with the caller's
 function, and on failure asks once more with the bad answer and a format reminder. A second
 failure raises `ModelOutputError`, which callers record as `error` (fail closed).
 """
@@ -26,37 +27,79 @@ _MAX_OBJECT_STARTS = 200
 
 
 def parse_json_loosely(text: str) -> Any:
-    """Parse the JSON value in a model answer.
+    """Parse the one JSON value in a model answer; fail closed when there are several.
 
-    Tried in order: the whole text (after dropping a leading `<think>...</think>` block),
-    each ```` ``` ```` fenced block, then the leftmost `{` at which a JSON object parses
-    (so the outermost object of one that has prose around it).
+    Tried in order: the whole text; the text after a leading `<think>...</think>` block;
+    then every JSON value of a ```` ``` ```` fenced block and every top-level JSON object
+    in the prose around them. Those must agree: an answer that quotes another JSON object
+    (say an agent reply that imitates a verdict) besides its own is ambiguous, so it is
+    rejected rather than guessed at.
 
     Raises:
-        ValueError: no JSON found; the message says what the text looked like.
+        ValueError: no JSON found, or several different JSON objects found; the message
+            says what the text looked like.
     """
-    body = text.rpartition("</think>")[2] if "</think>" in text else text
-    body = body.strip()
-    if not body:
+    whole = text.strip()
+    if not whole:
         raise ValueError("the answer was empty")
     try:
-        return json.loads(body)
+        return json.loads(whole)
     except ValueError:
         pass
-    for block in _fenced_blocks(body):
+    body = _without_leading_think(whole)
+    if body is not whole:
+        if not body:
+            raise ValueError("the answer held only a <think> block, no JSON")
         try:
-            return json.loads(block)
+            return json.loads(body)
+        except ValueError:
+            pass
+    found = _candidates(body)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ValueError("the answer contained no parseable JSON object")
+    raise ValueError(f"the answer holds {len(found)} different JSON objects, so which one is "
+                     "the answer is unclear; reply with exactly one JSON object and do not "
+                     "quote any other JSON")
+
+
+def _without_leading_think(text: str) -> str:
+    """`text` (stripped) after a leading `<think>...</think>` block; `text` itself if none."""
+    if not text.startswith("<think>"):
+        return text
+    end = text.find("</think>")
+    return text if end == -1 else text[end + len("</think>"):].strip()
+
+
+def _candidates(text: str) -> list[Any]:
+    """Distinct JSON values: parseable fenced blocks, then top-level objects outside them.
+
+    Raises:
+        ValueError: more `{` positions than `_MAX_OBJECT_STARTS` had to be tried.
+    """
+    found: list[Any] = []
+    blanked = text
+    for start, end in _fenced_blocks(text):
+        try:
+            value = json.loads(text[start:end])
         except ValueError:
             continue
-    found = _first_object(body)
-    if found is not None:
-        return found
-    raise ValueError("the answer contained no parseable JSON object")
+        _add(found, value)
+        blanked = blanked[:start] + " " * (end - start) + blanked[end:]
+    for value in _top_level_objects(blanked):
+        _add(found, value)
+    return found
 
 
-def _fenced_blocks(text: str) -> list[str]:
-    """Contents of ```-fenced blocks, the language tag (```json) dropped."""
-    out: list[str] = []
+def _add(found: list[Any], value: Any) -> None:
+    if not any(value == seen for seen in found):
+        found.append(value)
+
+
+def _fenced_blocks(text: str) -> list[tuple[int, int]]:
+    """`(start, end)` of the contents of ```-fenced blocks, the language tag line left out."""
+    out: list[tuple[int, int]] = []
     start = text.find("```")
     while start != -1:
         line_end = text.find("\n", start + 3)
@@ -64,25 +107,35 @@ def _fenced_blocks(text: str) -> list[str]:
             break
         end = text.find("```", line_end)
         if end == -1:
-            out.append(text[line_end + 1:])
+            out.append((line_end + 1, len(text)))
             break
-        out.append(text[line_end + 1:end])
+        out.append((line_end + 1, end))
         start = text.find("```", end + 3)
     return out
 
 
-def _first_object(text: str) -> dict[str, Any] | None:
+def _top_level_objects(text: str) -> list[Any]:
+    """JSON objects found scanning left to right; the scan resumes after each one found.
+
+    Raises:
+        ValueError: more `{` positions than `_MAX_OBJECT_STARTS` had to be tried.
+    """
+    out: list[Any] = []
     index = text.find("{")
     for _ in range(_MAX_OBJECT_STARTS):
         if index == -1:
-            return None
+            return out
         try:
-            value, _end = _DECODER.raw_decode(text, index)
+            value, end = _DECODER.raw_decode(text, index)
         except ValueError:
             index = text.find("{", index + 1)
             continue
-        return value
-    return None
+        out.append(value)
+        index = text.find("{", end)
+    if index == -1:
+        return out
+    raise ValueError("the answer has too many '{' to find its JSON object in; reply with "
+                     "only the JSON object")
 
 
 def describe_problem(error: ValueError) -> str:
