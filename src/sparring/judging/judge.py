@@ -8,6 +8,7 @@ verdict can only come from the structured answer (DESIGN.md sections 3 and 5).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -84,6 +85,8 @@ class _Decision:
 class _Answer:
     decisions: dict[str, _Decision]
     notes: list[ReplyNote]
+    problems: dict[str, str]
+    """Why the entry of an id without a decision could not be used (absent: no entry)."""
 
 
 def _items(scenario: AnyScenario, shoulds: Sequence[ShouldItem]) -> list[_Item]:
@@ -159,7 +162,10 @@ async def judge_conversation(
 def _from_answer(item: _Item, answer: _Answer) -> Verdict:
     decision = answer.decisions.get(item.id)
     if decision is None:
-        return item.verdict("error", f"the judge gave no verdict for {item.id!r}")
+        problem = answer.problems.get(item.id)
+        return item.verdict("error", f"the judge gave no verdict for {item.id!r}"
+                            if problem is None else
+                            f"the judge's verdict for {item.id!r} could not be read: {problem}")
     return item.verdict(decision.status, decision.reason, evidence=decision.evidence,
                         turns=decision.turns)
 
@@ -331,21 +337,31 @@ class _AnswerReader:
         verdicts = _keyed(raw.get("verdicts", raw), key="id")
         if verdicts is None:
             raise ValueError('"verdicts" must be an object with one entry per item id')
-        decisions = {i: d for i in self.ids if (d := self._decision(verdicts.get(i)))}
+        decisions: dict[str, _Decision] = {}
+        problems: dict[str, str] = {}
+        for i in self.ids:
+            if i not in verdicts:
+                continue
+            decision = self._decision(verdicts[i])
+            if isinstance(decision, str):
+                problems[i] = decision
+            else:
+                decisions[i] = decision
         missing = [i for i in self.ids if i not in decisions]
-        if missing and not self.is_repair():
-            raise ValueError(f'"verdicts" has no valid entry for {", ".join(missing)}: give '
-                             'each id an object with reason, evidence, turns and verdict '
-                             '("met" or "not_met")')
-        return _Answer(decisions, self._notes(raw.get("replies")))
+        if missing and (not decisions or not self.is_repair()):
+            raise ValueError(_missing_text(raw, missing, problems))
+        return _Answer(decisions, self._notes(raw.get("replies")), problems)
 
-    def _decision(self, raw: Any) -> _Decision | None:
+    def _decision(self, raw: Any) -> _Decision | str:
+        """The entry as a decision, or why it cannot be one."""
         value = _obj(raw)
         if value is None:
-            return None
+            return f"its entry is {_kind(raw)}, not an object"
         status = _status(value.get("verdict"))
         if status is None:
-            return None
+            verdict = value.get("verdict")
+            return ('its entry has no "verdict"' if verdict is None else
+                    f'its "verdict" is {_kind(verdict)}, not "met" or "not_met"')
         reason = value.get("reason")
         reason = self._clean(reason, _REASON_CHARS) if isinstance(reason, str) else ""
         return _Decision(status, reason or "(the judge gave no reason)",
@@ -379,6 +395,28 @@ class _AnswerReader:
         text = text.strip()
         text = self.scrub(text) if self.scrub is not None else text
         return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _missing_text(raw: dict[str, Any], missing: list[str], problems: dict[str, str]) -> str:
+    """Why the answer lacks a usable verdict for `missing` ids, for the repair or the error."""
+    if "verdicts" not in raw and len(problems) < len(missing):
+        keys = ", ".join(list(raw)[:8]) or "none"
+        where = f'the answer has no "verdicts" object (its keys: {keys})'
+    else:
+        where = '"verdicts" has no valid entry for ' + ", ".join(missing)
+    why = "; ".join(f"{i}: {p}" for i, p in list(problems.items())[:5])
+    return (where + (f" ({why})" if why else "") + ': give each id an object with reason, '
+            'evidence, turns and verdict ("met" or "not_met")')
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value[:60], ensure_ascii=False)
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    return "a list" if isinstance(value, list) else "an object"
 
 
 def _obj(value: Any) -> dict[str, Any] | None:
