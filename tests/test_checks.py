@@ -199,6 +199,27 @@ def test_json_schema_invalid_schema_is_error() -> None:
     assert v.reason.startswith("the check's JSON Schema is invalid")
 
 
+@pytest.mark.parametrize("ref", ["#/definitions/nope", "https://example.com/s.json",
+                                 "other.json#/x"])
+def test_json_schema_unresolvable_ref_is_error_not_a_crash(ref: str) -> None:
+    # the loader rejects these; built unvalidated, the check is an error, never an exception
+    bad = JsonSchemaCheck.model_construct(schema_={"$ref": ref})
+    v = run_check(bad, convo('{"a": 1}'), check_id="c")
+    assert v.status == "error"
+    assert v.reason.startswith("the JSON Schema has a $ref that cannot be resolved: ")
+    assert ref.split("#")[0] in v.reason
+
+
+def test_any_exception_in_a_check_is_that_checks_error() -> None:
+    from sparring.scenario import RegexCheck
+
+    bad = RegexCheck.model_construct(type="regex", pattern="(", ignore_case=False, turn=None)
+    v = run_check(bad, convo("hello"), check_id="c")
+    assert v.status == "error"
+    assert v.reason.startswith("the check could not be run (")
+    assert "missing ), unterminated subpattern" in v.reason
+
+
 def test_json_schema_uses_last_reply() -> None:
     t = convo('{"order": 1, "status": "ok"}', "Done!")
     assert run({"json_schema": SCHEMA}, t).status == "not_met"

@@ -71,12 +71,14 @@ def run_check(check: Check, transcript: Transcript, *, check_id: str,
             conversation.
 
     Returns:
-        A `Verdict` with `kind="check"`, status `met` / `not_met` (or `error` for a JSON
-        Schema that is itself invalid), `turns` the turns looked at, `evidence` quoting what
-        decided it and, on failure, a `reason` saying what was expected and what was there.
+        A `Verdict` with `kind="check"`, status `met` / `not_met` (or `error` when the check
+        itself cannot be run, e.g. an invalid JSON Schema or a `$ref` that does not resolve;
+        any exception a check raises becomes that `error`), `turns` the turns looked at,
+        `evidence` quoting what decided it and, on failure, a `reason` saying what was
+        expected and what was there.
     """
     scope = _scope(transcript, check.turn if check.turn is not None else turn)
-    outcome = _Outcome(False, scope.missing) if scope.missing is not None else _decide(
+    outcome = _Outcome(False, scope.missing) if scope.missing is not None else _safe_decide(
         check, scope)
     status: VerdictStatus = "error" if outcome.error else "met" if outcome.met else "not_met"
     return Verdict(id=check_id, kind="check", description=describe(check), status=status,
@@ -117,6 +119,24 @@ def _describe_tool_called(check: ToolCalledCheck) -> str:
     if check.exclude:
         parts.append(f"never calls {', '.join(check.exclude)}")
     return "; ".join(parts) or "tool calls (nothing required)"
+
+
+def _safe_decide(check: Check, scope: _Scope) -> _Outcome:
+    """`_decide`, with any exception turned into the check's `error` outcome."""
+    try:
+        return _decide(check, scope)
+    except Exception as e:  # noqa: BLE001 - a broken check must not stop the other checks
+        return _Outcome(False, _broken_check_reason(e), error=True)
+
+
+def _broken_check_reason(error: Exception) -> str:
+    from referencing.exceptions import Unresolvable
+
+    if isinstance(error, Unresolvable):
+        return (f"the JSON Schema has a $ref that cannot be resolved: {error}; point `$ref` "
+                "at a part of the schema itself, e.g. `$ref: \"#/$defs/item\"`")
+    return (f"the check could not be run ({type(error).__name__}: {error}); this is a "
+            "mistake in the check or a bug in sparring, not the agent's fault")
 
 
 def _decide(check: Check, scope: _Scope) -> _Outcome:
