@@ -215,6 +215,11 @@ _CHAT = {"id": "x", "object": "chat.completion", "created": 0, "model": "m"}
     ({"choices": [{"message": {"content": {"text": "hi"}}}]},
      "choices[0].message.content is an object, not text"),
     ({"choices": [{"message": {"content": 42}}]}, "content is a number, not text"),
+    ({"choices": [{"message": {"content": ["hi"]}}]},
+     'choices[0].message.content is a list, not text (nor content parts: item 0 is "hi", '
+     "not an object with a `type`)"),
+    ({"choices": [{"message": {"content": [{"type": "text", "text": 5}]}}]},
+     "choices[0].message.content[0].text is a number, not text"),
     ({"error": {"message": "model is loading"}}, 'holds an error: {"message": "model is'),
 ])
 async def test_malformed_answer_is_a_model_error_naming_the_endpoint(
@@ -255,6 +260,22 @@ async def test_sloppy_but_usable_answer_is_accepted(
                            "usage": {"prompt_tokens": 4}}))
     completion = await model.complete(PROMPT, temperature=0)
     assert (completion.text, completion.input_tokens, completion.output_tokens) == ("", 4, None)
+
+
+@pytest.mark.parametrize(("content", "text"), [
+    ([{"type": "text", "text": "Hello"}], "Hello"),
+    ([{"type": "text", "text": "Hel"}, {"type": "image_url", "image_url": {"url": "x"}},
+      {"type": "text", "text": "lo"}], "Hello"),
+    ([{"type": "refusal", "refusal": "no"}], ""),
+    ([], ""),
+])
+async def test_content_as_a_list_of_parts_joins_the_text_parts(
+    server: ScriptedOpenAIServer, model: OpenAIModel, content: list[Any], text: str,
+) -> None:
+    server.add(Reply(body=_CHAT | {"choices": [{"message": {"role": "assistant",
+                                                            "content": content}}]}))
+    completion = await model.complete(PROMPT, temperature=0)
+    assert completion.text == text
 
 
 def test_missing_key_is_a_user_error(monkeypatch: pytest.MonkeyPatch) -> None:

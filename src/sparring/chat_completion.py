@@ -22,7 +22,8 @@ class ChatAnswer:
     body: dict[str, Any]
     """The whole answer, strict JSON (`NaN` / `Infinity` kept as strings)."""
     message: dict[str, Any]
-    """`choices[0].message`; its `content` is a string or null."""
+    """`choices[0].message`; its `content` is a string or null (a list of content parts
+    in the answer is replaced by their joined text)."""
     usage: dict[str, Any]
     """The `usage` object, `{}` when absent or not an object."""
 
@@ -51,7 +52,9 @@ def parse_chat_completion(data: bytes) -> ChatAnswer:
 
     Raises:
         MalformedCompletion: the body is not JSON, not an object, has no `choices` list
-            with a `message` object first, or its `content` is neither a string nor null.
+            with a `message` object first, or its `content` is neither a string, null nor
+            a list of content parts (objects with a `type`; the `text` of `type: text`
+            parts is joined into the message text, other parts are ignored).
     """
     try:
         body: object = json.loads(data, parse_constant=str)
@@ -63,11 +66,37 @@ def parse_chat_completion(data: bytes) -> ChatAnswer:
     answer = cast(dict[str, Any], body)
     message = _first_message(answer)
     content: object = message.get("content")
-    if content is not None and not isinstance(content, str):
+    if isinstance(content, list):
+        message = {**message, "content": _joined_text(cast(list[object], content))}
+    elif content is not None and not isinstance(content, str):
         raise MalformedCompletion(f"choices[0].message.content is {_kind(content)}, not text")
     usage: object = answer.get("usage")
     return ChatAnswer(answer, message, cast(dict[str, Any], usage) if isinstance(usage, dict)
                       else {})
+
+
+def _joined_text(parts: list[object]) -> str:
+    """The `text` of the `type: text` parts, joined; other part types are ignored.
+
+    Raises:
+        MalformedCompletion: a part is not an object with a `type`, or a text part's `text`
+            is not a string.
+    """
+    texts: list[str] = []
+    for i, part in enumerate(parts):
+        kind = _field(part, "type")
+        if not isinstance(kind, str):
+            raise MalformedCompletion(
+                "choices[0].message.content is a list, not text (nor content parts: item "
+                f"{i} is {_excerpt(part)}, not an object with a `type`)")
+        if kind != "text":
+            continue
+        text = _field(part, "text")
+        if not isinstance(text, str):
+            raise MalformedCompletion(f"choices[0].message.content[{i}].text is {_kind(text)}, "
+                                      "not text")
+        texts.append(text)
+    return "".join(texts)
 
 
 def _first_message(answer: dict[str, Any]) -> dict[str, Any]:
