@@ -63,15 +63,27 @@ class TargetError(RunError):
         super().__init__(message)
 
 
-class TargetTimeout(TargetError):
-    """The target did not reply within the reply timeout."""
+_TIMEOUT_HINT = ("raise `timeout_s` on the target or `--reply-timeout` if the agent is "
+                 "just slow")
+TARGET_TIMEOUT_HINT = "raise `timeout_s` on the target if the agent is just slow"
+"""`TargetTimeout.hint` for a target's own `timeout_s` (http, openai_chat, callable)."""
 
-    def __init__(self, *, target: str, timeout_seconds: float) -> None:
-        self.timeout_seconds = timeout_seconds
-        super().__init__(
-            f"target {target!r} did not reply within {timeout_seconds:g} s; raise "
-            "`timeout_s` on the target or `--reply-timeout` if the agent is just slow"
-        )
+
+class TargetTimeout(TargetError):
+    """The target did not reply within the reply timeout.
+
+    Args:
+        target: The target's name.
+        timeout_seconds: The limit that ran out, in seconds.
+        hint: How to fix it, naming the setting that set the limit: targets pass
+            "raise `timeout_s` on the target ...", the runner "raise --reply-timeout ...".
+            The default names both, for callers that cannot tell which one applied.
+    """
+
+    def __init__(self, *, target: str, timeout_seconds: float,
+                 hint: str = _TIMEOUT_HINT) -> None:
+        self.timeout_seconds, self.hint = timeout_seconds, hint
+        super().__init__(f"target {target!r} did not reply within {timeout_seconds:g} s; {hint}")
 
 
 class ModelError(RunError):

@@ -19,7 +19,9 @@ from openai import AsyncOpenAI
 from sparring.chat_completion import MalformedCompletion, parse_chat_completion
 from sparring.errors import ModelError, UserError
 from sparring.models.base import ChatMessage, Completion
+from sparring.secrets import Scrubber, mask_url, url_credentials
 
+_EXCERPT_CHARS = 300
 _REJECTION_HINTS = ("response_format", "response format", "json_schema", "json schema",
                     "structured output", "json mode")
 
@@ -27,7 +29,10 @@ _REJECTION_HINTS = ("response_format", "response format", "json_schema", "json s
 class OpenAIModel:
     """A model behind an OpenAI-compatible `/chat/completions` endpoint.
 
-    One SDK client per instance, shared by all concurrent `complete` calls.
+    One SDK client per instance, shared by all concurrent `complete` calls. Error messages
+    show `base_url` with its userinfo and query masked (`http://***@host:8999/v1?***`) and
+    never contain the API key or the URL's credentials (values of 4 characters or more:
+    see `sparring.secrets.MIN_SCRUB_CHARS`).
 
     Args:
         name: The spec shown in reports, e.g. `openai:gpt-4o-mini`.
@@ -55,6 +60,8 @@ class OpenAIModel:
         self._client = AsyncOpenAI(api_key=key, base_url=base_url, timeout=timeout_s,
                                    max_retries=max_retries)
         self.base_url = str(self._client.base_url).rstrip("/")
+        self._shown_url = mask_url(self.base_url)
+        self._scrubber = Scrubber([key, *url_credentials(self.base_url)])
         self.native_json_schema = True
         self._unreachable: ModelError | None = None
         """Set once the endpoint could not be reached even after retries: later calls fail
@@ -117,32 +124,35 @@ class OpenAIModel:
             return self._completion(data)
         except MalformedCompletion as e:
             raise ModelError(
-                f"{self.name} at {self.base_url}: the answer is not a chat completion "
-                f"({e}); check that base_url points at an OpenAI-compatible /v1 endpoint"
-            ) from None
+                f"{self.name} at {self._shown_url}: the answer is not a chat completion "
+                f"({self._scrubber.scrub(str(e))}); check that base_url points at an "
+                "OpenAI-compatible /v1 endpoint") from None
 
     def _completion(self, data: bytes) -> Completion:
         answer = parse_chat_completion(data)
         refusal = answer.message.get("refusal")
         if answer.message.get("content") is None and isinstance(refusal, str) and refusal:
-            raise ModelError(f"{self.name} refused to answer: {refusal}")
+            raise ModelError(f"{self.name} refused to answer: {self._scrubber.scrub(refusal)}")
         return Completion(text=answer.text, input_tokens=answer.input_tokens,
                           output_tokens=answer.output_tokens)
 
     def _error(self, e: openai.OpenAIError) -> ModelError:
-        where = f"{self.name} at {self.base_url}"
+        where = f"{self.name} at {self._shown_url}"
         tries = f"after {self.max_retries} retries" if self.max_retries else "(no retries)"
+        scrub = self._scrubber.scrub
         if isinstance(e, openai.APITimeoutError):
             return ModelError(f"{where}: no answer within {self.timeout_s:g} s {tries}; raise "
-                              "the model timeout or check that the server is not overloaded")
+                              "`model_timeout_s` in sparring.toml (or SPARRING_MODEL_TIMEOUT_S) "
+                              "or check that the server is not overloaded")
         if isinstance(e, openai.APIConnectionError):
             hint = (f"start Ollama (`ollama serve`, then `ollama pull {self.model}`)"
                     if ":11434" in self.base_url else "check --base-url and that the server runs")
-            return ModelError(f"{where}: could not connect {tries}; {hint} ({e})")
+            return ModelError(f"{where}: could not connect {tries}; {hint} ({scrub(str(e))})")
         if isinstance(e, openai.APIStatusError):
-            return ModelError(f"{where}: HTTP {e.status_code}: {_detail(e)}. "
+            detail = self._scrubber.excerpt(_detail(e), _EXCERPT_CHARS)
+            return ModelError(f"{where}: HTTP {e.status_code}: {detail}. "
                               + _status_hint(e.status_code, self.model, tries))
-        return ModelError(f"{where}: {e}")
+        return ModelError(f"{where}: {scrub(str(e))}")
 
     async def aclose(self) -> None:
         """Close the SDK client and its connections."""
@@ -166,10 +176,11 @@ def _status_hint(status: int, model: str, tries: str) -> str:
 
 
 def _detail(e: openai.APIStatusError) -> str:
+    """The endpoint's error message, whole (the caller scrubs, then cuts)."""
     body = cast(Any, e.body)
     if isinstance(body, dict) and isinstance(message := cast(Any, body).get("message"), str):
-        return message[:300]
-    return e.message[:300]
+        return message
+    return e.message
 
 
 def _rejects_response_format(e: openai.APIStatusError) -> bool:

@@ -32,7 +32,7 @@ import anyio.from_thread
 import anyio.lowlevel
 from pydantic import BaseModel, JsonValue
 
-from sparring.errors import RunError, TargetError, TargetTimeout, UserError
+from sparring.errors import TARGET_TIMEOUT_HINT, RunError, TargetError, TargetTimeout, UserError
 from sparring.targets.templates import History, chat_history, tool_calls_from
 from sparring.transcript import Message, Transcript, content_text
 
@@ -79,7 +79,8 @@ class CallableTarget:
             with anyio.fail_after(self.timeout_s):
                 reply = await self._invoke(history)
         except TimeoutError:
-            raise TargetTimeout(target=self.name, timeout_seconds=self.timeout_s) from None
+            raise TargetTimeout(target=self.name, timeout_seconds=self.timeout_s,
+                                hint=TARGET_TIMEOUT_HINT) from None
         latency_ms = round((time.perf_counter() - start) * 1000, 3)
         return reply_message(reply, latency_ms=latency_ms, target=self.name)
 

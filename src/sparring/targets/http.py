@@ -20,7 +20,7 @@ import anyio
 import httpx
 from pydantic import JsonValue
 
-from sparring.errors import TargetError, TargetTimeout, UserError
+from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, UserError
 from sparring.secrets import Secrets
 from sparring.target_specs import HttpTargetSpec
 from sparring.targets.headers import HeaderTemplate
@@ -146,7 +146,8 @@ class HttpTarget:
             with anyio.fail_after(self.spec.timeout_s):
                 reply = await self._exchange(request)
         except (TimeoutError, httpx.TimeoutException):
-            raise TargetTimeout(target=self.name, timeout_seconds=self.spec.timeout_s) from None
+            raise TargetTimeout(target=self.name, timeout_seconds=self.spec.timeout_s,
+                                hint=TARGET_TIMEOUT_HINT) from None
         except httpx.HTTPError as e:
             raise self._transport_error(e) from None
         latency_ms = (time.perf_counter() - start) * 1000
@@ -206,7 +207,8 @@ class HttpTarget:
                 f"{url} answered HTTP {status}, a redirect to {location}; redirects are not "
                 "followed: set `url` to the final address", status=status)
         if status >= 400:
-            excerpt = self._secrets.scrub(await _read_excerpt(response))
+            text, truncated = await _read_start(response)
+            excerpt = self._secrets.excerpt(text, _EXCERPT_CHARS, truncated=truncated)
             raise TargetError(f"{url} answered HTTP {status} {response.reason_phrase}. Body "
                               f"starts: {excerpt!r}. {_status_hint(status)}", status=status)
 
@@ -234,7 +236,7 @@ class HttpTarget:
 
     def _invalid_json(self, media_type: str, text: str, error: ValueError) -> TargetError:
         reason = "the body is empty" if not text.strip() else str(error)
-        excerpt = self._secrets.scrub(text[:_EXCERPT_CHARS])
+        excerpt = self._secrets.excerpt(text, _EXCERPT_CHARS)
         return TargetError(
             f"{self._shown_url} answered Content-Type {media_type} but the body is not valid "
             f"JSON ({reason}): {excerpt!r}. The agent may have failed mid-reply or sent the "
@@ -253,7 +255,7 @@ class HttpTarget:
 
     def _agent_error(self, error: JsonValue, *, streamed: bool) -> TargetError:
         text = error if isinstance(error, str) else content_text(error)
-        excerpt = self._secrets.scrub(text[:_EXCERPT_CHARS])
+        excerpt = self._secrets.excerpt(text, _EXCERPT_CHARS)
         how = "streamed an error event" if streamed else "answered an error"
         return TargetError(f"{self._shown_url} {how} instead of a reply: {excerpt!r}. The "
                            "agent failed while answering; check its logs")
@@ -414,15 +416,18 @@ def _loads(text: str) -> JsonValue:
     return json.loads(text, parse_constant=str)
 
 
-async def _read_excerpt(response: httpx.Response) -> str:
+async def _read_start(response: httpx.Response) -> tuple[str, bool]:
+    """The start of an error body, enough for an excerpt, and whether more was left unread
+    (then a secret may be cut off at its end: see `Secrets.excerpt`). Not cut to the
+    excerpt length here: scrubbing comes first."""
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_bytes():
         chunks.append(chunk)
         size += len(chunk)
         if size >= _EXCERPT_CHARS * 4:
-            break
-    return b"".join(chunks).decode("utf-8", errors="replace")[:_EXCERPT_CHARS]
+            return b"".join(chunks).decode("utf-8", errors="replace"), True
+    return b"".join(chunks).decode("utf-8", errors="replace"), False
 
 
 def _status_hint(status: int) -> str:

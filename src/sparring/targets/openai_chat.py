@@ -18,8 +18,8 @@ import openai
 from openai import AsyncOpenAI
 
 from sparring.chat_completion import ChatAnswer, MalformedCompletion, parse_chat_completion
-from sparring.errors import TargetError, TargetTimeout, UserError
-from sparring.secrets import Secrets
+from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, UserError
+from sparring.secrets import Secrets, mask_url, url_credentials
 from sparring.target_specs import OpenAIChatTargetSpec
 from sparring.targets.templates import fill_text
 from sparring.transcript import Message, ToolCall, Transcript, content_text
@@ -27,6 +27,7 @@ from sparring.transcript import Message, ToolCall, Transcript, content_text
 _DEFAULT_API_KEY = OpenAIChatTargetSpec.model_fields["api_key"].default
 _NO_KEY = "not-needed"
 _NO_RESULT = "(no tool result: sparring does not run the agent's tools)"
+_EXCERPT_CHARS = 300
 
 
 class OpenAIChatTarget:
@@ -36,6 +37,8 @@ class OpenAIChatTarget:
         spec: base_url, model, api_key / headers (may use `{{secrets.NAME}}`), system prompt,
             temperature, `timeout_s` (limit for one reply, retries included).
         secrets: Fills the placeholders; its values are scrubbed from error messages.
+            Error messages also show `base_url` with its userinfo and query masked, and
+            never the API key (even one written literally) nor the URL's credentials.
         max_retries: SDK retries of 408/409/429/5xx and connection errors within `timeout_s`.
 
     Raises:
@@ -54,6 +57,9 @@ class OpenAIChatTarget:
             if spec.api_key != _DEFAULT_API_KEY:
                 raise
             api_key = _NO_KEY
+        self._shown_url = mask_url(spec.base_url)
+        own = [] if api_key == _NO_KEY else [api_key]
+        self._scrubber = secrets.scrubber_with([*own, *url_credentials(spec.base_url)])
         self._client = AsyncOpenAI(base_url=spec.base_url, api_key=api_key or _NO_KEY,
                                    default_headers=headers, timeout=spec.timeout_s,
                                    max_retries=max_retries)
@@ -88,16 +94,18 @@ class OpenAIChatTarget:
                 # ChatCompletion from any answer without validating it.
                 data = await self._client.post("/chat/completions", body=body, cast_to=bytes)
         except (TimeoutError, openai.APITimeoutError):
-            raise TargetTimeout(target=self.name, timeout_seconds=self.spec.timeout_s) from None
+            raise TargetTimeout(target=self.name, timeout_seconds=self.spec.timeout_s,
+                                hint=TARGET_TIMEOUT_HINT) from None
         except openai.OpenAIError as e:
             raise self._error(e) from None
         latency_ms = (time.perf_counter() - started) * 1000
         try:
             return _message(parse_chat_completion(data), latency_ms)
         except MalformedCompletion as e:
-            text = (f"{self.name} at {self.spec.base_url}: the answer is not a chat completion "
-                    f"({e}); check that base_url points at an OpenAI-compatible /v1 endpoint")
-            raise TargetError(self._secrets.scrub(text)) from None
+            raise TargetError(
+                f"{self.name} at {self._shown_url}: the answer is not a chat completion "
+                f"({self._scrubber.scrub(str(e))}); check that base_url points at an "
+                "OpenAI-compatible /v1 endpoint") from None
 
     def messages(self, transcript: Transcript) -> list[Any]:
         """The chat completions `messages` for `transcript`."""
@@ -112,18 +120,18 @@ class OpenAIChatTarget:
         return out
 
     def _error(self, e: openai.OpenAIError) -> TargetError:
-        where = f"{self.name} at {self.spec.base_url}"
+        where = f"{self.name} at {self._shown_url}"
         if isinstance(e, openai.APIConnectionError):
-            text = (f"{where}: could not connect ({e}); check base_url and that the agent's "
-                    "server is running")
-            return TargetError(self._secrets.scrub(text))
+            return TargetError(f"{where}: could not connect ({self._scrubber.scrub(str(e))}); "
+                               "check base_url and that the agent's server is running")
         if isinstance(e, openai.APIStatusError):
             hint = {401: "check api_key (e.g. {{secrets.OPENAI_API_KEY}})",
                     404: "check base_url (ends in /v1) and the model name"}.get(
                         e.status_code, "check the endpoint's logs")
-            text = f"{where} answered HTTP {e.status_code}: {e.message[:300]}; {hint}"
-            return TargetError(self._secrets.scrub(text), status=e.status_code)
-        return TargetError(self._secrets.scrub(f"{where}: {e}"))
+            detail = self._scrubber.excerpt(e.message, _EXCERPT_CHARS)
+            return TargetError(f"{where} answered HTTP {e.status_code}: {detail}; {hint}",
+                               status=e.status_code)
+        return TargetError(f"{where}: {self._scrubber.scrub(str(e))}")
 
 
 class OpenAIChatSession:

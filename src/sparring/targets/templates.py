@@ -431,10 +431,9 @@ class ResponsePath:
         try:
             return _walk(body, self._steps, 0, "")
         except _Missing as e:
-            excerpt = content_text(body)[:300]
             raise ResponsePathError(
                 path=self.path, key=e.key, where=e.where, reason=e.reason,
-                body_excerpt=scrub(excerpt) if scrub else excerpt, option=self._option,
+                body_excerpt=_body_excerpt(body, scrub), option=self._option,
             ) from None
 
 
@@ -461,15 +460,21 @@ class ResponsePath:
         close = difflib.get_close_matches(last.key, [str(k) for k in container], n=1)
         if not close:
             return None
-        excerpt = content_text(body)[:300]
         raise ResponsePathError(
             path=self.path, key=last.key, where=last.key,
             reason=f"no key {last.key!r}; did you mean {close[0]!r}?",
-            body_excerpt=scrub(excerpt) if scrub else excerpt, option=self._option)
+            body_excerpt=_body_excerpt(body, scrub), option=self._option)
 
 
 class _Scrub(Protocol):
     def __call__(self, text: str, /) -> str: ...
+
+
+def _body_excerpt(body: JsonValue, scrub: _Scrub | None) -> str:
+    """The body's first 300 characters as canonical JSON, scrubbed before the cut (a
+    secret across the cut would otherwise leak all but its last characters)."""
+    text = content_text(body)
+    return (scrub(text) if scrub is not None else text)[:300]
 
 
 def extract_path(body: JsonValue, path: str) -> JsonValue:
