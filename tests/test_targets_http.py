@@ -213,6 +213,54 @@ async def test_secrets_are_masked_in_errors(
         assert "***" in str(info.value)
 
 
+def _straddling(prefix: int) -> str:
+    """Text that puts SECRET across the 300-character excerpt cut."""
+    return "a" * (290 - prefix) + SECRET + "b" * 50
+
+
+@pytest.mark.parametrize("kind", ["status", "invalid_json", "agent_error", "path", "stream"])
+async def test_a_secret_across_the_excerpt_cut_never_leaks(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets, kind: str) -> None:
+    json_type = {"Content-Type": "application/json"}
+    routes: dict[str, Route] = {
+        "status": lambda _: (500, {"Content-Type": "text/plain"}, _straddling(0).encode()),
+        "invalid_json": lambda _: (200, json_type, _straddling(0).encode()),
+        "agent_error": lambda _: (200, json_type,
+                                  json.dumps({"error": _straddling(0)}).encode()),
+        "path": lambda _: (200, json_type, json.dumps({"echo": _straddling(10)}).encode()),
+        "stream": _sse(f"event: error\ndata: {_straddling(0)}\n\n"),
+    }
+    server.routes["/x"] = routes[kind]
+    target = make(client, secrets, url=server.url("/x?k={{secrets.BOT_KEY}}"),
+                  response_path="reply")
+    with pytest.raises(TargetError) as info:
+        await (await target.open_session()).send(conversation("hi"))
+    message = str(info.value)
+    assert "a" * 280 + "***" in message
+    assert "sk-" not in message and SECRET[:-1] not in message
+
+
+async def test_an_error_body_read_in_part_masks_a_secret_cut_off_at_its_end(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    # 298 four-byte characters and the secret's start fill the bytes read for an excerpt;
+    # the rest of the secret never arrives before the target stops reading.
+    first = ("\N{GRINNING FACE}" * 298 + SECRET[:10]).encode()
+
+    def partial(_: Seen) -> tuple[int, dict[str, str], Payload]:
+        def chunks() -> Iterator[bytes]:
+            yield first
+            server.release.wait(10)
+            yield SECRET[10:].encode()
+        return 502, {"Content-Type": "text/plain"}, chunks()
+
+    server.routes["/partial"] = partial
+    target = make(client, secrets, url=server.url("/partial?k={{secrets.BOT_KEY}}"))
+    with pytest.raises(TargetError) as info:
+        await (await target.open_session()).send(conversation("hi"))
+    assert "\N{GRINNING FACE}" * 298 + "**" in str(info.value)
+    assert "sk" not in str(info.value)
+
+
 @pytest.mark.parametrize(("path", "expected"), [
     ("$", '{"choices": [{"message": {"content": "from choices"}}], "count": 0, '
           '"data": {"messages": [{"text": "first"}, {"text": "last"}]}, "ok": false, '
@@ -443,7 +491,9 @@ async def test_timeout(server: Server, client: httpx.AsyncClient, secrets: Secre
     target = make(client, secrets, url=server.url("/slow"), timeout_s=0.2)
     with pytest.raises(TargetTimeout) as info:
         await (await target.open_session()).send(conversation("hi"))
-    assert info.value.timeout_seconds == 0.2 and "timeout_s" in str(info.value)
+    assert info.value.timeout_seconds == 0.2 and "raise `timeout_s` on the target" in str(
+        info.value)
+    assert "--reply-timeout" not in str(info.value)
 
 
 async def test_stream_that_stalls_times_out(
