@@ -607,6 +607,62 @@ def test_checks_that_can_never_fail_are_rejected_at_their_line(tmp_path: Path) -
     ]
 
 
+def test_checks_that_can_never_see_their_turn_are_rejected_at_load(tmp_path: Path) -> None:
+    path = write(tmp_path, f"""
+        {TARGET.strip()}
+        scenarios:
+          - id: a
+            turns:
+              - user: hi
+                checks:
+                  - {{contains: x, turn: 2}}
+              - user: bye
+            checks:
+              - {{contains: y, turn: -3}}
+          - id: b
+            prompt: p
+            expected_output: Paris
+            criteria:
+              - {{id: expected_output, text: says Paris}}
+          - id: c
+            goal: g
+            max_turns: 3
+            checks:
+              - {{contains: x, turn: 4}}
+        """)
+    assert lines_of(load_error(path)) == [
+        f"{path}:3:5: scenarios[0] (scripted scenario): turns[0].checks[0] looks at turn 2, but "
+        "a check in turn 1 can only look at turns 1..1 (or negative turns); move it to turn "
+        "2's checks or to the scenario's `checks:`",
+        f"{path}:11:5: scenarios[1] (single-turn scenario): criterion id 'expected_output' is "
+        "reserved when `expected_output` is given: sparring judges the expected output as a "
+        "criterion with that id; rename this criterion (e.g. `id: expected_answer`)",
+        f"{path}:16:5: scenarios[2] (simulated scenario): checks[0] looks at turn 4, but the "
+        "conversation has at most max_turns (3) turns; use 1 to 3 (or -1 to -3) or raise "
+        "max_turns",
+    ]
+
+
+def test_json_schema_ref_that_cannot_resolve_is_rejected_at_load(tmp_path: Path) -> None:
+    path = write(tmp_path, f"""
+        {TARGET.strip()}
+        id: a
+        prompt: p
+        checks:
+          - json_schema: {{$ref: "#/definitions/nope"}}
+          - json_schema: {{$ref: "https://example.com/order.json"}}
+          - json_schema: {{$defs: {{id: {{type: integer}}}}, $ref: "#/$defs/id"}}
+        """)
+    fix = 'put the referenced schema under `$defs` and write `$ref: "#/$defs/<name>"`'
+    assert lines_of(load_error(path)) == [
+        f"{path}:5:5: checks[0] (json_schema check): invalid JSON Schema: `$ref: "
+        f"'#/definitions/nope'` points to nothing: the schema has no `#/definitions`; {fix}",
+        f"{path}:6:5: checks[1] (json_schema check): invalid JSON Schema: `$ref: "
+        "'https://example.com/order.json'` points outside the schema, and sparring does not "
+        f"fetch schemas from files or URLs; {fix}",
+    ]
+
+
 def test_target_url_without_http_scheme_is_rejected_at_its_value(tmp_path: Path) -> None:
     path = write(tmp_path, """
         target: {url: chat.example.com/api}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Any, Literal, TypeGuard
+from urllib.parse import unquote
 
 from pydantic import (
     BaseModel,
@@ -186,7 +187,55 @@ class JsonSchemaCheck(_Check):
             raise ValueError(f"invalid JSON Schema{at}: {e.message}; fix it so it follows "
                              "https://json-schema.org (e.g. `{type: object, required: [id]}`)"
                              ) from None
+        problem = _unresolvable_ref(schema)
+        if problem is not None:
+            raise ValueError(f"invalid JSON Schema: {problem}")
         return schema
+
+
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})  # data, not schemas
+
+
+def _unresolvable_ref(schema: dict[str, Any]) -> str | None:
+    """Why a `$ref` in `schema` cannot be resolved, or `None`: only `#` and `#/...` pointers
+    into the schema (or the enclosing subschema with an `$id`) are accepted, never URLs."""
+    stack: list[tuple[Any, dict[str, Any]]] = [(schema, schema)]
+    while stack:
+        node, root = stack.pop()
+        if _is_list(node):
+            stack.extend((item, root) for item in node)
+        if not _is_dict(node):
+            continue
+        if node is not schema and isinstance(node.get("$id"), str):
+            root = node
+        ref = node.get("$ref")
+        problem = _ref_problem(ref, root) if isinstance(ref, str) else None
+        if problem is not None:
+            return problem
+        stack.extend((v, root) for k, v in node.items() if k not in _DATA_KEYWORDS)
+    return None
+
+
+def _ref_problem(ref: str, root: dict[str, Any]) -> str | None:
+    fix = 'put the referenced schema under `$defs` and write `$ref: "#/$defs/<name>"`'
+    if not ref.startswith("#"):
+        return (f"`$ref: {ref!r}` points outside the schema, and sparring does not fetch "
+                f"schemas from files or URLs; {fix}")
+    if ref == "#":
+        return None
+    if not ref.startswith("#/"):
+        return f"`$ref: {ref!r}` is not a `#/...` JSON pointer into the schema; {fix}"
+    node: Any = root
+    parts = [unquote(p).replace("~1", "/").replace("~0", "~") for p in ref[2:].split("/")]
+    for depth, part in enumerate(parts, start=1):
+        if _is_dict(node) and part in node:
+            node = node[part]
+        elif _is_list(node) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            where = "/".join(ref[2:].split("/")[:depth])
+            return f"`$ref: {ref!r}` points to nothing: the schema has no `#/{where}`; {fix}"
+    return None
 
 
 class ToolCalledCheck(_Check):
@@ -391,6 +440,12 @@ class _ScenarioBase(BaseModel):
             raise ValueError(f"criterion ids must be unique; repeated: {', '.join(dupes)}")
         return self
 
+    def _check_turns_within(self, limit: int, what: str) -> None:
+        """Reject a scenario-level check whose `turn` (or -turn) is above `limit`."""
+        for k, check in enumerate(self.checks):
+            if check.turn is not None and abs(check.turn) > limit:
+                raise ValueError(f"checks[{k}] looks at turn {check.turn}, but {what}")
+
     @property
     def all_criteria(self) -> list[Criterion]:
         """Success criteria then restrictions, as the judge grades them."""
@@ -428,6 +483,9 @@ class SimulatedScenario(_ScenarioBase):
         if not (self.goal or self.description):
             raise ValueError("a simulated scenario needs a `goal` (or a `description`) "
                              "so the simulated user knows what it wants")
+        most = self.max_turns
+        self._check_turns_within(most, f"the conversation has at most max_turns ({most}) "
+                                 f"turns; use 1 to {most} (or -1 to -{most}) or raise max_turns")
         return self
 
     @property
@@ -446,6 +504,30 @@ class ScriptedScenario(_ScenarioBase):
     kind: Literal["scripted"] = "scripted"
     turns: list[ScriptedTurn] = Field(min_length=1)
 
+    @model_validator(mode="after")
+    def _check_turns_exist(self) -> ScriptedScenario:
+        count = len(self.turns)
+        for n, step in enumerate(self.turns, start=1):
+            for k, check in enumerate(step.checks):
+                if check.turn is not None and abs(check.turn) > n:
+                    raise ValueError(_turn_check_problem(n, k, check.turn, count))
+        self._check_turns_within(count, f"the scenario has {count} scripted turns; use a turn "
+                                 f"from 1 to {count} (or -1 to -{count})")
+        return self
+
+
+def _turn_check_problem(n: int, k: int, turn: int, count: int) -> str:
+    where = f"turns[{n - 1}].checks[{k}] looks at turn {turn}, but a check in turn {n} "
+    if turn < 0:
+        return (where + f"runs when only {n} turns exist, so it can look back to turn -{n}; "
+                "move it to the scenario's `checks:`")
+    move = (f"move it to turn {turn}'s checks or to the scenario's `checks:`" if turn <= count
+            else f"the scenario has only {count} scripted turns")
+    return where + f"can only look at turns 1..{n} (or negative turns); {move}"
+
+
+EXPECTED_OUTPUT_ID = "expected_output"  # the criterion id the runner gives expected_output
+
 
 class SingleTurnScenario(_ScenarioBase):
     """One prompt, one reply (Q&A); `expected_output` is shown to the judge as reference."""
@@ -462,6 +544,17 @@ class SingleTurnScenario(_ScenarioBase):
     @classmethod
     def _one_or_many(cls, v: Any) -> Any:
         return [v] if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _single_turn_rules(self) -> SingleTurnScenario:
+        if self.expected_output and any(c.id == EXPECTED_OUTPUT_ID for c in self.all_criteria):
+            raise ValueError(f"criterion id {EXPECTED_OUTPUT_ID!r} is reserved when "
+                             "`expected_output` is given: sparring judges the expected output "
+                             "as a criterion with that id; rename this criterion (e.g. "
+                             "`id: expected_answer`)")
+        self._check_turns_within(1, "a single-turn scenario has only turn 1; use `turn: 1` "
+                                 "or leave `turn` out")
+        return self
 
 
 def scenario_kind(value: Any) -> str:
