@@ -52,6 +52,7 @@ from sparring.results import (
     trial_status,
 )
 from sparring.scenario import (
+    EXPECTED_OUTPUT_ID,
     AnyScenario,
     Check,
     Criterion,
@@ -191,7 +192,7 @@ def with_expected_output(scenario: AnyScenario) -> AnyScenario:
     if not isinstance(scenario, SingleTurnScenario) or not scenario.expected_output:
         return scenario
     criterion = Criterion(
-        id="expected_output",
+        id=EXPECTED_OUTPUT_ID,
         text="The reply gives the same answer as the expected output: "
         + scenario.expected_output[:400],
     )
