@@ -169,6 +169,8 @@ async def test_slow_reply_is_a_target_timeout(server: ScriptedOpenAIServer) -> N
     finally:
         await target.aclose()
     assert info.value.timeout_seconds == 0.2
+    assert "raise `timeout_s` on the target" in str(info.value)
+    assert "--reply-timeout" not in str(info.value)
 
 
 async def test_unreachable_endpoint_is_a_target_error() -> None:
@@ -251,3 +253,43 @@ async def test_bad_usage_custom_tools_and_non_finite_numbers(
     assert isinstance(reply.raw, dict)
     assert (reply.raw["score"], reply.raw["max"]) == ("NaN", "Infinity")
     json.dumps(reply.raw, allow_nan=False)  # strict JSON for the report
+
+
+async def test_errors_mask_base_url_credentials_and_a_literal_api_key(
+    server: ScriptedOpenAIServer,
+) -> None:
+    key = "sk-literal-agent-key-0123456789"
+    port = server.base_url.split(":")[2].split("/")[0]
+    base_url = f"http://admin:hunter2@127.0.0.1:{port}/v1?api-key=TOPSECRET"
+    server.add(Reply("x" * 247 + f" Invalid API key: Bearer {key} (api-key=TOPSECRET, "
+                     "user admin:hunter2)", status=401))
+    secrets = Secrets({})
+    spec = OpenAIChatTargetSpec(base_url=base_url, model="agent-1", api_key=key)
+    target = OpenAIChatTarget(spec, secrets=secrets, max_retries=0)
+    try:
+        with pytest.raises(TargetError) as info:
+            await _send(target, _transcript(Message(role="user", content="hi")))
+    finally:
+        await target.aclose()
+    message = str(info.value)
+    assert f"http://***@127.0.0.1:{port}/v1?***" in message
+    assert "x" * 247 + " Invalid API key: Bearer ***" in message  # scrubbed, then cut
+    for leak in ("hunter2", "TOPSECRET", "sk-lit", "admin"):
+        assert leak not in message
+    # The literal key stays out of errors only: transcripts keep their text.
+    assert secrets.scrub(f"echo {key}") == f"echo {key}"
+
+
+async def test_connection_error_masks_base_url() -> None:
+    with ScriptedOpenAIServer() as dead:
+        port = dead.base_url.split(":")[2].split("/")[0]
+    spec = OpenAIChatTargetSpec(base_url=f"http://u:pw-9999@127.0.0.1:{port}/v1?k=QUERYKEY",
+                                model="m", api_key="k")
+    target = OpenAIChatTarget(spec, secrets=SECRETS, max_retries=0)
+    try:
+        with pytest.raises(TargetError, match="could not connect") as info:
+            await _send(target, _transcript(Message(role="user", content="hi")))
+    finally:
+        await target.aclose()
+    assert f"http://***@127.0.0.1:{port}/v1?***" in str(info.value)
+    assert "pw-9999" not in str(info.value) and "QUERYKEY" not in str(info.value)
