@@ -141,8 +141,10 @@ async def test_slow_reply_beyond_timeout_is_a_model_error(server: ScriptedOpenAI
     model = OpenAIModel(name="openai-compatible:m", model="m", base_url=server.base_url,
                         api_key="k", timeout_s=0.2, max_retries=0)
     try:
-        with pytest.raises(ModelError, match=r"no answer within 0.2 s \(no retries\)"):
+        with pytest.raises(ModelError, match=r"no answer within 0.2 s \(no retries\)") as info:
             await model.complete(PROMPT, temperature=0)
+        assert "`model_timeout_s` in sparring.toml" in str(info.value)
+        assert "SPARRING_MODEL_TIMEOUT_S" in str(info.value)
     finally:
         await model.aclose()
 
@@ -300,3 +302,56 @@ async def test_concurrent_calls_share_one_client(
         for i in range(10):
             tg.start_soon(one, i)
     assert out == {i: f"MSG {i}" for i in range(10)}
+
+
+def _with_credentials(base_url: str) -> tuple[str, str]:
+    """`base_url` with a user, password and key in the query; and its masked form."""
+    host = base_url.removeprefix("http://").removesuffix("/v1")
+    return (f"http://admin:hunter2@{host}/v1?api-key=TOPSECRET",
+            f"http://***@{host}/v1?***")
+
+
+async def test_errors_mask_base_url_and_never_show_the_api_key(
+    server: ScriptedOpenAIServer,
+) -> None:
+    key = "sk-model-key-0123456789abcdef"
+    base_url, shown = _with_credentials(server.base_url)
+    server.add(Reply("x" * 265 + f" Invalid API key: Bearer {key} for admin:hunter2 "
+                     "(api-key=TOPSECRET)", status=401))
+    model = OpenAIModel(name="openai-compatible:m", model="m", base_url=base_url, api_key=key,
+                        max_retries=0)
+    try:
+        with pytest.raises(ModelError) as info:
+            await model.complete(PROMPT, temperature=0)
+    finally:
+        await model.aclose()
+    message = str(info.value)
+    assert f"openai-compatible:m at {shown}: HTTP 401: " in message
+    assert "x" * 265 + " Invalid API key: Bearer ***" in message  # scrubbed, then cut
+    for leak in ("sk-mod", "hunter2", "TOPSECRET", "admin"):
+        assert leak not in message
+
+
+async def test_connection_error_masks_base_url() -> None:
+    with ScriptedOpenAIServer() as s:
+        base_url, shown = _with_credentials(s.base_url)
+    model = OpenAIModel(name="openai-compatible:m", model="m", base_url=base_url,
+                        api_key="sk-model-key", max_retries=0)
+    try:
+        with pytest.raises(ModelError, match="could not connect") as info:
+            await model.complete(PROMPT, temperature=0)
+    finally:
+        await model.aclose()
+    assert shown in str(info.value)
+    assert "hunter2" not in str(info.value) and "TOPSECRET" not in str(info.value)
+
+
+async def test_a_short_api_key_is_not_scrubbed(server: ScriptedOpenAIServer) -> None:
+    server.add(Reply("model 'k2' is not known", status=404))
+    model = OpenAIModel(name="openai-compatible:k2", model="k2", base_url=server.base_url,
+                        api_key="k2", max_retries=0)
+    try:
+        with pytest.raises(ModelError, match=r"HTTP 404: model 'k2' is not known"):
+            await model.complete(PROMPT, temperature=0)
+    finally:
+        await model.aclose()

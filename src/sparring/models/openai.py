@@ -59,7 +59,8 @@ class OpenAIModel:
         self.timeout_s, self.max_retries = timeout_s, max_retries
         self._client = AsyncOpenAI(api_key=key, base_url=base_url, timeout=timeout_s,
                                    max_retries=max_retries)
-        self.base_url = str(self._client.base_url).rstrip("/")
+        url = self._client.base_url  # the SDK adds a trailing "/" to the path: drop it
+        self.base_url = str(url.copy_with(path=url.path.rstrip("/") or "/")).rstrip("/")
         self._shown_url = mask_url(self.base_url)
         self._scrubber = Scrubber([key, *url_credentials(self.base_url)])
         self.native_json_schema = True
