@@ -215,6 +215,9 @@ async def test_default_api_key_falls_back_to_a_dummy_key(server: ScriptedOpenAIS
     ({"choices": [{"message": {"content": None, "tool_calls": [{"id": "c1"}]}}]},
      'tool call 0 has no `function.name`: {"id": "c1"}'),
     ({"error": {"message": "bad key sk-agent-secret"}}, "holds an error"),
+    # the secret straddles 200 characters of the item's JSON: scrubbed before any cut
+    ({"choices": [{"message": {"content": None, "tool_calls": [
+        {"id": "c1", "x": "a" * 175 + "sk-agent-secret"}]}}]}, "a" * 175 + "***"),
 ])
 async def test_malformed_answer_is_a_target_error(
     server: ScriptedOpenAIServer, body: dict[str, object] | str, fragment: str,
@@ -231,7 +234,7 @@ async def test_malformed_answer_is_a_target_error(
     assert message.startswith(f"openai_chat:agent-1 at {server.base_url}: the answer is not a "
                               "chat completion (")
     assert "OpenAI-compatible /v1 endpoint" in message
-    assert "sk-agent-secret" not in message and info.value.status is None
+    assert "sk-" not in message and info.value.status is None
 
 
 async def test_bad_usage_custom_tools_and_non_finite_numbers(

@@ -104,8 +104,8 @@ class OpenAIChatTarget:
         except MalformedCompletion as e:
             raise TargetError(
                 f"{self.name} at {self._shown_url}: the answer is not a chat completion "
-                f"({self._scrubber.scrub(str(e))}); check that base_url points at an "
-                "OpenAI-compatible /v1 endpoint") from None
+                f"({self._scrubber.excerpt(str(e), _EXCERPT_CHARS)}); check that base_url "
+                "points at an OpenAI-compatible /v1 endpoint") from None
 
     def messages(self, transcript: Transcript) -> list[Any]:
         """The chat completions `messages` for `transcript`."""
@@ -195,8 +195,9 @@ def _tool_call(item: object, index: int) -> ToolCall:
     if isinstance(name, str):  # free-text custom tool: input kept as a string
         text = text if isinstance(text, str) else ""
         return ToolCall(name=name, arguments_raw=text, arguments=text, id=call_id)
+    # Not cut here: the caller scrubs secrets from the whole text first, then cuts.
     raise MalformedCompletion(f"tool call {index} has no `function.name`: "
-                              f"{json.dumps(item, default=str)[:200]}")
+                              f"{json.dumps(item, default=str)}")
 
 
 def _field(value: object, key: str) -> object:
