@@ -3,18 +3,18 @@
 Precedence: the environment wins over the secrets file, so CI can override a local file
 without editing it (`export BOT_KEY=...` beats `BOT_KEY=...` in the file).
 
-What gets scrubbed (`Secrets.scrub`): only values looked up with `get` (that is, used by a
-`{{secrets.NAME}}` in a target), wherever they came from. Other entries
-of the secrets file or the environment are never sent anywhere, so they are left alone:
-masking `DEBUG=false` or `SHOP=Northwind` would turn every "false" or "Northwind" in
-transcripts into `***`, changing verdicts and breaking JSON. Each scrubbed value is masked
-as typed, URL-encoded (fully, and as HTTP clients encode each part of a URL) and
-JSON-escaped, so a secret in a query string or a request body never leaks either.
+What gets scrubbed (`Secrets.scrub`): only values looked up with `get` (that is, used by
+a `{{secrets.NAME}}` in a target), wherever they came from. Other entries of the secrets
+file or the environment are never sent anywhere, so they are left alone: masking
+`DEBUG=false` or `SHOP=Northwind` would turn every "false" or "Northwind" in transcripts
+into `***`, changing verdicts and breaking JSON. Each scrubbed value is masked as typed,
+URL-encoded (fully, and as HTTP clients encode each part of a URL) and JSON-escaped, so a
+secret in a query string or a request body never leaks either.
 
-Trade-off: values shorter than `MIN_SCRUB_CHARS` (4) characters are not scrubbed. Matching
-is by substring, and masking every `1`, `no` or `eu` in a report would garble it; such
-values are not credentials anyway. Give secrets real, long values: a 4-character secret
-still masks that text wherever it appears.
+Trade-off: values shorter than `MIN_SCRUB_CHARS` (4) characters are not scrubbed, so such
+a value does show in reports and errors. Matching is by substring, and masking every `1`,
+`no` or `eu` would garble reports; a value that short is no credential anyway. Give
+secrets real, long values: even a 4-character one masks that text wherever it appears.
 
 Cut after scrubbing, never before (`Scrubber.excerpt`): a secret straddling the cut would
 otherwise show all but its last characters.
