@@ -10,6 +10,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, cast
 
+_EXCERPT_CHARS = 4000
+"""Excerpts in errors are long on purpose: callers scrub secrets first, then cut them short,
+so no secret is ever half-cut here and left unrecognisable."""
+
 
 class MalformedCompletion(ValueError):
     """A chat completions answer that lacks what sparring reads; the text says what."""
@@ -59,7 +63,7 @@ def parse_chat_completion(data: bytes) -> ChatAnswer:
     try:
         body: object = json.loads(data, parse_constant=str)
     except ValueError:  # UnicodeDecodeError is a ValueError too
-        excerpt = data[:200].decode("utf-8", errors="replace")
+        excerpt = data[:_EXCERPT_CHARS].decode("utf-8", errors="replace")
         raise MalformedCompletion(f"the body is not JSON: {excerpt!r}") from None
     if not isinstance(body, dict):
         raise MalformedCompletion(f"the body is {_kind(body)}, not a JSON object")
@@ -132,11 +136,11 @@ def _kind(value: object) -> str:
     if isinstance(value, list):
         return "a list"
     if isinstance(value, str):
-        return f"a string {value[:60]!r}"
+        return f"a string {value[:_EXCERPT_CHARS]!r}"
     if isinstance(value, bool):
         return "a boolean"
     return "null" if value is None else "a number"
 
 
 def _excerpt(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)[:200]
+    return json.dumps(value, ensure_ascii=False, default=str)[:_EXCERPT_CHARS]

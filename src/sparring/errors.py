@@ -63,8 +63,6 @@ class TargetError(RunError):
         super().__init__(message)
 
 
-_TIMEOUT_HINT = ("raise `timeout_s` on the target or `--reply-timeout` if the agent is "
-                 "just slow")
 TARGET_TIMEOUT_HINT = "raise `timeout_s` on the target if the agent is just slow"
 """`TargetTimeout.hint` for a target's own `timeout_s` (http, openai_chat, callable)."""
 
@@ -76,12 +74,10 @@ class TargetTimeout(TargetError):
         target: The target's name.
         timeout_seconds: The limit that ran out, in seconds.
         hint: How to fix it, naming the setting that set the limit: targets pass
-            "raise `timeout_s` on the target ...", the runner "raise --reply-timeout ...".
-            The default names both, for callers that cannot tell which one applied.
+            `TARGET_TIMEOUT_HINT`, the runner one naming --reply-timeout.
     """
 
-    def __init__(self, *, target: str, timeout_seconds: float,
-                 hint: str = _TIMEOUT_HINT) -> None:
+    def __init__(self, *, target: str, timeout_seconds: float, hint: str) -> None:
         self.timeout_seconds, self.hint = timeout_seconds, hint
         super().__init__(f"target {target!r} did not reply within {timeout_seconds:g} s; {hint}")
 

@@ -64,6 +64,7 @@ from sparring.simulator import next_user_message
 from sparring.targets.base import Target, TargetSession
 from sparring.transcript import Message, Transcript
 
+REPLY_TIMEOUT_HINT = "raise --reply-timeout (or drop it) if the agent is just slow"
 NO_MODEL_HINT = (
     "no model configured: pass --model provider:name (e.g. openai:gpt-4o-mini or "
     "ollama:qwen2.5:7b) or set SPARRING_MODEL"
@@ -155,7 +156,8 @@ class _TrialState:
                 with anyio.fail_after(timeout):
                     reply = await session.send(self.wire)
             except TimeoutError:
-                raise TargetTimeout(target=self.target_name, timeout_seconds=timeout) from None
+                raise TargetTimeout(target=self.target_name, timeout_seconds=timeout,
+                                    hint=REPLY_TIMEOUT_HINT) from None
         self.add_message(reply)
         return reply
 

@@ -126,7 +126,7 @@ class OpenAIModel:
         except MalformedCompletion as e:
             raise ModelError(
                 f"{self.name} at {self._shown_url}: the answer is not a chat completion "
-                f"({self._scrubber.scrub(str(e))}); check that base_url points at an "
+                f"({self._scrubber.excerpt(str(e), 300)}); check that base_url points at an "
                 "OpenAI-compatible /v1 endpoint") from None
 
     def _completion(self, data: bytes) -> Completion:
