@@ -308,7 +308,7 @@ def test_value_errors_point_at_the_value_without_pydantic_boilerplate(tmp_path: 
         f"{path}:5:15: scenarios[0].criteria: expected a list, got text 'The assistant offers "
         "a refund'; write a list, e.g. `criteria: [\"...\"]`, or one `- ...` item per line",
         f"{path}:6:16: scenarios[0].threshold: threshold 8 is ambiguous: did you mean 0.8 "
-        "(80%)? Write a fraction (0.8) or a percentage ('80%' or 80)",
+        "(80%)? Write a fraction (0.8) or a percentage ('80%' or 80; for 8% write '8%')",
         f"{path}:8:19: scenarios[0].checks[0].contains: expected text or a list, got the "
         'number 3; quote it: contains: "3"',
         f"{path}:9:32: scenarios[0].checks[1].match: expected one of any, all, got text 'al'; "

@@ -54,7 +54,7 @@ def test_missing_secret_says_how_to_set_it(tmp_path: Path) -> None:
         Secrets.load(env={}, file=path).get("BOT_API_KEY")
     message = str(info.value)
     assert "BOT_API_KEY" in message and "export BOT_API_KEY=" in message and str(path) in message
-    with pytest.raises(UserError, match="secrets file"):
+    with pytest.raises(UserError, match="--secrets-file"):
         Secrets({}).get("BOT_API_KEY")
 
 

@@ -70,7 +70,8 @@ def parse_threshold(value: Any) -> float:
     if 1 < number < 10:
         raise ValueError(
             f"threshold {value} is ambiguous: did you mean {number / 10:g} ({number * 10:g}%)? "
-            "Write a fraction (0.8) or a percentage ('80%' or 80)")
+            f"Write a fraction (0.8) or a percentage ('80%' or 80; for {value}% write "
+            f"'{value}%')")
     if 10 <= number <= 100:
         return number / 100
     raise ValueError(f"threshold {value} is out of range: use a fraction 0-1 or a percent 0-100")

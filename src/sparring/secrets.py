@@ -209,7 +209,7 @@ class Secrets:
             value = self._file_values.get(name)
         if value is None:
             where = f"add `{name}=...` to {self._file}" if self._file else (
-                "put it in a secrets file (lines `NAME=value`)")
+                "put `NAME=value` lines in a file and pass it with --secrets-file")
             raise UserError(f"secret {name!r} (used as {{{{secrets.{name}}}}}) is not set: "
                             f"run `export {name}=...` before sparring, or {where}")
         self._scrubber.add(value)

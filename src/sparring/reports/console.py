@@ -437,7 +437,7 @@ def _totals(result: RunResult) -> str:
             trials[t.status] = trials.get(t.status, 0) + 1
     trial_part = ", ".join(f"{n} {_status_text(s)}" for s, n in trials.items())
     total_trials = sum(trials.values())
-    text = f"{len(result.scenarios)} scenarios ({scenario_part or 'none'})"
-    text += f" · {total_trials} trials ({trial_part or 'none'})"
+    text = f"{plural(len(result.scenarios), 'scenario')} ({scenario_part or 'none'})"
+    text += f" · {plural(total_trials, 'trial')} ({trial_part or 'none'})"
     return text + f" · {result.duration_ms / 1000:.1f} s"
 

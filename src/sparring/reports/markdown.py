@@ -71,8 +71,8 @@ def write_markdown(result: RunResult, path: Path, *, max_message_chars: int = 40
 
 def _header(result: RunResult) -> list[str]:
     trials = sum(len(s.trials) for s in result.scenarios)
-    facts = [f"run `{_inline(result.run_id)}`", f"{len(result.scenarios)} scenarios",
-             f"{trials} trials", f"{result.duration_ms / 1000:.1f} s"]
+    facts = [f"run `{_inline(result.run_id)}`", plural(len(result.scenarios), "scenario"),
+             plural(trials, "trial"), f"{result.duration_ms / 1000:.1f} s"]
     if result.user_model:
         facts.append(f"user model `{_inline(result.user_model)}`")
     if result.judge_model:
