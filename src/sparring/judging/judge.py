@@ -142,6 +142,7 @@ async def judge_conversation(
         return JudgeOutcome([decided[i.id] for i in items], [])
     counted = _CountingModel(model)
     validate = _AnswerReader([i.id for i in to_ask], valid_turns=_turns_of(transcript),
+                             said=_normalised(" ".join(m.content for m in transcript.messages)),
                              reply_turns=reply_turns, scrub=scrub,
                              is_repair=lambda: counted.calls > 1)
     messages = _judge_prompt(scenario, transcript, to_ask, reply_turns, limits=limits,
@@ -157,6 +158,15 @@ async def judge_conversation(
         return _all_error(items, decided, f"the judge model failed: {e}")
     return JudgeOutcome([decided.get(i.id) or _from_answer(i, answer) for i in items],
                         answer.notes)
+
+
+UNVERIFIED_QUOTE = "(not found in the transcript)"
+"""Put before evidence the judge quoted that the conversation does not contain."""
+
+
+def _normalised(text: str) -> str:
+    """Lower case with runs of whitespace as one space, for finding quotes."""
+    return " ".join(text.lower().split())
 
 
 def _from_answer(item: _Item, answer: _Answer) -> Verdict:
@@ -323,10 +333,12 @@ class _AnswerReader:
     verdicts.
     """
 
-    def __init__(self, ids: list[str], *, valid_turns: frozenset[int],
+    def __init__(self, ids: list[str], *, valid_turns: frozenset[int], said: str,
                  reply_turns: Sequence[int], scrub: Scrub | None,
                  is_repair: Callable[[], bool]) -> None:
         self.ids, self.valid_turns, self.reply_turns = ids, valid_turns, reply_turns
+        self.said = said
+        """Everything said in the conversation, `_normalised`, to check quoted evidence."""
         self.scrub = scrub
         self.is_repair = is_repair
 
@@ -370,7 +382,8 @@ class _AnswerReader:
     def _evidence(self, value: Any) -> tuple[str, ...]:
         quotes = [value] if isinstance(value, str) else _arr(value) or []
         cleaned = [self._clean(q, _EVIDENCE_CHARS) for q in quotes if isinstance(q, str)]
-        return tuple(q for q in cleaned if q)[:_EVIDENCE_ITEMS]
+        return tuple(q if _normalised(q.strip("\"'“”‘’. …")) in self.said
+                     else f"{UNVERIFIED_QUOTE} {q}" for q in cleaned if q)[:_EVIDENCE_ITEMS]
 
     def _turns(self, value: Any) -> tuple[int, ...]:
         values = _arr(value) or [value]
