@@ -38,14 +38,6 @@ class ConfigError(UserError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
-class MissingExtraError(UserError, ImportError):
-    """An optional dependency is not installed; the message gives the pip line."""
-
-    def __init__(self, *, feature: str, extra: str) -> None:
-        self.feature, self.extra = feature, extra
-        super().__init__(f'{feature} needs: pip install "sparring[{extra}]"')
-
-
 class RunError(SparringError):
     """A step of a run failed; the trial that hit it is recorded as `error`."""
 
