@@ -216,13 +216,7 @@ def fill_text(text: str, *, message: str, history: History, secrets: Secrets,
 def placeholder_names(template: JsonValue) -> set[str]:
     """Every placeholder anywhere in a template (keys excluded), as written inside the
     braces without spaces: `input`, `message`, `history`, `secrets.NAME`."""
-    if isinstance(template, str):
-        return {m.group(1) for m in _PLACEHOLDER.finditer(template)}
-    if isinstance(template, dict):
-        return {n for v in template.values() for n in placeholder_names(v)}
-    if isinstance(template, list):
-        return {n for v in template for n in placeholder_names(v)}
-    return set()
+    return _matches(_PLACEHOLDER, template)
 
 
 def misspelt_placeholders(template: JsonValue) -> list[str]:
@@ -232,7 +226,7 @@ def misspelt_placeholders(template: JsonValue) -> list[str]:
     Other unknown placeholders are sent as typed (a template may hold literal braces).
     """
     out: list[str] = []
-    for name in sorted(_braced(template)):
+    for name in sorted(_matches(_ANY_PLACEHOLDER, template)):
         head, dot, rest = name.partition(".")
         if name in ("input", "message", "history") or (head == "secrets" and rest):
             continue
@@ -244,14 +238,14 @@ def misspelt_placeholders(template: JsonValue) -> list[str]:
     return out
 
 
-def _braced(template: JsonValue) -> set[str]:
-    """Everything written as `{{ name }}` in a template's strings, known or not."""
+def _matches(pattern: re.Pattern[str], template: JsonValue) -> set[str]:
+    """Group 1 of every match of `pattern` in the strings of a template (keys excluded)."""
     if isinstance(template, str):
-        return {m.group(1) for m in _ANY_PLACEHOLDER.finditer(template)}
+        return {m.group(1) for m in pattern.finditer(template)}
     if isinstance(template, dict):
-        return {n for v in template.values() for n in _braced(v)}
+        return {n for v in template.values() for n in _matches(pattern, v)}
     if isinstance(template, list):
-        return {n for v in template for n in _braced(v)}
+        return {n for v in template for n in _matches(pattern, v)}
     return set()
 
 
