@@ -196,8 +196,14 @@ def agent(history):
 """
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_interrupt_keeps_the_trials_that_finished(tmp_path: Path, signum: int) -> None:
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as for a background job of a shell script
+
+
+@pytest.mark.parametrize(("signum", "background"), [
+    (signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGTERM, True)])
+def test_interrupt_keeps_the_trials_that_finished(tmp_path: Path, signum: int,
+                                                  background: bool) -> None:
     (tmp_path / "hanging_agent.py").write_text(HANGING_AGENT)
     (tmp_path / "suite.yaml").write_text(
         "target: {type: callable, ref: 'hanging_agent:agent'}\nscenarios:\n"
@@ -207,7 +213,8 @@ def test_interrupt_keeps_the_trials_that_finished(tmp_path: Path, signum: int) -
     proc = subprocess.Popen(
         [sys.executable, "-m", "sparring.cli", "run", "suite.yaml", "--parallel", "1",
          "--no-live", "--output", "r.json"], cwd=tmp_path, env=env, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        preexec_fn=_ignore_sigint if background else None)
     assert proc.stdout is not None
     for line in proc.stdout:  # wait until the hanging trial has started
         if "stuck: trial 1/1 started" in line:
@@ -243,3 +250,25 @@ def test_fail_on_skip_turns_a_run_without_model_into_exit_3(tmp_path: Path) -> N
         done = sparring("run", str(suite / "refunds.yaml"), "--fail-on-skip")
     assert done.returncode == 3, done.stdout + done.stderr
     assert "--fail-on-skip" in done.stderr
+
+
+def test_demo_agent_passes_sigterm_on_to_its_command(tmp_path: Path) -> None:
+    (tmp_path / "hanging_agent.py").write_text(HANGING_AGENT)
+    (tmp_path / "suite.yaml").write_text(
+        "target: {type: callable, ref: 'hanging_agent:agent'}\nscenarios:\n"
+        "  - {id: stuck, prompt: hang, checks: [{contains: fine}]}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPARRING_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sparring.cli", "demo-agent", "--port", "0", "--",
+         sys.executable, "-m", "sparring.cli", "run", "suite.yaml", "--no-live",
+         "--output", "r.json"], cwd=tmp_path, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "stuck: trial 1/1 started" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 130, rest
+    report = json.loads((tmp_path / "r.json").read_text())  # the run itself wrote it
+    assert report["scenarios"][0]["trials"][0]["end_reason"] == "interrupted"

@@ -523,7 +523,7 @@ def _turn_check_problem(n: int, k: int, turn: int, count: int) -> str:
         return (where + f"runs when only {n} turns exist, so it can look back to turn -{n}; "
                 "move it to the scenario's `checks:`")
     move = (f"move it to turn {turn}'s checks or to the scenario's `checks:`" if turn <= count
-            else f"the scenario has only {count} scripted turns")
+            else f"the scenario has only {count} scripted turn{'' if count == 1 else 's'}")
     return where + f"can only look at turns 1..{n} (or negative turns); {move}"
 
 

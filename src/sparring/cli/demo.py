@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 
 import click
@@ -30,7 +31,7 @@ def demo_agent_command(*, host: str, port: int, command: tuple[str, ...]) -> int
             click.echo("Press Ctrl-C to stop.", err=True)
             server.wait()
             return 0
-        return subprocess.call(args)
+        return _run_forwarding_signals(args)
     except FileNotFoundError:
         click.secho(f"error: command {args[0]!r} not found; give its full path (e.g. "
                     f".venv/bin/{args[0]}) or activate the virtual environment", fg="red",
@@ -41,3 +42,19 @@ def demo_agent_command(*, host: str, port: int, command: tuple[str, ...]) -> int
     finally:
         server.stop()
 
+
+def _run_forwarding_signals(args: list[str]) -> int:
+    """Run `args`, passing SIGINT and SIGTERM on to it (a CI job cancelled while the demo
+    agent wraps `sparring run` must stop the run too, not orphan it); its exit code."""
+    child = subprocess.Popen(args)
+
+    def forward(signum: int, frame: object) -> None:
+        child.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = child.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return 128 - code if code < 0 else code  # killed by signal N: the shell's 128 + N

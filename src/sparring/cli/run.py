@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -54,19 +53,16 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
         _print_list(scenarios, trials=settings.trials)
         return 0
     user_model, judge_model = _resolve_models(settings)
-    finished: list[RunResult] = []
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # CI cancels jobs with SIGTERM
     try:
-        result = anyio.run(_run, scenarios, settings, user_model, judge_model, fail_fast, live,
-                           finished.append)
-    except KeyboardInterrupt:
-        if finished:  # the runner reports what finished even when interrupted
-            _write_reports(finished[0], reports)
-        click.secho("Interrupted: reports hold the trials that finished; unfinished ones "
+        result = anyio.run(_run, scenarios, settings, user_model, judge_model, fail_fast, live)
+    except KeyboardInterrupt:  # before the run started: nothing to report
+        click.secho("Interrupted before any trial ran.", fg="yellow", err=True)
+        return EXIT_INTERRUPTED
+    if result.interrupted:
+        _write_reports(result, reports)
+        click.secho("Interrupted: the reports hold the trials that finished; unfinished ones "
                     "are marked `interrupted`.", fg="yellow", err=True)
         return EXIT_INTERRUPTED
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     if not _write_reports(result, reports):
         return EXIT_REPORT_FAILED
     if fail_on_skip and result.exit_code == 0 and _skipped_anything(result):
@@ -79,11 +75,6 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
 def _skipped_anything(result: RunResult) -> bool:
     return any(t.status == "skipped" or any(v.status == "skipped" for v in t.verdicts)
                for s in result.scenarios for t in s.trials)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM handler: stop like Ctrl-C, so finished trials are still reported."""
-    os.kill(os.getpid(), signal.SIGINT)
 
 
 def _default_paths() -> tuple[str, ...]:
@@ -123,8 +114,9 @@ def _resolve_models(settings: Settings) -> tuple[Model | None, Model | None]:
 
 
 async def _run(scenarios: list[AnyScenario], settings: Settings, user_model: Model | None,
-               judge_model: Model | None, fail_fast: bool, live: bool | None,
-               on_finished: Callable[[RunResult], None]) -> RunResult:
+               judge_model: Model | None, fail_fast: bool, live: bool | None) -> RunResult:
+    """The run, with a live view; Ctrl-C or SIGTERM stops it and returns what finished
+    (`RunResult.interrupted`)."""
     from sparring.reports.console import ConsoleView
     from sparring.secrets import Secrets
 
@@ -135,22 +127,35 @@ async def _run(scenarios: list[AnyScenario], settings: Settings, user_model: Mod
         conversation_timeout_s=settings.conversation_timeout_s, fail_fast=fail_fast,
         user_temperature=settings.user_temperature,
         judge_temperature=settings.judge_temperature, limits=_limits(settings))
+    finished: list[RunResult] = []
     try:
         async with TargetPool(secrets=secrets) as pool:
             with ConsoleView(live=live) as view:
                 def observe(event: Event) -> None:
                     view(event)
-                    if isinstance(event, RunFinished):
-                        on_finished(event.result)
+                    if isinstance(event, RunFinished):  # sent even when interrupted
+                        finished.append(event.result)
 
-                return await run_scenarios(
-                    scenarios, targets=pool.for_scenario, user_model=user_model,
-                    judge_model=judge_model, settings=run_settings, observer=observe,
-                    scrub=secrets.scrub)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_stop_on_signal, tg.cancel_scope)
+                    await run_scenarios(
+                        scenarios, targets=pool.for_scenario, user_model=user_model,
+                        judge_model=judge_model, settings=run_settings, observer=observe,
+                        scrub=secrets.scrub)
+                    tg.cancel_scope.cancel()  # done: stop listening for signals
     finally:
         with anyio.CancelScope(shield=True):
             for model in {id(m): m for m in (user_model, judge_model) if m}.values():
                 await model.aclose()
+    return finished[-1]
+
+
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    """Cancel the run on SIGINT or SIGTERM (how CI systems cancel jobs), also when the shell
+    started sparring with SIGINT ignored; later signals are absorbed while it winds down."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            scope.cancel()
 
 
 def _check_writable(path: Path) -> None:

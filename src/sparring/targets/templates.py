@@ -288,10 +288,12 @@ class ResponsePathError(TargetError):
     def __init__(self, *, path: str, key: str, where: str, reason: str,
                  body_excerpt: str, option: str = "response_path") -> None:
         self.path, self.key, self.body_excerpt = path, key, body_excerpt
+        what = ("the list of tool calls" if option == "tool_calls_path"
+                else "the reply ('$' takes the whole body)")
+        end = "" if reason.endswith(("?", ".")) else "."
         super().__init__(
-            f"{option} {path!r} not found in the reply: at {where or '$'!r}, {reason}. "
-            f"Body starts: {body_excerpt!r}. Fix `{option}` to point at the reply "
-            "('$' takes the whole body).")
+            f"{option} {path!r} not found in the reply: at {where or '$'!r}, {reason}{end} "
+            f"Body starts: {body_excerpt!r}. Fix `{option}` to point at {what}.")
 
 
 class _Missing(Exception):
