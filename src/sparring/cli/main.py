@@ -23,7 +23,8 @@ def cli() -> None:
     """
 
 
-@cli.command()
+@cli.command(epilog="Exit codes: 0 everything that ran passed, 1 some scenario failed, "
+             "2 usage or configuration error, 3 some scenario could not run, 130 interrupted.")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--pattern", "-k", metavar="REGEX", help="Run scenarios whose id or name matches.")
 @click.option("--parallel", "-p", type=int, help="Trials in flight at once (default 8).")
@@ -36,7 +37,8 @@ def cli() -> None:
 @click.option("--output", "-o", type=click.Path(), help="Write the JSON report here.")
 @click.option("--junit", type=click.Path(), help="Write a JUnit XML report here.")
 @click.option("--markdown", type=click.Path(), help="Write a Markdown report here.")
-@click.option("--fail-fast", is_flag=True, help="Start no new trial after a failure.")
+@click.option("--fail-fast", is_flag=True,
+              help="Start no new trial once a scenario can no longer reach its threshold.")
 @click.option("--fail-on-skip", is_flag=True,
               help="Exit 3 when anything was skipped (e.g. no model configured in CI).")
 @click.option("--list", "list_only", is_flag=True, help="List the scenarios and exit.")
