@@ -372,17 +372,27 @@ def _refund_reason(conversation: str) -> str:
     return "customer request"
 
 
-def _refund(order_id: str, conversation: str) -> DemoReply:
+def _delivered(order_id: str) -> tuple[Order, date, dict[str, Any]] | DemoReply:
+    """The order, its delivery date and the `lookup_order` call, or the reply saying why
+    nothing can be paid back yet (unknown order, not delivered)."""
     order = ORDERS.get(order_id)
     if order is None:
         return _not_found(order_id)
     lookup = _call("lookup_order", order_id=order_id)
     if order.delivered is None:
         return DemoReply(_not_delivered_text(order), [lookup])
-    age_days = (TODAY - order.delivered).days
+    return order, order.delivered, lookup
+
+
+def _refund(order_id: str, conversation: str) -> DemoReply:
+    found = _delivered(order_id)
+    if isinstance(found, DemoReply):
+        return found
+    order, delivered, lookup = found
+    age_days = (TODAY - delivered).days
     if age_days > REFUND_WINDOW_DAYS:
         return DemoReply(
-            f"I'm sorry, order #{order_id} was delivered on {_when(order.delivered)}, "
+            f"I'm sorry, order #{order_id} was delivered on {_when(delivered)}, "
             f"{age_days} days ago, which is outside our {REFUND_WINDOW_DAYS}-day refund "
             f"window, so I can't refund it. I can offer store credit for the full amount "
             f"(${order.total_usd:.2f}) instead, or connect you with a colleague.", [lookup])
@@ -405,12 +415,10 @@ def _not_delivered_text(order: Order) -> str:
 
 
 def _store_credit(order_id: str, conversation: str) -> DemoReply:
-    order = ORDERS.get(order_id)
-    if order is None:
-        return _not_found(order_id)
-    lookup = _call("lookup_order", order_id=order_id)
-    if order.delivered is None:
-        return DemoReply(_not_delivered_text(order), [lookup])
+    found = _delivered(order_id)
+    if isinstance(found, DemoReply):
+        return found
+    order, _, lookup = found
     credit = _call("issue_store_credit", order_id=order_id, amount=order.total_usd)
     return DemoReply(
         f"I've issued ${order.total_usd:.2f} in store credit for order #{order_id}. It's on "
