@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -200,10 +201,11 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as for a background job of a shell script
 
 
-@pytest.mark.parametrize(("signum", "background"), [
-    (signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGTERM, True)])
+@pytest.mark.parametrize(("signum", "background", "times"), [
+    (signal.SIGINT, False, 1), (signal.SIGTERM, False, 1), (signal.SIGTERM, True, 1),
+    (signal.SIGINT, False, 3), (signal.SIGTERM, False, 3)])
 def test_interrupt_keeps_the_trials_that_finished(tmp_path: Path, signum: int,
-                                                  background: bool) -> None:
+                                                  background: bool, times: int) -> None:
     (tmp_path / "hanging_agent.py").write_text(HANGING_AGENT)
     (tmp_path / "suite.yaml").write_text(
         "target: {type: callable, ref: 'hanging_agent:agent'}\nscenarios:\n"
@@ -219,7 +221,9 @@ def test_interrupt_keeps_the_trials_that_finished(tmp_path: Path, signum: int,
     for line in proc.stdout:  # wait until the hanging trial has started
         if "stuck: trial 1/1 started" in line:
             break
-    proc.send_signal(signum)
+    for _ in range(times):  # impatient users press Ctrl-C again; reports must survive it
+        proc.send_signal(signum)
+        time.sleep(0.02)
     rest = proc.communicate(timeout=60)[0]
     assert proc.returncode == 130, rest
     assert "Traceback" not in rest
@@ -247,9 +251,11 @@ def test_fail_on_skip_turns_a_run_without_model_into_exit_3(tmp_path: Path) -> N
     with DemoServer(port=0) as demo:
         demo.start()
         suite = examples_against(tmp_path, demo.url)
-        done = sparring("run", str(suite / "refunds.yaml"), "--fail-on-skip")
+        done = sparring("run", str(suite / "refunds.yaml"), "--fail-on-skip",
+                        "--output", str(tmp_path / "r.json"))
     assert done.returncode == 3, done.stdout + done.stderr
-    assert "--fail-on-skip" in done.stderr
+    assert "exit code 3" in done.stdout and "--fail-on-skip" in done.stdout
+    assert json.loads((tmp_path / "r.json").read_text())["exit_code"] == 3
 
 
 def test_demo_agent_passes_sigterm_on_to_its_command(tmp_path: Path) -> None:
@@ -272,3 +278,13 @@ def test_demo_agent_passes_sigterm_on_to_its_command(tmp_path: Path) -> None:
     assert proc.returncode == 130, rest
     report = json.loads((tmp_path / "r.json").read_text())  # the run itself wrote it
     assert report["scenarios"][0]["trials"][0]["end_reason"] == "interrupted"
+
+
+def test_a_misconfigured_target_is_a_usage_error_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text(
+        "target: {url: 'http://127.0.0.1:9/chat', body_template: {m: '{{input}}', "
+        "x: '{{Input}}'}}\nscenarios:\n  - {id: a, prompt: hi, checks: [{contains: hi}]}\n")
+    done = sparring("run", str(tmp_path / "t.yaml"))
+    assert done.returncode == 2, done.stderr
+    assert "did you mean {{input}}" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -277,3 +277,25 @@ async def test_fail_fast_waits_until_a_scenario_can_no_longer_pass() -> None:
                           fail_fast=True)
     assert [t.status for t in result.scenarios[0].trials] == ["failed", "passed", "passed"]
     assert result.scenarios[0].status == "passed"
+
+
+async def test_fail_fast_ignores_skipped_trials() -> None:
+    simulated = SimulatedScenario(id="sim", goal="g", criteria=["x"], trials=2)
+    checked = scripted(id="checked", turns=[{"user": "x", "checks": [{"contains": "ok"}]}],
+                       trials=3)
+    result, _ = await run([simulated, checked], ScriptedTarget(["ok"]), parallel=1,
+                          fail_fast=True)
+    assert [s.status for s in result.scenarios] == ["skipped", "passed"]
+    assert result.exit_code == 0
+
+
+async def test_fail_on_skip_counts_missing_models_not_judging_a_decided_trial() -> None:
+    answers = iter(["good", "bad", "good"])
+    scenario = scripted(turns=[{"user": "x", "checks": [{"contains": "good"}],
+                                "should": "be good"}], trials=3, threshold=0.6)
+    judged, _ = await run([scenario], ScriptedTarget([lambda t: next(answers)]), parallel=1,
+                          model=ScriptedModel(handler=always_valid), fail_on_skip=True)
+    assert [t.status for t in judged.scenarios[0].trials] == ["passed", "failed", "passed"]
+    assert judged.exit_code == 0  # the skipped `should` belongs to a trial already failed
+    unjudged, _ = await run([scenario], ScriptedTarget(["good"]), fail_on_skip=True)
+    assert unjudged.exit_code == 3

@@ -185,6 +185,8 @@ class RunResult(BaseModel):
     scenarios: list[ScenarioResult] = Field(default_factory=list[ScenarioResult])
     interrupted: bool = False
     """The run was stopped (Ctrl-C, SIGTERM) before every trial finished."""
+    fail_on_skip: bool = False
+    """Skipped steps make the exit code 3 (`--fail-on-skip`)."""
 
     def counts(self) -> dict[str, int]:
         """Scenarios per status."""
@@ -199,10 +201,25 @@ class RunResult(BaseModel):
         130 interrupted.
 
         A definite failure outranks an error, so exit 1 always means the agent misbehaved.
-        An interrupted run is 130 (the shell's code for Ctrl-C), whatever finished.
+        An interrupted run is 130 (the shell's code for Ctrl-C), whatever finished. With
+        `fail_on_skip`, a run that would be 0 is 3 when `skipped_anything()`.
         """
         if self.interrupted:
             return 130
+        code = self._exit_code_of_verdicts()
+        if code == 0 and self.fail_on_skip and self.skipped_anything():
+            return 3
+        return code
+
+    def skipped_anything(self) -> bool:
+        """A trial was skipped, or a passed trial has a skipped verdict (e.g. no model to
+        judge it). Verdicts skipped in a failed trial (its check already failed) do not
+        count: that trial was decided."""
+        return any(t.status == "skipped" or (t.status == "passed" and any(
+            v.status == "skipped" for v in t.verdicts))
+            for s in self.scenarios for t in s.trials)
+
+    def _exit_code_of_verdicts(self) -> int:
         statuses = {s.status for s in self.scenarios}
         if "failed" in statuses:
             return 1

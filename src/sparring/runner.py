@@ -83,6 +83,8 @@ class RunSettings:
         conversation_timeout_s: Overrides every scenario's `timeout_s` when set.
         fail_fast: Start no new trial once some scenario can no longer reach its threshold
             (a single failed trial of a scenario that tolerates one does not stop the run).
+        fail_on_skip: Make the exit code 3 when steps were skipped (e.g. no model), so CI
+            cannot pass without them; see `RunResult.exit_code`.
         limits: What the judge and simulated user see of long transcripts.
         user_temperature: Sampling temperature of the simulated user (DESIGN.md: 0.7).
         judge_temperature: Sampling temperature of the judge (DESIGN.md: 0).
@@ -93,6 +95,7 @@ class RunSettings:
     reply_timeout_s: float | None = None
     conversation_timeout_s: float | None = None
     fail_fast: bool = False
+    fail_on_skip: bool = False
     limits: Limits = field(default_factory=Limits)
     user_temperature: float = 0.7
     judge_temperature: float = 0.0
@@ -418,7 +421,8 @@ async def run_scenarios(
     run = RunResult(sparring_version=__version__, run_id=uuid.uuid4().hex[:12],
                     started_at=datetime.now(UTC).isoformat(timespec="seconds"),
                     user_model=getattr(user_model, "name", None),
-                    judge_model=getattr(judge_model, "name", None), scenarios=results)
+                    judge_model=getattr(judge_model, "name", None), scenarios=results,
+                    fail_on_skip=settings.fail_on_skip)
     emit(RunStarted(len(prepared), sum(counts), run.user_model, run.judge_model))
     started = time.perf_counter()
     try:
@@ -436,8 +440,8 @@ async def run_scenarios(
 
 def _can_still_pass(scenario: ScenarioResult, remaining: int) -> bool:
     """Whether the trials still to run could lift `scenario` to its threshold."""
-    passed = sum(t.status == "passed" for t in scenario.trials)
-    total = len(scenario.trials) + remaining
+    passed = sum(t.status == "passed" for t in scenario.counted)
+    total = len(scenario.counted) + remaining
     return passed + remaining >= scenario.threshold * total - 1e-9
 
 

@@ -16,7 +16,7 @@ def demo_agent_command(*, host: str, port: int, command: tuple[str, ...]) -> int
     """
     from sparring.demo.server import DemoServer
 
-    args = [a for a in command if a != "--"]
+    args = list(command[1:] if command[:1] == ("--",) else command)
     try:
         server = DemoServer(host=host, port=port)
         server.start()

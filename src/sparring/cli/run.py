@@ -20,9 +20,7 @@ from sparring.results import RunResult
 from sparring.runner import NO_MODEL_HINT, RunSettings, TargetPool, run_scenarios
 from sparring.scenario import AnyScenario
 
-EXIT_INTERRUPTED = 130
 EXIT_REPORT_FAILED = 2
-EXIT_SKIPPED = 3
 DEFAULT_TESTS = "tests/conversations"
 _SETTING_OPTIONS = ("model", "user_model", "judge_model", "base_url", "parallel", "trials",
                     "reply_timeout_s", "conversation_timeout_s", "secrets_file")
@@ -53,28 +51,21 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
         _print_list(scenarios, trials=settings.trials)
         return 0
     user_model, judge_model = _resolve_models(settings)
-    try:
-        result = anyio.run(_run, scenarios, settings, user_model, judge_model, fail_fast, live)
-    except KeyboardInterrupt:  # before the run started: nothing to report
-        click.secho("Interrupted before any trial ran.", fg="yellow", err=True)
-        return EXIT_INTERRUPTED
+    # Signals are ignored outside the event loop's own handlers (see `_stop_on_signal`), so
+    # a second Ctrl-C or SIGTERM cannot break off the reports of an interrupted run.
+    # An interrupted run keeps ignoring them until the process exits.
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    run_settings = _run_settings(settings, fail_fast=fail_fast, fail_on_skip=fail_on_skip)
+    result = anyio.run(_run, scenarios, settings.secrets_file, run_settings, user_model,
+                       judge_model, live)
+    written = _write_reports(result, reports)
     if result.interrupted:
-        _write_reports(result, reports)
         click.secho("Interrupted: the reports hold the trials that finished; unfinished ones "
                     "are marked `interrupted`.", fg="yellow", err=True)
-        return EXIT_INTERRUPTED
-    if not _write_reports(result, reports):
-        return EXIT_REPORT_FAILED
-    if fail_on_skip and result.exit_code == 0 and _skipped_anything(result):
-        click.secho("--fail-on-skip: some steps were skipped (see above); exit code 3",
-                    fg="red", err=True)
-        return EXIT_SKIPPED
-    return result.exit_code
-
-
-def _skipped_anything(result: RunResult) -> bool:
-    return any(t.status == "skipped" or any(v.status == "skipped" for v in t.verdicts)
-               for s in result.scenarios for t in s.trials)
+    else:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return result.exit_code if written else EXIT_REPORT_FAILED
 
 
 def _default_paths() -> tuple[str, ...]:
@@ -113,20 +104,24 @@ def _resolve_models(settings: Settings) -> tuple[Model | None, Model | None]:
     return user, judge
 
 
-async def _run(scenarios: list[AnyScenario], settings: Settings, user_model: Model | None,
-               judge_model: Model | None, fail_fast: bool, live: bool | None) -> RunResult:
+def _run_settings(settings: Settings, *, fail_fast: bool, fail_on_skip: bool) -> RunSettings:
+    return RunSettings(
+        parallel=settings.parallel, trials=settings.trials,
+        reply_timeout_s=settings.reply_timeout_s,
+        conversation_timeout_s=settings.conversation_timeout_s, fail_fast=fail_fast,
+        fail_on_skip=fail_on_skip, user_temperature=settings.user_temperature,
+        judge_temperature=settings.judge_temperature, limits=_limits(settings))
+
+
+async def _run(scenarios: list[AnyScenario], secrets_file: str | None,
+               run_settings: RunSettings, user_model: Model | None,
+               judge_model: Model | None, live: bool | None) -> RunResult:
     """The run, with a live view; Ctrl-C or SIGTERM stops it and returns what finished
     (`RunResult.interrupted`)."""
     from sparring.reports.console import ConsoleView
     from sparring.secrets import Secrets
 
-    secrets = Secrets.load(file=Path(settings.secrets_file) if settings.secrets_file else None)
-    run_settings = RunSettings(
-        parallel=settings.parallel, trials=settings.trials,
-        reply_timeout_s=settings.reply_timeout_s,
-        conversation_timeout_s=settings.conversation_timeout_s, fail_fast=fail_fast,
-        user_temperature=settings.user_temperature,
-        judge_temperature=settings.judge_temperature, limits=_limits(settings))
+    secrets = Secrets.load(file=Path(secrets_file) if secrets_file else None)
     finished: list[RunResult] = []
     try:
         async with TargetPool(secrets=secrets) as pool:
@@ -136,6 +131,8 @@ async def _run(scenarios: list[AnyScenario], settings: Settings, user_model: Mod
                     if isinstance(event, RunFinished):  # sent even when interrupted
                         finished.append(event.result)
 
+                for scenario in scenarios:  # misconfigured targets fail here, unwrapped
+                    pool.for_scenario(scenario)
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(_stop_on_signal, tg.cancel_scope)
                     await run_scenarios(
@@ -152,10 +149,15 @@ async def _run(scenarios: list[AnyScenario], settings: Settings, user_model: Mod
 
 async def _stop_on_signal(scope: anyio.CancelScope) -> None:
     """Cancel the run on SIGINT or SIGTERM (how CI systems cancel jobs), also when the shell
-    started sparring with SIGINT ignored; later signals are absorbed while it winds down."""
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for _ in signals:
-            scope.cancel()
+    started sparring with SIGINT ignored. Outside this receiver both signals are ignored
+    until the reports are written (`run_command`), so a second one changes nothing."""
+    try:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                scope.cancel()
+    finally:  # leaving the receiver restores the default handlers, not the ignored ones
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
 
 
 def _check_writable(path: Path) -> None:
