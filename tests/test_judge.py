@@ -19,7 +19,7 @@ from sparring.models.scripted import ScriptedModel
 from sparring.rendering import Limits
 from sparring.results import Usage
 from sparring.scenario import ScriptedScenario, SimulatedScenario, SingleTurnScenario
-from sparring.transcript import Message, Transcript
+from sparring.transcript import Message, ToolCall, Transcript
 
 pytestmark = pytest.mark.anyio
 
@@ -414,3 +414,14 @@ async def test_unreadable_entry_says_why() -> None:
     assert r1.reason == ("the judge's verdict for 'r1' could not be read: its entry is "
                          '"met", not an object')
     assert should.status == "met"
+
+
+async def test_punctuation_is_no_evidence_but_quoted_tool_arguments_are() -> None:
+    chat_with_tool = Transcript(messages=(
+        Message(role="user", content="Refund 4411"),
+        Message(role="agent", content="Done.", tool_calls=(
+            ToolCall.from_arguments("create_refund", {"order_id": "4411"}),))))
+    answer = full_answer()
+    answer["verdicts"]["c1"]["evidence"] = ["...", '"order_id": "4411"']
+    outcome = await judge(ScriptedModel([answer]), chat_with_tool)
+    assert outcome.verdicts[0].evidence == (f"{UNVERIFIED_QUOTE} ...", '"order_id": "4411"')

@@ -220,3 +220,13 @@ def test_misspelt_placeholders_get_the_fix_and_other_braces_pass() -> None:
     assert misspelt_placeholders(template) == [
         "{{Input}} (did you mean {{input}}?)", "{{histroy}} (did you mean {{history}}?)",
         "{{secret.BOT_KEY}} (did you mean {{secrets.BOT_KEY}}?)"]
+
+
+def test_an_omitted_tool_calls_key_next_to_a_similar_count_is_no_typo() -> None:
+    from sparring.targets.templates import ResponsePath, ResponsePathError
+
+    path = ResponsePath("tool_calls", option="tool_calls_path")
+    assert path.extract_optional({"reply": "x", "tool_call_count": 0}) is None
+    with pytest.raises(ResponsePathError, match="did you mean 'tool_calls'"):
+        ResponsePath("tool_call", option="tool_calls_path").extract_optional(
+            {"reply": "x", "tool_calls": []})

@@ -142,7 +142,9 @@ async def judge_conversation(
         return JudgeOutcome([decided[i.id] for i in items], [])
     counted = _CountingModel(model)
     validate = _AnswerReader([i.id for i in to_ask], valid_turns=_turns_of(transcript),
-                             said=_normalised(" ".join(m.content for m in transcript.messages)),
+                             said=_normalised(" ".join(
+                                 [m.content for m in transcript.messages]
+                                 + [c.arguments_raw for c in transcript.tool_calls()])),
                              reply_turns=reply_turns, scrub=scrub,
                              is_repair=lambda: counted.calls > 1)
     messages = _judge_prompt(scenario, transcript, to_ask, reply_turns, limits=limits,
@@ -162,6 +164,12 @@ async def judge_conversation(
 
 UNVERIFIED_QUOTE = "(not found in the transcript)"
 """Put before evidence the judge quoted that the conversation does not contain."""
+
+
+def _found(quote: str, said: str) -> bool:
+    """Whether `quote` (without its quotation marks) occurs in `said` (`_normalised`)."""
+    core = _normalised(quote.strip("\"'“”‘’. …"))
+    return bool(core) and core in said
 
 
 def _normalised(text: str) -> str:
@@ -382,8 +390,8 @@ class _AnswerReader:
     def _evidence(self, value: Any) -> tuple[str, ...]:
         quotes = [value] if isinstance(value, str) else _arr(value) or []
         cleaned = [self._clean(q, _EVIDENCE_CHARS) for q in quotes if isinstance(q, str)]
-        return tuple(q if _normalised(q.strip("\"'“”‘’. …")) in self.said
-                     else f"{UNVERIFIED_QUOTE} {q}" for q in cleaned if q)[:_EVIDENCE_ITEMS]
+        return tuple(q if _found(q, self.said) else f"{UNVERIFIED_QUOTE} {q}"
+                     for q in cleaned if q)[:_EVIDENCE_ITEMS]
 
     def _turns(self, value: Any) -> tuple[int, ...]:
         values = _arr(value) or [value]

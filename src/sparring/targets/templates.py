@@ -453,7 +453,8 @@ class ResponsePath:
             container = None  # an earlier step is missing: `extract` says where
         if not isinstance(container, dict) or last.key in container:
             return self.extract(body, scrub=scrub)
-        close = difflib.get_close_matches(last.key, [str(k) for k in container], n=1)
+        lists = [str(k) for k, v in container.items() if isinstance(v, list | dict)]
+        close = difflib.get_close_matches(last.key, lists, n=1)  # a count is no typo
         if not close:
             return None
         raise ResponsePathError(
