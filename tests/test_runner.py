@@ -299,3 +299,15 @@ async def test_fail_on_skip_counts_missing_models_not_judging_a_decided_trial() 
     assert judged.exit_code == 0  # the skipped `should` belongs to a trial already failed
     unjudged, _ = await run([scenario], ScriptedTarget(["good"]), fail_on_skip=True)
     assert unjudged.exit_code == 3
+
+
+async def test_a_numeric_secret_echoed_as_a_number_is_masked() -> None:
+    reply = Message(role="agent", content="ok", raw={"pin": 90817263, "n": 7},
+                    tool_calls=(ToolCall.from_arguments("verify", {"pin": 90817263}),))
+    scenario = scripted(turns=[{"user": "hi", "checks": [{"contains": "ok"}]}])
+    result = await run_scenarios(
+        [scenario], targets=lambda s: ScriptedTarget([reply]), user_model=None,
+        judge_model=None, scrub=lambda text: text.replace("90817263", "***"))
+    dumped = result.model_dump_json()
+    assert "90817263" not in dumped
+    assert '"n":7' in dumped

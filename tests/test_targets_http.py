@@ -771,3 +771,17 @@ async def test_a_misspelt_placeholder_stops_the_target_from_being_built(
     with pytest.raises(UserError, match=r"did you mean \{\{secrets.BOT_KEY\}\}"):
         make(client, secrets, url="http://127.0.0.1:9/chat",
              headers={"Authorization": "Bearer {{secret.BOT_KEY}}"})
+
+
+async def test_stream_events_holding_a_split_secret_are_left_out_of_raw(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    half = len(SECRET) // 2
+    server.routes["/stream"] = _sse(
+        f"data: {json.dumps({'delta': 'key ' + SECRET[:half]})}\n\n",
+        f"data: {json.dumps({'delta': SECRET[half:]})}\n\n", "data: [DONE]\n\n")
+    target = make(client, secrets, url=server.url("/stream"), response_path="delta",
+                  body_template={"message": "{{input}}", "k": "{{secrets.BOT_KEY}}"})
+    reply = await (await target.open_session()).send(conversation("hi"))
+    assert reply.content == f"key {SECRET}"  # the runner masks it in what it keeps
+    assert isinstance(reply.raw, list) and len(reply.raw) == 1
+    assert SECRET[:half] not in json.dumps(reply.raw)

@@ -189,6 +189,9 @@ def _clean_strings(value: Any, scrub: Callable[[str], str] | None) -> Any:
         return [_clean_strings(v, scrub) for v in cast(list[Any], value)]
     if isinstance(value, tuple):
         return tuple(_clean_strings(v, scrub) for v in cast(tuple[Any, ...], value))
+    if isinstance(value, int | float) and not isinstance(value, bool) and scrub is not None:
+        text = str(value)  # a numeric secret (a PIN) echoed as a JSON number
+        return value if scrub(text) == text else scrub(text)
     return value
 
 

@@ -87,8 +87,13 @@ _URL_SAFE = (
 
 def _forms(value: str) -> set[str]:
     """The value as typed, URL-encoded (fully, and as HTTP clients encode each part of a
-    URL) and JSON-escaped: what may appear in logs and error messages."""
-    return {value, quote(value, safe=""), quote_plus(value), json.dumps(value)[1:-1],
+    URL) and JSON-escaped (ASCII-only or not, also with Go's `\u0026`-style HTML escapes and
+    escaped slashes): what may appear in logs, error messages and echoed payloads."""
+    escaped = {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    escaped |= {e.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+                for e in escaped}
+    escaped |= {e.replace("/", "\\/") for e in escaped}
+    return {value, quote(value, safe=""), quote_plus(value), *escaped,
             *(quote(value, safe=safe) for safe in _URL_SAFE)}
 
 

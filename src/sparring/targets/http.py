@@ -299,7 +299,11 @@ class HttpTarget:
         if missing is not None and not pieces and not calls:
             raise missing
         where = f"tool_calls_path {self.spec.tool_calls_path!r}"
-        return _Reply("".join(pieces), tool_calls_from(calls.items, where=where), events)
+        text, tool_calls = "".join(pieces), tool_calls_from(calls.items, where=where)
+        joined = text + "".join(c.arguments_raw for c in tool_calls)
+        if self._secrets.scrub(joined) != joined:  # a secret split across events: the
+            events = [_EVENTS_WITHHELD]            # events cannot be masked one by one
+        return _Reply(text, tool_calls, events)
 
     def _transport_error(self, error: httpx.HTTPError) -> TargetError:
         url = self._shown_url
@@ -326,6 +330,10 @@ class HttpSession:
 
     async def close(self) -> None:
         """Nothing to release."""
+
+
+_EVENTS_WITHHELD = ("(stream events left out of the record: the streamed reply held a secret "
+                    "value, which could be split across events)")
 
 
 class _StreamedCalls:
