@@ -248,7 +248,12 @@ def test_markdown_cuts_long_messages(tmp_path: Path) -> None:
     cut = render_markdown(huge)
     assert len(cut) <= MAX_REPORT_CHARS
     assert cut.rstrip().endswith("in the JSON report (`--output`)._")
-    assert "| Scenario" in cut  # the summary table always survives
+    assert "| Scenario" in cut  # the summary table comes first
+    assert cut.count("<details>") == cut.count("</details>")  # no block left open
+    many = run.model_copy(deep=True)
+    many.scenarios = [s.model_copy(update={"scenario_id": f"{'x' * 80}-{i}"})
+                      for i in range(700) for s in run.scenarios[:1]]
+    assert len(render_markdown(many)) <= MAX_REPORT_CHARS  # even the table is cut
     assert path.read_text(encoding="utf-8") == render_markdown(run)
 
 

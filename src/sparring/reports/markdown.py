@@ -48,10 +48,17 @@ def render_markdown(result: RunResult, *, max_message_chars: int = 4000) -> str:
     details = "\n".join(line for scenario in result.scenarios
                         for line in _scenario_section(scenario,
                                                       max_message_chars=max_message_chars))
-    room = MAX_REPORT_CHARS - len(head) - len(_CUT_NOTE) - 2
-    if len(details) > room:
-        details = details[:max(room, 0)].rsplit("\n", 1)[0] + "\n\n" + _CUT_NOTE
-    return f"{head}\n{details}".rstrip() + "\n"
+    text = f"{head}\n{details}".rstrip() + "\n"
+    return text if len(text) <= MAX_REPORT_CHARS else _cut(text)
+
+
+def _cut(text: str) -> str:
+    """`text` cut at a line boundary to fit `MAX_REPORT_CHARS`, collapsed blocks closed, and
+    a note saying where the rest is."""
+    room = MAX_REPORT_CHARS - len(_CUT_NOTE) - 200  # the closing tags and blank lines
+    kept = text[:room].rsplit("\n", 1)[0]
+    unclosed = kept.count("<details>") - kept.count("</details>")
+    return kept + "\n" + "</details>\n" * unclosed + "\n" + _CUT_NOTE + "\n"
 
 
 MAX_REPORT_CHARS = 60_000
