@@ -15,7 +15,7 @@ from sparring.judging.judge import (
     judge_schema,
     skipped_verdicts,
 )
-from sparring.models.scripted import ScriptedModel
+from sparring.models.scripted import ScriptedModel, example_for_schema
 from sparring.rendering import Limits
 from sparring.results import Usage
 from sparring.scenario import ScriptedScenario, SimulatedScenario, SingleTurnScenario
@@ -425,3 +425,16 @@ async def test_punctuation_is_no_evidence_but_quoted_tool_arguments_are() -> Non
     answer["verdicts"]["c1"]["evidence"] = ["...", '"order_id": "4411"']
     outcome = await judge(ScriptedModel([answer]), chat_with_tool)
     assert outcome.verdicts[0].evidence == (f"{UNVERIFIED_QUOTE} ...", '"order_id": "4411"')
+
+
+async def test_a_should_in_the_middle_of_a_long_chat_is_shown_to_the_judge() -> None:
+    long_chat = chat(*[f"reply {n} " + "x" * 1400 for n in range(1, 17)])
+    model = ScriptedModel(handler=lambda messages, schema: example_for_schema(schema or {}))
+    await judge(model, long_chat, shoulds=[ShouldItem(id="t8.should1", turn=8, text="help")])
+    prompt, schema = model.calls[0]
+    text = prompt[-1]["content"]
+    assert "reply 8 " in text and "messages left out" in text
+    noted = schema["properties"]["replies"]["required"] if schema else []
+    assert "8" in noted and "1" in noted and "16" in noted
+    assert len(noted) < 16  # notes only for the replies the judge can see
+    assert all(f"reply {t} " in text for t in map(int, noted))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from sparring.transcript import Message, Transcript, content_text
@@ -98,25 +98,49 @@ def message_text(message: Message, *, scrub: Scrub | None = None) -> str:
 
 def render_for_judge(transcript: Transcript, *, limits: Limits = DEFAULT_LIMITS,
                      scrub: Scrub | None = None) -> str:
+    """The transcript as the judge sees it: fenced, numbered messages (see `judge_view`)."""
+    return judge_view(transcript, limits=limits, scrub=scrub).text
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeView:
+    """What the judge is shown: `text`, and the turns whose agent reply is in it."""
+
+    text: str
+    reply_turns: tuple[int, ...]
+
+
+def judge_view(transcript: Transcript, *, limits: Limits = DEFAULT_LIMITS,
+               scrub: Scrub | None = None, keep_turns: Collection[int] = ()) -> JudgeView:
     """The transcript as the judge sees it: fenced, numbered messages.
 
     Each message is cut to `limits.judge_chars_per_message`. When the whole is over
-    `limits.judge_chars_total`, the first and last messages are kept and a marker line such
-    as `[... 7 messages left out (turns 3-6) ...]` stands for the middle.
+    `limits.judge_chars_total`, the first and last messages and every message of
+    `keep_turns` (the turns `should` assertions are about) are kept, then as many as fit
+    from both ends; a marker line such as `[... 7 messages left out (turns 3-6) ...]`
+    stands for each run left out. A kept turn can take the view over the total.
     """
     entries = _entries(transcript, scrub=scrub, per_message=limits.judge_chars_per_message)
     if not entries:
-        return "(the conversation is empty)"
+        return JudgeView("(the conversation is empty)", ())
     blocks = [_block(e, {"user": "user", "agent": "agent"}) for e in entries]
-    if _size(blocks) <= limits.judge_chars_total:
-        return "\n\n".join(blocks)
-    head, tail = _keep_ends(blocks, budget=limits.judge_chars_total - 80)
-    if head + tail >= len(blocks):
-        return "\n\n".join(blocks)
-    left_out = entries[head:len(entries) - tail]
-    marker = (f"[... {len(left_out)} messages left out "
-              f"({_turn_span(left_out)}) to keep this short ...]")
-    return "\n\n".join([*blocks[:head], marker, *blocks[len(blocks) - tail:]])
+    kept = set(range(len(blocks)))
+    if _size(blocks) > limits.judge_chars_total:
+        pinned = {0, len(blocks) - 1} | {i for i, e in enumerate(entries) if e.turn in keep_turns}
+        kept = _fill(blocks, pinned, budget=limits.judge_chars_total - 80)
+    parts: list[str] = []
+    gap: list[_Entry] = []
+    for i, (entry, block) in enumerate(zip(entries, blocks, strict=True)):
+        if i not in kept:
+            gap.append(entry)
+            continue
+        if gap:
+            parts.append(f"[... {len(gap)} messages left out ({_turn_span(gap)}) to keep this "
+                         "short ...]")
+            gap = []
+        parts.append(block)
+    shown = sorted({e.turn for i, e in enumerate(entries) if i in kept and e.role == "agent"})
+    return JudgeView("\n\n".join(parts), tuple(shown))
 
 
 def render_for_user(transcript: Transcript, *, limits: Limits = DEFAULT_LIMITS,
@@ -165,23 +189,25 @@ def _size(blocks: list[str]) -> int:
     return sum(len(b) + 2 for b in blocks)
 
 
-def _keep_ends(blocks: list[str], *, budget: int) -> tuple[int, int]:
-    """How many blocks to keep from the start and from the end (at least one of each)."""
-    head, tail = 1, 1 if len(blocks) > 1 else 0
-    used = _size(blocks[:head]) + _size(blocks[len(blocks) - tail:])
-    take_head = False
-    stuck = 0
-    while head + tail < len(blocks) and stuck < 2:
-        index = head if take_head else len(blocks) - tail - 1
+def _fill(blocks: list[str], pinned: set[int], *, budget: int) -> set[int]:
+    """`pinned` plus as many other blocks as fit in `budget`, taken alternately from the
+    start and the end, so the middle of a long chat is what is left out."""
+    kept = set(pinned)
+    used = sum(len(blocks[i]) + 2 for i in kept)
+    order = [i for i in range(len(blocks)) if i not in kept]
+    take_head, stuck = False, 0
+    while order and stuck < 2:
+        index = order[0] if take_head else order[-1]
         size = len(blocks[index]) + 2
         if used + size <= budget:
+            kept.add(index)
+            order.remove(index)
             used += size
-            head, tail = (head + 1, tail) if take_head else (head, tail + 1)
             stuck = 0
         else:
             stuck += 1
         take_head = not take_head
-    return head, tail
+    return kept
 
 
 def _turn_span(entries: list[_Entry]) -> str:

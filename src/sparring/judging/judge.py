@@ -16,7 +16,7 @@ from typing import Any, Literal, cast
 from sparring.errors import ModelError, ModelOutputError, UserError
 from sparring.models.base import ChatMessage, Completion, Model
 from sparring.models.structured import complete_json
-from sparring.rendering import DEFAULT_LIMITS, Limits, Scrub, render_for_judge
+from sparring.rendering import DEFAULT_LIMITS, JudgeView, Limits, Scrub, judge_view
 from sparring.results import ReplyNote, Usage, Verdict, VerdictKind, VerdictStatus
 from sparring.scenario import AnyScenario, SimulatedScenario, SingleTurnScenario
 from sparring.transcript import Transcript
@@ -141,17 +141,18 @@ async def judge_conversation(
     if not to_ask:
         return JudgeOutcome([decided[i.id] for i in items], [])
     counted = _CountingModel(model)
+    view = judge_view(transcript, limits=limits, scrub=scrub,  # every `should` turn shown
+                      keep_turns={i.turn for i in to_ask if i.turn is not None})
     validate = _AnswerReader([i.id for i in to_ask], valid_turns=_turns_of(transcript),
                              said=_normalised(" ".join(
                                  [m.content for m in transcript.messages]
                                  + [c.arguments_raw for c in transcript.tool_calls()])),
-                             reply_turns=reply_turns, scrub=scrub,
+                             reply_turns=view.reply_turns, scrub=scrub,
                              is_repair=lambda: counted.calls > 1)
-    messages = _judge_prompt(scenario, transcript, to_ask, reply_turns, limits=limits,
-                            scrub=scrub)
+    messages = _judge_prompt(scenario, transcript, to_ask, view)
     try:
         answer = await complete_json(
-            counted, messages, schema=judge_schema([i.id for i in to_ask], reply_turns),
+            counted, messages, schema=judge_schema([i.id for i in to_ask], view.reply_turns),
             validate=validate, schema_name="judgement", temperature=temperature, usage=usage)
     except ModelOutputError as e:
         return _all_error(items, decided, f"the judge's answer could not be read, even after "
@@ -234,18 +235,17 @@ Answer with one JSON object only:
 
 
 def _judge_prompt(scenario: AnyScenario, transcript: Transcript, items: Sequence[_Item],
-                 reply_turns: Sequence[int], *, limits: Limits,
-                 scrub: Scrub | None) -> list[ChatMessage]:
+                 view: JudgeView) -> list[ChatMessage]:
     """The judge's prompt: rules (system), then context, transcript and items (user).
 
     The system message is the same for every call, so providers can cache it.
     """
     parts = [f"## What is being tested\n{_context(scenario)}",
-             f"## The conversation ({transcript.user_turns} turns)\n"
-             + render_for_judge(transcript, limits=limits, scrub=scrub),
+             f"## The conversation ({transcript.user_turns} "
+             f"turn{'' if transcript.user_turns == 1 else 's'})\n" + view.text,
              "## Items to decide\n" + "\n".join(_item_line(i) for i in items),
              "## Agent replies to note\nTurns: "
-             + (", ".join(str(t) for t in reply_turns) or "none"),
+             + (", ".join(str(t) for t in view.reply_turns) or "none"),
              'Answer now with the JSON object: every item id above in "verdicts", every turn '
              'above in "replies".']
     return [{"role": "system", "content": _SYSTEM},
