@@ -438,3 +438,20 @@ async def test_a_should_in_the_middle_of_a_long_chat_is_shown_to_the_judge() -> 
     assert "8" in noted and "1" in noted and "16" in noted
     assert len(noted) < 16  # notes only for the replies the judge can see
     assert all(f"reply {t} " in text for t in map(int, noted))
+
+
+@pytest.mark.parametrize("answer", [
+    '{"verdicts": {"c1": {"verdict": "not_met", "reason": "r", "evidence": [], "turns": []},'
+    ' "c1": {"verdict": "met", "reason": "r", "evidence": [], "turns": []}}, "replies": {}}',
+    '{"verdicts": {"c1": {"verdict": "not_met", "verdict": "met", "reason": "r"}},'
+    ' "replies": {}}',
+    '{"verdicts": [{"id": "c1", "verdict": "not_met"}, {"id": "c1", "verdict": "met"}],'
+    ' "replies": {}}',
+])
+async def test_a_verdict_given_twice_differently_is_an_error_never_the_last_one(
+        answer: str) -> None:
+    scenario = SingleTurnScenario(id="q", prompt="p", criteria=["Says no"])
+    outcome = await judge_conversation(ScriptedModel([answer, answer]), scenario=scenario,
+                                       transcript=CHAT)
+    assert [v.status for v in outcome.verdicts] == ["error"]
+    assert "twice" in outcome.verdicts[0].reason

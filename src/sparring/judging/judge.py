@@ -452,12 +452,22 @@ def _arr(value: Any) -> list[Any] | None:
 
 
 def _keyed(value: Any, *, key: str) -> dict[str, Any] | None:
-    """An object keyed by id/turn; a list of objects carrying `key` is accepted too."""
+    """An object keyed by id/turn; a list of objects carrying `key` is accepted too.
+
+    Raises:
+        ValueError: the list gives one id/turn twice with different entries.
+    """
     items = _arr(value)
     if items is None:
         return _obj(value)
-    objects = [o for o in map(_obj, items) if o is not None and key in o]
-    return {str(o[key]): o for o in objects}
+    out: dict[str, Any] = {}
+    for entry in (o for o in map(_obj, items) if o is not None and key in o):
+        name = str(entry[key])
+        if name in out and out[name] != entry:  # which one counts would be a guess
+            raise ValueError(f"the answer lists {key} {name!r} twice, with different "
+                             "entries; give each once")
+        out[name] = entry
+    return out
 
 
 def _status(value: Any) -> Literal["met", "not_met"] | None:

@@ -21,7 +21,6 @@ from sparring.results import Usage
 
 T = TypeVar("T")
 
-_DECODER = json.JSONDecoder()
 _MAX_OBJECT_STARTS = 200
 """How many `{` positions the prose scan tries before giving up (bounds the work)."""
 
@@ -39,11 +38,19 @@ def parse_json_loosely(text: str) -> Any:
         ValueError: no JSON found, or several different JSON objects found; the message
             says what the text looked like.
     """
+    try:
+        return _parse(text)
+    except _Conflict as e:
+        raise ValueError(f"the answer gives key {e.key!r} twice, with different values, so "
+                         "which one counts is unclear; give every key once") from None
+
+
+def _parse(text: str) -> Any:
     whole = text.strip()
     if not whole:
         raise ValueError("the answer was empty")
     try:
-        return json.loads(whole)
+        return _loads(whole)
     except ValueError:
         pass
     body = _without_leading_think(whole)
@@ -51,7 +58,7 @@ def parse_json_loosely(text: str) -> Any:
         if not body:
             raise ValueError("the answer held only a <think> block, no JSON")
         try:
-            return json.loads(body)
+            return _loads(body)
         except ValueError:
             pass
     found = _candidates(body)
@@ -62,6 +69,32 @@ def parse_json_loosely(text: str) -> Any:
     raise ValueError(f"the answer holds {len(found)} different JSON objects, so which one is "
                      "the answer is unclear; reply with exactly one JSON object and do not "
                      "quote any other JSON")
+
+
+class _Conflict(Exception):
+    """A JSON object gives the same key twice with different values."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(key)
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out and out[key] != value:
+            raise _Conflict(key)
+        out[key] = value
+    return out
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_object)
+
+
+def _loads(text: str) -> Any:
+    """`json.loads`, failing on a key given twice with different values (`_Conflict`):
+    plain `json` keeps the last one, which could turn a judge's `not_met` into `met`."""
+    return json.loads(text, object_pairs_hook=_object)
 
 
 def _without_leading_think(text: str) -> str:
@@ -82,7 +115,7 @@ def _candidates(text: str) -> list[Any]:
     blanked = text
     for start, end in _fenced_blocks(text):
         try:
-            value = json.loads(text[start:end])
+            value = _loads(text[start:end])
         except ValueError:
             continue
         _add(found, value)
