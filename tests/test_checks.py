@@ -8,7 +8,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from sparring.judging.checks import describe, run_check
-from sparring.scenario import Check, JsonSchemaCheck, expand_check_shorthand
+from sparring.scenario import Check, JsonSchemaCheck, ToolCalledCheck, expand_check_shorthand
 from sparring.transcript import Message, ToolCall, Transcript
 
 _CHECK = TypeAdapter(Check)
@@ -361,3 +361,14 @@ def test_tool_args_exact_nested_and_subset_type_mismatch() -> None:
     exact["args"] = {"a": {"b": [1, {"c": 1}]}, "s": "x"}
     assert run({"tool_args": exact}, t).status == "not_met"
     assert run({"tool_args": {"tool": "f", "args": {"s": {"x": 1}}}}, t).status == "not_met"
+
+
+def test_tool_called_include_counts_repeated_names() -> None:
+    transcript = Transcript(messages=(
+        Message(role="user", content="go"),
+        Message(role="agent", content="ok", tool_calls=tuple(
+            ToolCall.from_arguments(n, {}) for n in ("a", "b", "a")))))
+    twice_b = run_check(ToolCalledCheck(include=["b", "b"]), transcript, check_id="k")
+    assert twice_b.status == "not_met" and "b (2 times)" in twice_b.reason
+    twice_a = run_check(ToolCalledCheck(include=["a", "a", "b"]), transcript, check_id="k")
+    assert twice_a.status == "met"

@@ -143,6 +143,7 @@ async def test_unparseable_judge_answer_is_an_error_never_a_pass(answer: Any) ->
     trial = result.scenarios[0].trials[0]
     assert trial.status == "error"
     assert [v.status for v in trial.verdicts] == ["error"]
+    assert (trial.error or "").startswith("c1 could not be decided: the judge's answer")
     assert result.exit_code == 3
 
 

@@ -324,7 +324,11 @@ async def run_trial(scenario: AnyScenario, trial: int, target: Target, ctx: _Con
         result = state.finish("error", "internal_error", f"unexpected {type(e).__name__}: {e}; "
                               "please report this with the JSON report attached")
     else:
-        result = state.finish(trial_status(state.verdicts), end_reason, None)
+        status = trial_status(state.verdicts)
+        first_error = next((v for v in state.verdicts if v.status == "error"), None)
+        why = (f"{first_error.id} could not be decided: {first_error.reason}"
+               if status == "error" and first_error is not None else None)
+        result = state.finish(status, end_reason, why)
     on_result(result)
 
 

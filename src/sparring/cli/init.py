@@ -61,7 +61,8 @@ def init_project(directory: str) -> None:
              root / "sparring.toml": STARTER_SETTINGS}
     existing = [str(p) for p in files if p.exists()]
     if existing:
-        raise UserError(f"{' and '.join(existing)} already exist; nothing was written. "
+        verb = "exists" if len(existing) == 1 else "exist"
+        raise UserError(f"{' and '.join(existing)} already {verb}; nothing was written. "
                         "Move them away or run `sparring init --dir OTHER_DIR`")
     for path, text in files.items():
         try:

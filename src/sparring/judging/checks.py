@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -328,7 +329,8 @@ def _tool_called(check: ToolCalledCheck, scope: _Scope) -> _Outcome:
     names = [call.name for _, call in calls]
     called = f"tools called in {_where(scope)}: {', '.join(names) or 'none'}"
     problems: list[str] = []
-    missing = [n for n in check.include if n not in names]
+    have, want = Counter(names), Counter(check.include)  # `include: [b, b]`: b twice
+    missing = [n if k == 1 else f"{n} ({k} times)" for n, k in want.items() if have[n] < k]
     if missing:
         problems.append(f"expected a call to {', '.join(missing)}")
     elif check.ordered and not _in_order(check.include, names):
