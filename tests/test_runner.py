@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -312,3 +313,25 @@ async def test_a_numeric_secret_echoed_as_a_number_is_masked() -> None:
     dumped = result.model_dump_json()
     assert "90817263" not in dumped
     assert '"n":7' in dumped
+
+
+async def test_a_scenario_cut_short_by_fail_fast_is_not_passed() -> None:
+    failing = scripted(id="a", turns=[{"user": "x", "checks": [{"equals": "yes"}]}])
+    passing = scripted(id="b", turns=[{"user": "x", "checks": [{"contains": "no"}]}],
+                       trials=5)
+    def replying_after(seconds: float) -> Callable[[Any], Awaitable[str]]:
+        async def reply(_: Any) -> str:
+            await anyio.sleep(seconds)
+            return "no"
+        return reply
+
+    # a fails while b's first trial is still under way
+    targets = {"a": ScriptedTarget([replying_after(0.02)]),
+               "b": ScriptedTarget([replying_after(0.2)])}
+    result = await run_scenarios([failing, passing], targets=lambda s: targets[s.id],
+                                 user_model=None, judge_model=None,
+                                 settings=RunSettings(parallel=2, fail_fast=True))
+    b = result.scenarios[1]
+    assert 0 < len(b.trials) < 5 and all(t.status == "passed" for t in b.trials)
+    assert b.status == "error"  # the trials that never ran could have failed
+    assert result.exit_code == 1

@@ -125,7 +125,25 @@ class ScenarioResult(BaseModel):
     kind: str
     source: str | None = None
     threshold: float
+    planned_trials: int = 0
+    """Trials the run meant to run; more than `len(trials)` when it was cut short
+    (`--fail-fast`, Ctrl-C). 0 means as many as there are."""
     trials: list[TrialResult] = Field(default_factory=list[TrialResult])
+
+    @property
+    def passed_trials(self) -> int:
+        """How many trials passed."""
+        return sum(t.status == "passed" for t in self.trials)
+
+    @property
+    def missing_trials(self) -> int:
+        """Planned trials that never ran (the run was cut short)."""
+        return max(0, self.planned_trials - len(self.trials))
+
+    def can_still_pass(self, remaining: int) -> bool:
+        """Whether `remaining` more trials could still lift the scenario to its threshold."""
+        total = len(self.counted) + remaining
+        return self.passed_trials + remaining >= self.threshold * total - 1e-9
 
     @property
     def counted(self) -> list[TrialResult]:
@@ -138,21 +156,23 @@ class ScenarioResult(BaseModel):
         counted = self.counted
         if not counted:
             return None
-        return sum(t.status == "passed" for t in counted) / len(counted)
+        return self.passed_trials / len(counted)
 
     @property
     def status(self) -> ScenarioStatus:
         """passed if the pass rate reaches the threshold (but never when no trial passed and
         some errored, even at threshold 0); if not, `error` when the trials that errored
-        could have made up the difference, else `failed`."""
+        could have made up the difference, else `failed`. Planned trials that never ran
+        count like errors: a scenario cut short after 1 of 5 trials is not `passed`."""
         counted = self.counted
         if not self.trials:
             return "not_run"
-        if not counted:
+        if not counted and not self.missing_trials:
             return "skipped"
-        passed = sum(t.status == "passed" for t in counted)
-        undecided = sum(t.status in ("error", "timed_out") for t in counted)
-        needed = self.threshold * len(counted) - 1e-9
+        passed = self.passed_trials
+        undecided = (sum(t.status in ("error", "timed_out") for t in counted)
+                     + self.missing_trials)
+        needed = self.threshold * (len(counted) + self.missing_trials) - 1e-9
         if passed >= needed and (passed or not undecided):  # errors alone never pass
             return "passed"
         return "error" if passed + undecided >= needed else "failed"
@@ -160,7 +180,7 @@ class ScenarioResult(BaseModel):
     def summary(self) -> dict[str, object]:
         """Derived numbers for reports: status, pass rate, pass^k."""
         counted = self.counted
-        passed = sum(t.status == "passed" for t in counted)
+        passed = self.passed_trials
         return {
             "status": self.status,
             "pass_rate": self.pass_rate,

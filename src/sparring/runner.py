@@ -424,7 +424,8 @@ async def run_scenarios(
                    observer=emit, scrub=scrub)
     counts = [settings.trials or s.trials for s in prepared]
     results = [ScenarioResult(scenario_id=s.id, name=s.display_name, kind=s.kind,
-                              source=s.source, threshold=s.threshold) for s in prepared]
+                              source=s.source, threshold=s.threshold, planned_trials=n)
+               for s, n in zip(prepared, counts, strict=True)]
     run = RunResult(sparring_version=__version__, run_id=uuid.uuid4().hex[:12],
                     started_at=datetime.now(UTC).isoformat(timespec="seconds"),
                     user_model=getattr(user_model, "name", None),
@@ -445,13 +446,6 @@ async def run_scenarios(
     return run
 
 
-def _can_still_pass(scenario: ScenarioResult, remaining: int) -> bool:
-    """Whether the trials still to run could lift `scenario` to its threshold."""
-    passed = sum(t.status == "passed" for t in scenario.counted)
-    total = len(scenario.counted) + remaining
-    return passed + remaining >= scenario.threshold * total - 1e-9
-
-
 async def _run_all(bound: list[tuple[AnyScenario, Target]], counts: list[int],
                    results: list[ScenarioResult], ctx: _Context) -> None:
     limiter = anyio.CapacityLimiter(ctx.settings.parallel)
@@ -460,7 +454,7 @@ async def _run_all(bound: list[tuple[AnyScenario, Target]], counts: list[int],
     def record(index: int, result: TrialResult) -> None:
         results[index].trials.append(result)
         remaining[index] -= 1
-        if ctx.settings.fail_fast and not _can_still_pass(results[index], remaining[index]):
+        if ctx.settings.fail_fast and not results[index].can_still_pass(remaining[index]):
             ctx.stop = True
         if remaining[index] == 0:
             ctx.observer(ScenarioFinished(results[index]))
