@@ -72,3 +72,9 @@ def test_transcript_limits_override_only_what_is_set(tmp_path: Path) -> None:
 
     settings = load_settings({}, cwd=tmp_path, env={"SPARRING_JUDGE_CHARS_TOTAL": "4000"})
     assert _limits(settings) == Limits(judge_chars_total=4000)
+
+
+def test_a_sub_table_is_not_silently_ignored(tmp_path: Path) -> None:
+    (tmp_path / "sparring.toml").write_text('[judge]\nmodel = "openai:gpt-4o"\n')
+    with pytest.raises(ConfigError, match="unknown setting 'judge'; did you mean 'judge_model'"):
+        load_settings({}, cwd=tmp_path, env={})

@@ -76,8 +76,7 @@ def _from_file(path: Path, *, section: tuple[str, ...]) -> tuple[dict[str, Any],
     for key in section:
         inner = data.get(key)
         data = cast(dict[str, Any], inner) if isinstance(inner, dict) else {}  # TOML keys are str
-    table = {k: v for k, v in data.items() if not isinstance(v, dict)}
-    return table, str(path)
+    return dict(data), str(path)  # a sub-table is an unknown key too (`_check_keys`)
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Run scenarios: trials, concurrency, timeouts, stop conditions. Never prints.
 
 The runner drives each trial through the conversation loop of DESIGN.md section 3, runs the
-deterministic checks, makes at most one judge call per trial, and reports progress as
+deterministic checks, makes one judge call per trial (plus one repair call if its answer
+cannot be read), and reports progress as
 events (`sparring.events`). Every trial that started gets a `TrialResult` with whatever
 transcript it got, even when the target or a model fails; such trials are `error` or
 `timed_out`, never `failed` and never `passed`.
@@ -401,7 +402,9 @@ async def run_scenarios(
         judge_model: Grades criteria and `should`s; `None` marks them `skipped`.
         settings: Concurrency, timeouts, trials override, limits, temperatures.
         observer: Called with every event (live view, store); must not raise.
-        scrub: Removes secret values from text shown to models.
+        scrub: Masks secret values in everything the run keeps and reports (transcripts,
+            verdicts, events) and in what models are shown; the target is sent the real
+            conversation.
 
     Returns:
         One ScenarioResult per scenario, in the order given; trials in trial order.

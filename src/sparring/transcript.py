@@ -59,7 +59,7 @@ class Message(BaseModel):
     """One message in a conversation.
 
     `latency_ms` is the target's reply time in milliseconds (agent messages only); `raw` is
-    the payload the target sent, for reports and `sparring doctor`.
+    the payload the target sent, for reports.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -1,7 +1,7 @@
 """`sparring ...` commands. Imports only click at start-up; each command imports its work.
 
 Exit codes: 0 everything that ran passed, 1 some scenario failed, 2 usage or configuration
-error, 3 some scenario could not run (target or model error, timeout).
+error, 3 some scenario could not run (target or model error, timeout), 130 interrupted.
 """
 
 from __future__ import annotations

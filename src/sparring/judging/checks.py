@@ -66,7 +66,7 @@ def run_check(check: Check, transcript: Transcript, *, check_id: str,
     Args:
         check: One check spec from the scenario.
         transcript: The conversation so far (or finished).
-        check_id: The verdict's id, e.g. `check.1` or `turn2.check1`.
+        check_id: The verdict's id, e.g. `check1` or `t2.check1`.
         turn: 1-based turn of the reply the check is attached to (scripted steps);
             `check.turn` overrides it; `None` (and no `check.turn`) means the whole
             conversation.

@@ -1,6 +1,7 @@
 """The `Model` protocol: one chat completion in, text (and token counts) out.
 
-Providers are leaves (`openai`, `scripted`, ...) resolved by string spec in `registry`.
+Providers are leaves resolved by string spec in `registry` (`openai:`, `ollama:`,
+`openai-compatible:`); `scripted.ScriptedModel` is built directly, in tests.
 Structured output (JSON by schema, tolerant parsing, one repair retry) is built on top of
 `Model.complete` in `structured`, so every provider gets it.
 """

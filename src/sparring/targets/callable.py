@@ -10,7 +10,7 @@ message, and returns the reply as:
 - a `Message` (its role is set to `agent`; its `latency_ms` is kept when given);
 - a dict, list, number or pydantic model: shown as canonical JSON text, kept in `raw`.
 
-`async def` functions are awaited; plain functions run in a worker thread so they never
+`async def` functions are awaited; plain functions run in a daemon thread so they never
 block the event loop. Anything the function raises becomes a `TargetError`, even
 `SystemExit`; only cancellation, `KeyboardInterrupt` and `GeneratorExit` pass through.
 """

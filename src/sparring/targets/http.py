@@ -446,7 +446,7 @@ def _status_hint(status: int) -> str:
     if status in (400, 409, 415, 422):
         return "Check that `body_template` matches what the endpoint expects"
     if status == 429:
-        return "The agent is rate limiting: lower `--concurrency` or retry later"
+        return "The agent is rate limiting: lower `--parallel` or retry later"
     if status >= 500:
         return "The agent failed on its side; see its logs"
     return "Check the target's `url`, `method`, `headers` and `body_template`"
