@@ -96,12 +96,6 @@ def message_text(message: Message, *, scrub: Scrub | None = None) -> str:
     return scrub(text) if scrub is not None else text
 
 
-def render_for_judge(transcript: Transcript, *, limits: Limits = DEFAULT_LIMITS,
-                     scrub: Scrub | None = None) -> str:
-    """The transcript as the judge sees it: fenced, numbered messages (see `judge_view`)."""
-    return judge_view(transcript, limits=limits, scrub=scrub).text
-
-
 @dataclass(frozen=True, slots=True)
 class JudgeView:
     """What the judge is shown: `text`, and the turns whose agent reply is in it."""

@@ -196,7 +196,7 @@ def _clean_strings(value: Any, scrub: Callable[[str], str] | None) -> Any:
     return value
 
 
-def with_expected_output(scenario: AnyScenario) -> AnyScenario:
+def _with_expected_output(scenario: AnyScenario) -> AnyScenario:
     """Give a single-turn scenario's `expected_output` an explicit criterion for the judge."""
     if not isinstance(scenario, SingleTurnScenario) or not scenario.expected_output:
         return scenario
@@ -291,7 +291,7 @@ async def _converse(state: _TrialState, target: Target) -> EndReason:
     return end_reason
 
 
-async def run_trial(scenario: AnyScenario, trial: int, target: Target, ctx: _Context, *,
+async def _run_trial(scenario: AnyScenario, trial: int, target: Target, ctx: _Context, *,
                     trials: int, on_result: Callable[[TrialResult], None]) -> None:
     """Run trial number `trial` (1-based, of `trials`) and pass its TrialResult to `on_result`.
 
@@ -420,7 +420,7 @@ async def run_scenarios(
     if len(set(ids)) != len(ids):
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         raise UserError(f"scenario ids must be unique; repeated: {', '.join(repeated)}")
-    prepared = [with_expected_output(s) for s in scenarios]
+    prepared = [_with_expected_output(s) for s in scenarios]
     bound = [(s, targets(s)) for s in prepared]
     emit: Observer = observer or _ignore
     ctx = _Context(settings=settings, user_model=user_model, judge_model=judge_model,
@@ -466,7 +466,7 @@ async def _run_all(bound: list[tuple[AnyScenario, Target]], counts: list[int],
         scenario, target = bound[index]
         async with limiter:
             if not ctx.stop:
-                await run_trial(scenario, trial, target, ctx, trials=counts[index],
+                await _run_trial(scenario, trial, target, ctx, trials=counts[index],
                                 on_result=lambda result: record(index, result))
 
     async with anyio.create_task_group() as tg:

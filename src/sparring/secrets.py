@@ -34,11 +34,6 @@ from sparring.errors import ConfigError, UserError
 MASK = "***"
 MIN_SCRUB_CHARS = 4
 """Values shorter than this are never scrubbed (see the module docstring)."""
-_SENSITIVE_EXACT = frozenset({
-    "authorization", "proxy-authorization", "cookie", "set-cookie", "api-key", "x-api-key",
-})
-_SENSITIVE_PARTS = ("auth", "token", "secret", "password", "api-key", "apikey", "api_key",
-                    "cookie", "session", "signature")
 _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 
 
@@ -238,22 +233,6 @@ class Secrets:
         """`text` scrubbed whole, then cut to `limit` characters (see `Scrubber.excerpt`)."""
         return self._scrubber.excerpt(text, limit, truncated=truncated)
 
-    def mask_headers(self, headers: Mapping[str, str]) -> dict[str, str]:
-        """Copy of `headers` safe to show: credential headers masked, secrets scrubbed.
-
-        `Authorization`, cookies, `api-key` style and any header whose name mentions a
-        token, secret, password, session or auth become `***` (`Bearer ***` keeps its
-        scheme word); every other value has known secret values scrubbed.
-        """
-        out: dict[str, str] = {}
-        for name, value in headers.items():
-            if _is_sensitive(name):
-                scheme, _, rest = value.partition(" ")
-                out[name] = f"{scheme} {MASK}" if rest and scheme.isalpha() else MASK
-            else:
-                out[name] = self.scrub(value)
-        return out
-
 
 def _url_parts(url: str) -> tuple[str, str, str, str, str, str, str]:
     """`(scheme + "://", userinfo + "@", host and path, "?", query, "#", fragment)`, each
@@ -287,8 +266,3 @@ def url_credentials(url: str) -> list[str]:
     found = [unquote(v) for v in (user, password) if v]
     found += [v for _, v in parse_qsl(query)]
     return found + ([unquote(fragment)] if fragment else [])
-
-
-def _is_sensitive(header: str) -> bool:
-    lower = header.lower()
-    return lower in _SENSITIVE_EXACT or any(part in lower for part in _SENSITIVE_PARTS)

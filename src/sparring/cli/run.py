@@ -65,7 +65,7 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
     else:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    return result.exit_code if written else EXIT_REPORT_FAILED
+    return result.exit_code if written or result.exit_code else EXIT_REPORT_FAILED
 
 
 def _default_paths() -> tuple[str, ...]:
