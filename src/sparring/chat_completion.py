@@ -15,6 +15,13 @@ _EXCERPT_CHARS = 4000
 so no secret is ever half-cut here and left unrecognisable."""
 
 
+def not_a_completion(where: str, detail: str) -> str:
+    """The message for an answer that is not a chat completion, from `where` (name and
+    shown url) and `detail` (the scrubbed, cut `MalformedCompletion` text)."""
+    return (f"{where}: the answer is not a chat completion ({detail}); check that base_url "
+            "points at an OpenAI-compatible /v1 endpoint")
+
+
 class MalformedCompletion(ValueError):
     """A chat completions answer that lacks what sparring reads; the text says what."""
 

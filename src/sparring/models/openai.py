@@ -16,7 +16,11 @@ from typing import Any, cast
 import openai
 from openai import AsyncOpenAI
 
-from sparring.chat_completion import MalformedCompletion, parse_chat_completion
+from sparring.chat_completion import (
+    MalformedCompletion,
+    not_a_completion,
+    parse_chat_completion,
+)
 from sparring.errors import ModelError, UserError
 from sparring.models.base import ChatMessage, Completion
 from sparring.secrets import Scrubber, mask_url, url_credentials
@@ -124,10 +128,8 @@ class OpenAIModel:
         try:
             return self._completion(data)
         except MalformedCompletion as e:
-            raise ModelError(
-                f"{self.name} at {self._shown_url}: the answer is not a chat completion "
-                f"({self._scrubber.excerpt(str(e), 300)}); check that base_url points at an "
-                "OpenAI-compatible /v1 endpoint") from None
+            raise ModelError(not_a_completion(f"{self.name} at {self._shown_url}",
+                                              self._scrubber.excerpt(str(e), 300))) from None
 
     def _completion(self, data: bytes) -> Completion:
         answer = parse_chat_completion(data)

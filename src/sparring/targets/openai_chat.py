@@ -17,7 +17,12 @@ import anyio
 import openai
 from openai import AsyncOpenAI
 
-from sparring.chat_completion import ChatAnswer, MalformedCompletion, parse_chat_completion
+from sparring.chat_completion import (
+    ChatAnswer,
+    MalformedCompletion,
+    not_a_completion,
+    parse_chat_completion,
+)
 from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, UserError
 from sparring.secrets import Secrets, mask_url, url_credentials
 from sparring.target_specs import OpenAIChatTargetSpec
@@ -102,10 +107,9 @@ class OpenAIChatTarget:
         try:
             return _message(parse_chat_completion(data), latency_ms)
         except MalformedCompletion as e:
-            raise TargetError(
-                f"{self.name} at {self._shown_url}: the answer is not a chat completion "
-                f"({self._scrubber.excerpt(str(e), _EXCERPT_CHARS)}); check that base_url "
-                "points at an OpenAI-compatible /v1 endpoint") from None
+            raise TargetError(not_a_completion(
+                f"{self.name} at {self._shown_url}",
+                self._scrubber.excerpt(str(e), _EXCERPT_CHARS))) from None
 
     def messages(self, transcript: Transcript) -> list[Any]:
         """The chat completions `messages` for `transcript`."""
