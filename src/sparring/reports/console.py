@@ -231,7 +231,7 @@ class ConsoleView:
         self._emit(Text(one_line(line, 2 * _LINE_CHARS), style=STYLE[trial.status]))
 
     def _scenario_line(self, s: ScenarioResult) -> Text:
-        passed = sum(t.status == "passed" for t in s.counted)
+        passed = s.passed_trials
         line = (f"{self._sym['scenario']} {s.scenario_id}: {_status_text(s.status)}, pass rate "
                 f"{percent(s.pass_rate)} ({passed}/{len(s.counted)} passed, threshold "
                 f"{percent(s.threshold)})")
@@ -382,7 +382,7 @@ def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
     for column in ("Scenario", "Status", "Pass rate", "Passed", "Threshold"):
         table.add_column(column, justify="left" if column in ("Scenario", "Status") else "right")
     for s in result.scenarios:
-        passed = sum(t.status == "passed" for t in s.counted)
+        passed = s.passed_trials
         status = f"{sym[s.status]} {_status_text(s.status)}"
         skipped = sum(v.status == "skipped" for t in s.counted for v in t.verdicts)
         if skipped:  # say when a row passed with part of it unchecked

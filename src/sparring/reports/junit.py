@@ -135,7 +135,7 @@ def _conversation_case(trial: TrialResult) -> ET.Element:
 
 def _threshold_case(scenario: ScenarioResult) -> ET.Element:
     counted = scenario.counted
-    passed = sum(t.status == "passed" for t in counted)
+    passed = scenario.passed_trials
     name = (f"pass rate {passed}/{len(counted)} = {percent(scenario.pass_rate)} "
             f"(threshold {percent(scenario.threshold)})")
     case = ET.Element("testcase", classname=_clean(scenario.scenario_id), name=_clean(name),

@@ -104,7 +104,7 @@ def _summary_table(result: RunResult) -> list[str]:
     rows = ["| Scenario | Kind | Trials | Passed | Pass rate | Threshold | Status |",
             "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
     for s in result.scenarios:
-        passed = sum(t.status == "passed" for t in s.counted)
+        passed = s.passed_trials
         cells = [_scenario_label(s), s.kind, str(len(s.trials)), str(passed),
                  percent(s.pass_rate), percent(s.threshold), _status(s.status)]
         rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
@@ -116,7 +116,7 @@ def _scenario_label(s: ScenarioResult) -> str:
 
 
 def _scenario_section(s: ScenarioResult, *, max_message_chars: int) -> list[str]:
-    passed = sum(t.status == "passed" for t in s.counted)
+    passed = s.passed_trials
     facts = [f"`{_inline(s.scenario_id)}`", s.kind,
              f"pass rate {percent(s.pass_rate)} ({passed}/{len(s.counted)})",
              f"threshold {percent(s.threshold)}"]
