@@ -5,15 +5,13 @@ import json
 import pytest
 
 from sparring.errors import TargetError, UserError
+from sparring.response_paths import ResponsePath, ResponsePathError, extract_path
 from sparring.secrets import Secrets
 from sparring.targets.templates import (
     JsonTemplate,
-    ResponsePath,
-    ResponsePathError,
     TextTemplate,
     chat_history,
     compile_body,
-    extract_path,
     fill_template,
     fill_text,
     last_user_message,
@@ -223,7 +221,6 @@ def test_misspelt_placeholders_get_the_fix_and_other_braces_pass() -> None:
 
 
 def test_an_omitted_tool_calls_key_next_to_a_similar_count_is_no_typo() -> None:
-    from sparring.targets.templates import ResponsePath, ResponsePathError
 
     path = ResponsePath("tool_calls", option="tool_calls_path")
     assert path.extract_optional({"reply": "x", "tool_call_count": 0}) is None

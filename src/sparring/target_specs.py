@@ -8,7 +8,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeGuard
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    JsonValue,
+    Tag,
+    ValidationInfo,
+    field_validator,
+)
+
+from sparring.errors import UserError
+from sparring.response_paths import ResponsePath
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -63,6 +75,16 @@ class HttpTargetSpec(BaseModel):
     @classmethod
     def _http_url(cls, url: str) -> str:
         return check_http_url(url, key="url")
+
+    @field_validator("response_path", "tool_calls_path")
+    @classmethod
+    def _path_parses(cls, path: str | None, info: ValidationInfo) -> str | None:
+        if path is not None:
+            try:
+                ResponsePath(path, option=info.field_name or "response_path")
+            except UserError as e:
+                raise ValueError(str(e)) from None
+        return path
 
 
 class OpenAIChatTargetSpec(BaseModel):

@@ -19,14 +19,13 @@ from typing import Any, NamedTuple
 from pydantic import TypeAdapter, ValidationError
 
 from sparring.errors import ConfigError, UserError
-from sparring.loaders._parse import Document, Loc, is_mapping, parse_documents
+from sparring.loaders._parse import Document, is_mapping, parse_documents
 from sparring.loaders.errors import (
     Problem,
     allowed_keys,
     closest,
     config_error,
     validation_problems,
-    yaml_path,
 )
 from sparring.loaders.schema import test_file_json_schema
 from sparring.scenario import (
@@ -38,7 +37,7 @@ from sparring.scenario import (
     TestFile,
     has_something_to_check,
 )
-from sparring.target_specs import HttpTargetSpec, TargetSpec
+from sparring.target_specs import HttpTargetSpec
 
 __all__ = ["TEST_FILE_SUFFIXES", "discover_files", "load_paths", "load_text",
            "test_file_json_schema"]
@@ -214,7 +213,7 @@ def _load_document(doc: Document, *, path: str) -> tuple[list[_Loaded], list[Pro
             scenarios, file_target = list(test_file.scenarios), test_file.target
     except ValidationError as e:
         return [], validation_problems(e, doc=doc, path=path, single=single)
-    problems = _target_problems(file_target, scenarios, doc=doc, path=path, single=single)
+    problems: list[Problem] = []
     out: list[_Loaded] = []
     for i, scenario in enumerate(scenarios):
         line, column = doc.position(() if single else ("scenarios", i))
@@ -243,30 +242,6 @@ def _no_scenarios(data: dict[str, Any], *, doc: Document, path: str) -> list[Pro
                 "and `scenarios:`"
             problems.append(Problem(path, *doc.position((key,)),
                                     f"unknown key {key!r} at the top level; {hint}"))
-    return problems
-
-
-def _target_problems(file_target: TargetSpec | None, scenarios: list[AnyScenario], *,
-                     doc: Document, path: str, single: bool) -> list[Problem]:
-    """Response paths of http targets that do not parse, at the line of their key."""
-    from sparring.targets.templates import ResponsePath
-
-    located: list[tuple[Loc, TargetSpec | None]] = [(("target",), file_target)]
-    located += [(("target",) if single else ("scenarios", i, "target"), s.target)
-                for i, s in enumerate(scenarios)]
-    problems: list[Problem] = []
-    for loc, target in located:
-        if not isinstance(target, HttpTargetSpec):
-            continue
-        for option in ("response_path", "tool_calls_path"):
-            text = getattr(target, option)
-            if text is None:
-                continue
-            try:
-                ResponsePath(text, option=option)
-            except UserError as e:
-                problems.append(Problem(path, *doc.position((*loc, option), value=True),
-                                        f"{yaml_path((*loc, option))}: {e}"))
     return problems
 
 

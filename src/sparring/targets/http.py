@@ -21,14 +21,13 @@ import httpx
 from pydantic import JsonValue
 
 from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, UserError
+from sparring.response_paths import ResponsePath, ResponsePathError
 from sparring.secrets import Secrets
 from sparring.target_specs import HttpTargetSpec
 from sparring.targets.headers import HeaderTemplate
 from sparring.targets.templates import (
     History,
     JsonTemplate,
-    ResponsePath,
-    ResponsePathError,
     TextTemplate,
     compile_body,
     last_user_message,
