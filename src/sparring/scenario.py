@@ -22,14 +22,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from sparring.target_specs import TargetSpec
-
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
-
-
-def _is_dict(value: object) -> TypeGuard[dict[Any, Any]]:
-    """`isinstance(value, dict)` for raw YAML/JSON data, whose keys and values are untyped."""
-    return isinstance(value, dict)
+from sparring.target_specs import FROZEN, TargetSpec, is_raw_mapping
 
 
 def _is_list(value: object) -> TypeGuard[list[Any]]:
@@ -83,7 +76,7 @@ Threshold = Annotated[float, Field(ge=0, le=1)]
 # --- checks ----------------------------------------------------------------------------
 
 class _Check(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
     turn: int | None = None
     """1-based turn the check looks at (negative counts from the end); `None` means the
     reply it is attached to, or the whole conversation for scenario-level checks."""
@@ -205,7 +198,7 @@ def _unresolvable_ref(schema: dict[str, Any]) -> str | None:
         node, root = stack.pop()
         if _is_list(node):
             stack.extend((item, root) for item in node)
-        if not _is_dict(node):
+        if not is_raw_mapping(node):
             continue
         if node is not schema and isinstance(node.get("$id"), str):
             root = node
@@ -229,7 +222,7 @@ def _ref_problem(ref: str, root: dict[str, Any]) -> str | None:
     node: Any = root
     parts = [unquote(p).replace("~1", "/").replace("~0", "~") for p in ref[2:].split("/")]
     for depth, part in enumerate(parts, start=1):
-        if _is_dict(node) and part in node:
+        if is_raw_mapping(node) and part in node:
             node = node[part]
         elif _is_list(node) and part.isdigit() and int(part) < len(node):
             node = node[int(part)]
@@ -295,7 +288,7 @@ def expand_check_shorthand(value: Any) -> Any:
     A check written with `type:` is returned unchanged; so is anything that is not a mapping
     with exactly one check-type key (validation then reports it).
     """
-    if not _is_dict(value) or "type" in value:
+    if not is_raw_mapping(value) or "type" in value:
         return value
     keys = [k for k in value if k in _SHORTHAND_FIELD]
     if len(keys) != 1:
@@ -303,13 +296,13 @@ def expand_check_shorthand(value: Any) -> Any:
     kind = keys[0]
     rest = {k: v for k, v in value.items() if k != kind}
     body = value[kind]
-    if _is_dict(body) and (kind != "json_schema" or "schema" in body):
+    if is_raw_mapping(body) and (kind != "json_schema" or "schema" in body):
         return {"type": kind, **body, **rest}
     return {"type": kind, _SHORTHAND_FIELD[kind] or "args": body, **rest}
 
 
 def _check_type(value: Any) -> str | None:
-    if _is_dict(value):
+    if is_raw_mapping(value):
         return value.get("type")
     return getattr(value, "type", None)
 
@@ -337,7 +330,7 @@ class Criterion(BaseModel):
     something that must not happen and is met when it did not happen.
     """
 
-    model_config = _FROZEN
+    model_config = FROZEN
     id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=64)
     text: str = Field(min_length=1, max_length=500)
     kind: Literal["success", "restriction"] = "success"
@@ -364,7 +357,7 @@ def _criteria_list(values: Any, *, prefix: str, kind: str) -> Any:
     for i, v in enumerate(values, start=1):
         if isinstance(v, str):
             out.append({"id": f"{prefix}{i}", "text": v, "kind": kind})
-        elif _is_dict(v) and "kind" not in v:
+        elif is_raw_mapping(v) and "kind" not in v:
             out.append({**v, "kind": kind})
         else:
             out.append(v)
@@ -374,7 +367,7 @@ def _criteria_list(values: Any, *, prefix: str, kind: str) -> Any:
 class ScriptedTurn(BaseModel):
     """One scripted user message, with checks and `should` assertions on the agent's reply."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     user: str
     checks: list[Check] = Field(default_factory=list[Check])
     should: list[str] = Field(default_factory=list)
@@ -394,7 +387,7 @@ class ScriptedTurn(BaseModel):
 # --- scenarios -------------------------------------------------------------------------
 
 class _ScenarioBase(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
     id: str = Field(pattern=r"^[A-Za-z0-9_.:/-]+$", max_length=128)
     name: str | None = None
     description: str | None = None
@@ -561,7 +554,7 @@ class SingleTurnScenario(_ScenarioBase):
 def scenario_kind(value: Any) -> str:
     """Kind of a scenario mapping: explicit `kind`, else `turns` -> scripted, `prompt` ->
     single_turn, otherwise simulated."""
-    if _is_dict(value):
+    if is_raw_mapping(value):
         if "kind" in value:
             return value["kind"]
         if "turns" in value:
@@ -597,6 +590,6 @@ class TestFile(BaseModel):
     """A test file: one `target` shared by its `scenarios` (a test set)."""
 
     __test__ = False  # not a pytest test class
-    model_config = _FROZEN
+    model_config = FROZEN
     target: TargetSpec | None = None
     scenarios: list[Scenario] = Field(min_length=1)

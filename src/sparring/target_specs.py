@@ -22,10 +22,11 @@ from pydantic import (
 from sparring.errors import UserError
 from sparring.response_paths import ResponsePath
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+FROZEN = ConfigDict(frozen=True, extra="forbid")
+"""Model config of every test-file model: immutable, unknown keys rejected."""
 
 
-def _is_dict(value: object) -> TypeGuard[dict[Any, Any]]:
+def is_raw_mapping(value: object) -> TypeGuard[dict[Any, Any]]:
     """`isinstance(value, dict)` for raw YAML/JSON data, whose keys and values are untyped."""
     return isinstance(value, dict)
 
@@ -61,7 +62,7 @@ class HttpTargetSpec(BaseModel):
     `arguments` (a JSON object or string).
     """
 
-    model_config = _FROZEN
+    model_config = FROZEN
     type: Literal["http"] = "http"
     url: str
     method: Literal["POST", "PUT", "PATCH", "GET", "HEAD"] = "POST"
@@ -94,7 +95,7 @@ class OpenAIChatTargetSpec(BaseModel):
     given); tool calls in the reply are recorded.
     """
 
-    model_config = _FROZEN
+    model_config = FROZEN
     type: Literal["openai_chat"] = "openai_chat"
     base_url: str
     model: str
@@ -113,14 +114,14 @@ class OpenAIChatTargetSpec(BaseModel):
 class CallableTargetSpec(BaseModel):
     """A Python function `agent(history) -> reply`, named by import path `module:attribute`."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     type: Literal["callable"] = "callable"
     ref: str = Field(pattern=r"^[\w.]+:[\w.]+$")
     timeout_s: float = Field(default=60, gt=0, le=3600)
 
 
 def _target_type(value: Any) -> str | None:
-    if _is_dict(value):
+    if is_raw_mapping(value):
         if "type" in value:
             return value["type"]
         if "url" in value:
