@@ -1,4 +1,5 @@
-"""How to reach a target: the `target:` specs of test files (http, openai_chat, callable).
+"""How to reach a target: the `target:` specs of test files (http, openai_chat, callable,
+a2a, parlant).
 
 Part of the test-file schema (see `sparring.scenario`); `sparring.targets.registry` turns a
 spec into a live Target.
@@ -120,6 +121,47 @@ class CallableTargetSpec(BaseModel):
     timeout_s: float = Field(default=60, gt=0, le=3600)
 
 
+class A2ATargetSpec(BaseModel):
+    """An agent speaking the A2A protocol (DESIGN.md section 4, `a2a`; extra `a2a`).
+
+    `url` is the agent's base address: its card is read from `url` +
+    `/.well-known/agent-card.json`, and messages go to the endpoint the card names. One A2A
+    context per conversation; `streaming: true` uses `message/stream` when the card says
+    the agent streams. `headers` may use `{{secrets.NAME}}` (e.g. an Authorization header).
+    """
+
+    model_config = FROZEN
+    type: Literal["a2a"]
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    streaming: bool = False
+    timeout_s: float = Field(default=60, gt=0, le=3600)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        return check_http_url(url, key="url")
+
+
+class ParlantTargetSpec(BaseModel):
+    """An agent on a Parlant server (DESIGN.md section 4, `parlant`): one Parlant session per
+    conversation with `agent_id` (and `customer_id` when given); the reply is every agent
+    message the server emits for a customer message, until it goes idle."""
+
+    model_config = FROZEN
+    type: Literal["parlant"]
+    url: str
+    agent_id: str = Field(min_length=1)
+    customer_id: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = Field(default=60, gt=0, le=3600)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        return check_http_url(url, key="url")
+
+
 def _target_type(value: Any) -> str | None:
     if is_raw_mapping(value):
         if "type" in value:
@@ -137,8 +179,11 @@ def _target_type(value: Any) -> str | None:
 TargetSpec = Annotated[
     Annotated[HttpTargetSpec, Tag("http")]
     | Annotated[OpenAIChatTargetSpec, Tag("openai_chat")]
-    | Annotated[CallableTargetSpec, Tag("callable")],
+    | Annotated[CallableTargetSpec, Tag("callable")]
+    | Annotated[A2ATargetSpec, Tag("a2a")]
+    | Annotated[ParlantTargetSpec, Tag("parlant")],
     Discriminator(_target_type, custom_error_type="target_type",
-                  custom_error_message="target needs `type` (http, openai_chat, callable) or "
-                  "a `url` (http), `ref` (callable) or `base_url` (openai_chat)"),
+                  custom_error_message="target needs `type` (http, openai_chat, callable, "
+                  "a2a, parlant) or a `url` (http), `ref` (callable) or `base_url` "
+                  "(openai_chat)"),
 ]

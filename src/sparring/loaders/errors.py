@@ -66,7 +66,8 @@ _CHECKS: dict[str, type[BaseModel]] = {
 }
 _TARGETS: dict[str, type[BaseModel]] = {
     "http": ts.HttpTargetSpec, "openai_chat": ts.OpenAIChatTargetSpec,
-    "callable": ts.CallableTargetSpec,
+    "callable": ts.CallableTargetSpec, "a2a": ts.A2ATargetSpec,
+    "parlant": ts.ParlantTargetSpec,
 }
 _FAMILIES = (_SCENARIOS, _CHECKS, _TARGETS)
 _ITEM_MODELS: dict[str, type[BaseModel]] = {

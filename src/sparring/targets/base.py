@@ -5,6 +5,11 @@ ending with the new user message, and returns the agent's reply as a `Message` w
 `role="agent"`, `latency_ms`, `tool_calls` and `raw` filled in. Stateless transports return
 a session that sends the history each turn; stateful ones (A2A contexts, Parlant sessions)
 keep their server-side id on the session.
+
+Earlier turns the session did not take part in (unfold, `session.add_events`) are given with
+`preload`: stateless transports take them as they are, because the whole transcript goes with
+every `send`; stateful ones load them the way their server allows (Parlant: posted as events)
+or, where it allows no such thing (A2A), replay the user messages live.
 """
 
 from __future__ import annotations
@@ -28,9 +33,32 @@ class TargetSession(Protocol):
         """
         ...
 
+    async def preload(self, history: Transcript, /) -> Transcript:
+        """Make `history` (user and agent messages, ending with either) the conversation so
+        far, before the first `send`.
+
+        Returns:
+            The history the agent now has: `history` itself where it is taken as given; for
+            a transport that can only replay, the replayed conversation (the agent's own
+            replies in place of the written ones), so reports show what really happened.
+
+        Raises:
+            sparring.errors.TargetError: the server refused the history.
+        """
+        ...
+
     async def close(self) -> None:
         """End the conversation (release server-side state, if any)."""
         ...
+
+
+class StatelessSession:
+    """Base of sessions whose transport sends the whole transcript every turn, so earlier
+    turns need no loading: `preload` returns them unchanged."""
+
+    async def preload(self, history: Transcript, /) -> Transcript:
+        """`history` unchanged: it goes with every `send`."""
+        return history
 
 
 @runtime_checkable

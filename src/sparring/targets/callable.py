@@ -33,6 +33,7 @@ import anyio.lowlevel
 from pydantic import BaseModel, JsonValue
 
 from sparring.errors import TARGET_TIMEOUT_HINT, RunError, TargetError, TargetTimeout, UserError
+from sparring.targets.base import StatelessSession
 from sparring.targets.templates import History, chat_history, tool_calls_from
 from sparring.transcript import Message, Transcript, content_text
 
@@ -137,7 +138,7 @@ async def run_in_daemon_thread(fn: Callable[[History], Any], history: History) -
     return value
 
 
-class CallableSession:
+class CallableSession(StatelessSession):
     """One conversation with a `CallableTarget`."""
 
     def __init__(self, target: CallableTarget) -> None:

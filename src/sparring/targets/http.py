@@ -24,6 +24,7 @@ from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, Use
 from sparring.response_paths import ResponsePath, ResponsePathError
 from sparring.secrets import Secrets
 from sparring.target_specs import HttpTargetSpec
+from sparring.targets.base import StatelessSession
 from sparring.targets.headers import HeaderTemplate
 from sparring.targets.templates import (
     History,
@@ -316,7 +317,7 @@ class HttpTarget:
                            "The agent may have crashed or closed the connection; check its logs")
 
 
-class HttpSession:
+class HttpSession(StatelessSession):
     """One conversation with an `HttpTarget` (stateless: nothing kept between turns)."""
 
     def __init__(self, target: HttpTarget) -> None:

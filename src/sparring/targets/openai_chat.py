@@ -26,6 +26,7 @@ from sparring.chat_completion import (
 from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, UserError
 from sparring.secrets import Secrets, mask_url, url_credentials
 from sparring.target_specs import OpenAIChatTargetSpec
+from sparring.targets.base import StatelessSession
 from sparring.targets.templates import fill_text
 from sparring.transcript import Message, ToolCall, Transcript, content_text
 
@@ -138,7 +139,7 @@ class OpenAIChatTarget:
         return TargetError(f"{where}: {self._scrubber.scrub(str(e))}")
 
 
-class OpenAIChatSession:
+class OpenAIChatSession(StatelessSession):
     """One conversation with an `OpenAIChatTarget`; stateless, so it only forwards."""
 
     def __init__(self, target: OpenAIChatTarget) -> None:

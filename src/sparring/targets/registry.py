@@ -1,7 +1,7 @@
 """Build a `Target` from its spec (the `target:` of a test file).
 
-Transports are leaves imported only here; `openai_chat` is imported lazily so its SDK
-loads only when a test uses it.
+Transports are leaves imported only here; `openai_chat`, `a2a` and `parlant` are imported
+lazily so their SDKs load only when a test uses them.
 """
 
 from __future__ import annotations
@@ -12,10 +12,17 @@ from typing import assert_never
 import httpx
 
 from sparring.secrets import Secrets
-from sparring.target_specs import CallableTargetSpec, HttpTargetSpec, OpenAIChatTargetSpec
+from sparring.target_specs import (
+    A2ATargetSpec,
+    CallableTargetSpec,
+    HttpTargetSpec,
+    OpenAIChatTargetSpec,
+    ParlantTargetSpec,
+)
 from sparring.targets.base import Target
 
-AnyTargetSpec = HttpTargetSpec | OpenAIChatTargetSpec | CallableTargetSpec
+AnyTargetSpec = (HttpTargetSpec | OpenAIChatTargetSpec | CallableTargetSpec | A2ATargetSpec
+                 | ParlantTargetSpec)
 
 
 def build_target(spec: AnyTargetSpec, *, client: httpx.AsyncClient, secrets: Secrets) -> Target:
@@ -44,5 +51,11 @@ def build_target(spec: AnyTargetSpec, *, client: httpx.AsyncClient, secrets: Sec
         case OpenAIChatTargetSpec():
             module = import_module("sparring.targets.openai_chat")
             return module.OpenAIChatTarget(spec, secrets=secrets)
+        case A2ATargetSpec():
+            module = import_module("sparring.targets.a2a")
+            return module.A2ATarget(spec, client=client, secrets=secrets)
+        case ParlantTargetSpec():
+            module = import_module("sparring.targets.parlant")
+            return module.ParlantTarget(spec, client=client, secrets=secrets)
         case _:
             assert_never(spec)

@@ -12,6 +12,7 @@ from typing import Literal
 import anyio
 
 from sparring.errors import TargetError
+from sparring.targets.base import StatelessSession
 from sparring.transcript import Message, Transcript
 
 ReplyValue = str | Message
@@ -91,7 +92,7 @@ class ScriptedTarget:
         return Message(role="agent", content=reply, latency_ms=latency_ms)
 
 
-class ScriptedSession:
+class ScriptedSession(StatelessSession):
     """One conversation with a `ScriptedTarget`; `calls` counts its replies."""
 
     def __init__(self, target: ScriptedTarget) -> None:
