@@ -55,11 +55,30 @@ class ToolCall(BaseModel):
         return cls(name=name, arguments_raw=raw, arguments=arguments, id=id, result=result)
 
 
+class StatusEvent(BaseModel):
+    """A state the agent reported while it worked on a reply: an A2A task state
+    (`working`, `input-required`, `completed`, ...), a Parlant status (`acknowledged`,
+    `processing`, `typing`, `ready`), or a framework's progress event.
+
+    `at_ms` is milliseconds since the user message was sent, when known.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    state: str
+    detail: str = ""
+    at_ms: float | None = None
+
+
 class Message(BaseModel):
     """One message in a conversation.
 
     `latency_ms` is the target's reply time in milliseconds (agent messages only); `raw` is
-    the payload the target sent, for reports.
+    the payload the target sent, for reports. When the agent answered one user message with
+    several separate messages (a preamble, then the answer), `content` is them joined by
+    newlines and `parts` holds each one; otherwise `parts` is empty. `status_events` are the
+    states reported while the reply was produced; `input_tokens` / `output_tokens` are the
+    target's own token counts where it reports them.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -71,6 +90,8 @@ class Message(BaseModel):
     raw: JsonValue = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    parts: tuple[str, ...] = ()
+    status_events: tuple[StatusEvent, ...] = ()
 
 
 class Transcript(BaseModel):
