@@ -78,3 +78,57 @@ def test_a_sub_table_is_not_silently_ignored(tmp_path: Path) -> None:
     (tmp_path / "sparring.toml").write_text('[judge]\nmodel = "openai:gpt-4o"\n')
     with pytest.raises(ConfigError, match="unknown setting 'judge'; did you mean 'judge_model'"):
         load_settings({}, cwd=tmp_path, env={})
+
+
+def test_pytest_plugin_settings_from_pyproject(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.sparring]\nyaml_dirs = ["tests/evals", "more"]\nlive = true\n'
+        '[tool.sparring.groups.booking]\nthreshold = "90%"\ntags = ["gate:booking"]\n'
+        'must_pass = ["confirm"]\n[tool.sparring.groups.smoke]\nmarkers = ["smoke"]\n')
+    settings = load_settings({}, cwd=tmp_path, env={})
+    assert settings.yaml_dirs == (str(tmp_path / "tests/evals"), str(tmp_path / "more"))
+    assert settings.live is True
+    booking, smoke = settings.groups["booking"], settings.groups["smoke"]
+    assert (booking.threshold, booking.tags, booking.must_pass) == (0.9, ("gate:booking",),
+                                                                     ("confirm",))
+    assert (smoke.threshold, smoke.markers) == (1.0, ("smoke",))
+
+
+def test_yaml_dirs_are_relative_to_the_file_that_names_them(tmp_path: Path) -> None:
+    (tmp_path / "sparring.toml").write_text('yaml_dirs = "evals"\n')
+    settings = load_settings({}, cwd=tmp_path, env={})
+    assert settings.yaml_dirs == (str(tmp_path / "evals"),)
+
+
+@pytest.mark.parametrize(("value", "live"), [("1", True), ("true", True), ("0", False)])
+def test_sparring_live_env_overrides_the_file(tmp_path: Path, value: str, live: bool) -> None:
+    (tmp_path / "sparring.toml").write_text("live = false\n" if live else "live = true\n")
+    assert load_settings({}, cwd=tmp_path, env={"SPARRING_LIVE": value}).live is live
+
+
+def test_groups_and_yaml_dirs_are_not_read_from_the_environment(tmp_path: Path) -> None:
+    settings = load_settings({}, cwd=tmp_path, env={"SPARRING_GROUPS": "x",
+                                                     "SPARRING_YAML_DIRS": "y"})
+    assert (settings.groups, settings.yaml_dirs) == ({}, ())
+
+
+def test_unknown_key_in_a_group_gets_a_did_you_mean(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.sparring.groups.booking]\ntreshold = 0.9\n'
+                                             'tags = ["b"]\n')
+    with pytest.raises(ConfigError, match=r"pyproject.toml: unknown setting 'treshold' in group "
+                       r"'booking'; did you mean 'threshold'\?"):
+        load_settings({}, cwd=tmp_path, env={})
+
+
+@pytest.mark.parametrize(("toml", "message"), [
+    ('groups = ["booking"]', "`groups` must be a table of groups"),
+    ("[groups]\nbooking = 0.9", "group 'booking' must be a table"),
+    ("[groups.booking]\nthreshold = 8\ntags = ['b']",
+     r"groups.booking.threshold \(from .*sparring.toml\): threshold 8 is ambiguous: did you "
+     r"mean 0.8"),
+    ("[groups.booking]\nthreshold = 0.5", "groups.booking .*the group has no members"),
+])
+def test_malformed_groups_say_what_to_write(tmp_path: Path, toml: str, message: str) -> None:
+    (tmp_path / "sparring.toml").write_text(toml + "\n")
+    with pytest.raises(ConfigError, match=message):
+        load_settings({}, cwd=tmp_path, env={})

@@ -3,6 +3,20 @@
 Every setting has one name used everywhere: the CLI option `--reply-timeout` is the setting
 `reply_timeout_s`, the environment variable `SPARRING_REPLY_TIMEOUT_S` and the key
 `reply_timeout_s` in `[tool.sparring]` or sparring.toml.
+
+The pytest plugin's settings live in the same place: `yaml_dirs` and `groups` only in the
+files (paths in `yaml_dirs` are relative to the file that names them), `live` also as
+`SPARRING_LIVE=1`::
+
+    [tool.sparring]
+    model = "openai:gpt-4o-mini"
+    yaml_dirs = ["tests/conversations"]
+
+    [tool.sparring.groups.booking]
+    threshold = 0.9               # 90% of the group's tests must pass
+    tags = ["booking"]            # members: scenarios with one of these tags ...
+    markers = ["booking"]         # ... tests with one of these pytest markers ...
+    must_pass = ["confirm_slot"]  # ... and these tests, which must never fail
 """
 
 from __future__ import annotations
@@ -14,9 +28,38 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sparring.errors import ConfigError
+from sparring.scenario import parse_threshold
+
+
+class GroupGate(BaseModel):
+    """A `[tool.sparring.groups.NAME]` table: a quality gate over a group of pytest tests.
+
+    A test belongs to the group when it has one of `tags` (scenario tags), one of `markers`
+    (pytest markers), or is named in `must_pass` (node id, test name or scenario id). The
+    gate is met when at least `threshold` of the members that ran passed and no `must_pass`
+    test failed.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    threshold: float = 1.0
+    """Pass rate required, as a fraction 0-1 (`0.9`, `"90%"` and `90` are accepted)."""
+    tags: tuple[str, ...] = ()
+    markers: tuple[str, ...] = ()
+    must_pass: tuple[str, ...] = ()
+
+    @field_validator("threshold", mode="before")
+    @classmethod
+    def _threshold(cls, value: Any) -> float:
+        return parse_threshold(value)
+
+    @model_validator(mode="after")
+    def _has_members(self) -> GroupGate:
+        if not (self.tags or self.markers or self.must_pass):
+            raise ValueError("the group has no members; add `tags`, `markers` or `must_pass`")
+        return self
 
 
 class Settings(BaseModel):
@@ -48,6 +91,12 @@ class Settings(BaseModel):
     """The most recent characters the simulated user sees (default 12,000)."""
     secrets_file: str | None = None
     """dotenv-style file of `NAME=value` lines for `{{secrets.NAME}}`."""
+    yaml_dirs: tuple[str, ...] = ()
+    """Directories whose test files the pytest plugin collects (absolute once loaded)."""
+    live: bool = False
+    """Let the pytest plugin run tests that call models (`--sparring-live` also does)."""
+    groups: dict[str, GroupGate] = Field(default_factory=dict[str, GroupGate])
+    """Quality gates of the pytest plugin, by group name."""
 
     @property
     def resolved_user_model(self) -> str | None:
@@ -61,6 +110,9 @@ class Settings(BaseModel):
 
 
 _FIELDS = tuple(Settings.model_fields)
+_GROUP_FIELDS = tuple(GroupGate.model_fields)
+_FILE_ONLY = ("yaml_dirs", "groups")
+"""Settings read from files only, never from the environment."""
 
 
 def _from_file(path: Path, *, section: tuple[str, ...]) -> tuple[dict[str, Any], str | None]:
@@ -76,12 +128,20 @@ def _from_file(path: Path, *, section: tuple[str, ...]) -> tuple[dict[str, Any],
     for key in section:
         inner = data.get(key)
         data = cast(dict[str, Any], inner) if isinstance(inner, dict) else {}  # TOML keys are str
-    return dict(data), str(path)  # a sub-table is an unknown key too (`_check_keys`)
+    data = dict(data)  # a sub-table is an unknown key too (`_check_keys`)
+    dirs = data.get("yaml_dirs")
+    if isinstance(dirs, str):
+        dirs = [dirs]
+    if isinstance(dirs, list) and all(isinstance(d, str) for d in cast(list[Any], dirs)):
+        data["yaml_dirs"] = [str(path.parent / d) for d in cast(list[str], dirs)]
+    return data, str(path)
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in _FIELDS:
+        if name in _FILE_ONLY:
+            continue
         value = env.get(f"SPARRING_{name.upper()}")
         if value:
             out[name] = value
@@ -89,12 +149,31 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _check_keys(values: dict[str, Any], where: str) -> None:
+    _check_known(values, _FIELDS, where=where)
+    groups = values.get("groups")
+    if groups is None:
+        return
+    if not isinstance(groups, dict):
+        raise ConfigError("`groups` must be a table of groups, e.g. "
+                          "[tool.sparring.groups.booking] with `threshold` and `tags`",
+                          path=where)
+    for name, group in cast(dict[str, Any], groups).items():
+        if not isinstance(group, dict):
+            raise ConfigError(f"group {name!r} must be a table with `threshold` and `tags`, "
+                              f"`markers` or `must_pass`, e.g. [tool.sparring.groups.{name}]",
+                              path=where)
+        _check_known(cast(dict[str, Any], group), _GROUP_FIELDS, where=where,
+                     table=f" in group {name!r}")
+
+
+def _check_known(values: dict[str, Any], known: tuple[str, ...], *, where: str,
+                 table: str = "") -> None:
     for key in values:
-        if key not in _FIELDS:
-            close = difflib.get_close_matches(key, _FIELDS, n=1)
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
             hint = (f"; did you mean {close[0]!r}?" if close
-                    else f"; known keys: {', '.join(_FIELDS)}")
-            raise ConfigError(f"unknown setting {key!r}{hint}", path=where)
+                    else f"; known keys: {', '.join(known)}")
+            raise ConfigError(f"unknown setting {key!r}{table}{hint}", path=where)
 
 
 def load_settings(cli: Mapping[str, Any], *, cwd: Path | None = None,
@@ -138,4 +217,6 @@ def load_settings(cli: Mapping[str, Any], *, cwd: Path | None = None,
 
 def _describe(loc: tuple[int | str, ...], message: str, origin: Mapping[str, str]) -> str:
     key = str(loc[0]) if loc else ""
-    return f"{key} (from {origin.get(key, 'defaults')}): {message}"
+    where = ".".join(str(part) for part in loc)
+    message = message.removeprefix("Value error, ")
+    return f"{where} (from {origin.get(key, 'defaults')}): {message}"
