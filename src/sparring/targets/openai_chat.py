@@ -14,6 +14,7 @@ import time
 from typing import Any, cast
 
 import anyio
+import httpx
 import openai
 from openai import AsyncOpenAI
 
@@ -46,6 +47,8 @@ class OpenAIChatTarget:
             Error messages also show `base_url` with its userinfo and query masked, and
             never the API key (even one written literally) nor the URL's credentials.
         max_retries: SDK retries of 408/409/429/5xx and connection errors within `timeout_s`.
+        http_client: The HTTP client for the SDK (e.g. one that records the exchanges, as
+            `sparring doctor` does); the target closes it. Default: the SDK's own.
 
     Raises:
         UserError: a secret used by `api_key` or `headers` is not set (the default
@@ -53,7 +56,7 @@ class OpenAIChatTarget:
     """
 
     def __init__(self, spec: OpenAIChatTargetSpec, *, secrets: Secrets,
-                 max_retries: int = 2) -> None:
+                 max_retries: int = 2, http_client: httpx.AsyncClient | None = None) -> None:
         self.spec, self._secrets = spec, secrets
         self.name = f"openai_chat:{spec.model}"
         headers = {k: self._fill(v) for k, v in spec.headers.items()}
@@ -68,7 +71,8 @@ class OpenAIChatTarget:
         self._scrubber = secrets.scrubber_with([*own, *url_credentials(spec.base_url)])
         self._client = AsyncOpenAI(base_url=spec.base_url, api_key=api_key or _NO_KEY,
                                    default_headers=headers, timeout=spec.timeout_s,
-                                   max_retries=max_retries)
+                                   max_retries=max_retries,
+                                   http_client=cast(Any, http_client))
 
     def _fill(self, text: str) -> str:
         return fill_text(text, message="", history=[], secrets=self._secrets)
