@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from sparring.errors import ModelError, ModelOutputError
 from sparring.models.base import ChatMessage
 from sparring.models.openai import OpenAIModel
+from sparring.models.pricing import set_prices
 from sparring.models.scripted import ScriptedModel
 from sparring.models.structured import complete_json, describe_problem, parse_json_loosely
 from sparring.results import Usage
@@ -234,12 +235,13 @@ async def test_prose_with_fenced_json_parses_over_http(
     out = await complete_json(model, PROMPT, schema=SCHEMA, validate=Decision.model_validate,
                               temperature=0, usage=usage)
     assert out.done is True
-    assert usage == Usage(model_calls=1, input_tokens=20, output_tokens=9)
+    assert usage == Usage(model_calls=1, input_tokens=20, output_tokens=9, unpriced_calls=1)
 
 
-async def test_garbage_then_valid_over_http_counts_both_calls(
+async def test_garbage_then_valid_over_http_counts_and_prices_both_calls(
     server: ScriptedOpenAIServer, model: OpenAIModel,
 ) -> None:
+    set_prices({"openai-compatible:judge": (1.0, 4.0)})
     tokens = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     server.add(Reply("garbage", usage=tokens),
                Reply('{"done": false, "reason": "later"}', usage=tokens))
@@ -247,7 +249,8 @@ async def test_garbage_then_valid_over_http_counts_both_calls(
     out = await complete_json(model, PROMPT, schema=SCHEMA, validate=Decision.model_validate,
                               temperature=0, usage=usage)
     assert out == Decision(done=False, reason="later")
-    assert usage == Usage(model_calls=2, input_tokens=20, output_tokens=10)
+    assert usage == Usage(model_calls=2, input_tokens=20, output_tokens=10,
+                          cost_usd=2 * (10 * 1.0 + 5 * 4.0) / 1_000_000)
     assert server.requests[1]["messages"][2] == {"role": "assistant", "content": "garbage"}
     assert server.requests[1]["response_format"]["type"] == "json_schema"
 

@@ -8,6 +8,7 @@ Status rules live here so every report and the CLI agree on them.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from math import comb
 from typing import Literal
 
@@ -23,7 +24,7 @@ TrialStatus = Literal["passed", "failed", "error", "timed_out", "skipped"]
 ScenarioStatus = Literal["passed", "failed", "error", "skipped", "not_run"]
 EndReason = Literal[
     "goal_achieved", "user_gave_up", "max_turns", "target_error", "timeout", "script_done",
-    "model_error", "skipped", "interrupted", "internal_error",
+    "model_error", "skipped", "interrupted", "internal_error", "test_error",
 ]
 
 
@@ -55,18 +56,67 @@ class ReplyNote(BaseModel):
 
 
 class Usage(BaseModel):
-    """Model calls and tokens spent by sparring's own models (user simulator and judge)."""
+    """Model calls, tokens and cost of sparring's own models (user simulator and judge).
+
+    Token counts are what the providers reported; a call without counts adds 0 tokens.
+    """
 
     model_config = ConfigDict(extra="forbid")
     model_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cost_usd: float = 0
+    """Cost of the calls whose price is known, in USD."""
+    unpriced_calls: int = 0
+    """Calls left out of `cost_usd`: their model has no known price (set one under
+    `[tool.sparring.prices]`), or the provider reported no token counts."""
+
+    def add_call(self, *, input_tokens: int | None, output_tokens: int | None,
+                 cost_usd: float | None) -> None:
+        """Count one model call; `cost_usd` is `None` when its price is unknown."""
+        self.model_calls += 1
+        self.input_tokens += input_tokens or 0
+        self.output_tokens += output_tokens or 0
+        if cost_usd is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost_usd += cost_usd
 
     def add(self, other: Usage) -> None:
-        """Add `other`'s counts into this one."""
+        """Add `other`'s counts and cost into this one."""
         self.model_calls += other.model_calls
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
+        self.cost_usd += other.cost_usd
+        self.unpriced_calls += other.unpriced_calls
+
+
+class UsageTotals(Usage):
+    """`Usage` summed over trials, with the target's own token counts beside it (what the
+    agent under test reported on its replies; `None` when it reported none)."""
+
+    target_input_tokens: int | None = None
+    target_output_tokens: int | None = None
+
+    def add_totals(self, other: UsageTotals) -> None:
+        """Add `other` into this one; a target count stays `None` only if both are."""
+        self.add(other)
+        self.target_input_tokens = _add_known(self.target_input_tokens,
+                                              other.target_input_tokens)
+        self.target_output_tokens = _add_known(self.target_output_tokens,
+                                               other.target_output_tokens)
+
+
+def _add_known(a: int | None, b: int | None) -> int | None:
+    return a if b is None else b if a is None else a + b
+
+
+def usage_totals(trials: Iterable[TrialResult]) -> UsageTotals:
+    """The usage of `trials` added up (see `TrialResult.usage_totals`)."""
+    total = UsageTotals()
+    for trial in trials:
+        total.add_totals(trial.usage_totals())
+    return total
 
 
 def trial_status(verdicts: list[Verdict] | tuple[Verdict, ...]) -> TrialStatus:
@@ -85,6 +135,26 @@ def trial_status(verdicts: list[Verdict] | tuple[Verdict, ...]) -> TrialStatus:
     return "skipped"
 
 
+class SubtestResult(BaseModel):
+    """One sub-test of a trial (a Python test's `session.unfold` step): a fresh conversation
+    of its own, reported in order after the trial's main transcript.
+
+    Its verdicts are in the trial's `verdicts` (ids start with this `id`, e.g.
+    `unfold1.step4.should1`), so the trial's status counts them.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    """e.g. `unfold1.step4`: the first unfold of the trial, its 4th step."""
+    name: str
+    """What it tests, for reports: the live user message and the conditions."""
+    status: TrialStatus
+    transcript: Transcript = Field(default_factory=Transcript)
+    """The preloaded history plus the live message and the reply."""
+    error: str | None = None
+    """Why the sub-test could not run (e.g. the target failed)."""
+
+
 class TrialResult(BaseModel):
     """One trial: its transcript (whatever it got, even on error), verdicts and status."""
 
@@ -101,11 +171,24 @@ class TrialResult(BaseModel):
     """Why the trial is `error` / `timed_out` / `skipped`."""
     duration_ms: float = 0
     usage: Usage = Field(default_factory=Usage)
+    subtests: list[SubtestResult] = Field(default_factory=list[SubtestResult])
+    """Sub-tests of a Python test (`session.unfold`), in the order they were written."""
 
     @property
     def failures(self) -> list[Verdict]:
         """Verdicts that are `not_met` or `error`."""
         return [v for v in self.verdicts if v.status in ("not_met", "error")]
+
+    def usage_totals(self) -> UsageTotals:
+        """`usage` plus the target's token counts summed over its replies in the transcript
+        (`None` when no reply carried one)."""
+        total = UsageTotals(**self.usage.model_dump())
+        for _, reply in self.transcript.agent_replies():
+            total.target_input_tokens = _add_known(total.target_input_tokens,
+                                                   reply.input_tokens)
+            total.target_output_tokens = _add_known(total.target_output_tokens,
+                                                    reply.output_tokens)
+        return total
 
 
 def pass_hat_k(passed: int, total: int) -> dict[int, float]:
@@ -178,7 +261,7 @@ class ScenarioResult(BaseModel):
         return "error" if passed + undecided >= needed else "failed"
 
     def summary(self) -> dict[str, object]:
-        """Derived numbers for reports: status, pass rate, pass^k."""
+        """Derived numbers for reports: status, pass rate, pass^k, usage totals."""
         counted = self.counted
         passed = self.passed_trials
         return {
@@ -187,6 +270,7 @@ class ScenarioResult(BaseModel):
             "passed_trials": passed,
             "counted_trials": len(counted),
             "pass_hat_k": pass_hat_k(passed, len(counted)) if counted else {},
+            "usage_totals": usage_totals(self.trials).model_dump(),
         }
 
 
@@ -207,6 +291,10 @@ class RunResult(BaseModel):
     """The run was stopped (Ctrl-C, SIGTERM) before every trial finished."""
     fail_on_skip: bool = False
     """Skipped steps make the exit code 3 (`--fail-on-skip`)."""
+
+    def usage_totals(self) -> UsageTotals:
+        """Model calls, tokens and cost of every trial, and the target's token counts."""
+        return usage_totals(t for s in self.scenarios for t in s.trials)
 
     def counts(self) -> dict[str, int]:
         """Scenarios per status."""
@@ -248,16 +336,19 @@ class RunResult(BaseModel):
         return 0
 
     def report_dict(self) -> dict[str, object]:
-        """The JSON report: the model dump plus derived per-scenario summaries and counts.
+        """The JSON report: the model dump plus derived per-scenario summaries, counts and
+        `usage_totals` (run, scenario and trial level: see `UsageTotals`).
 
         Strict JSON: non-finite numbers anywhere (e.g. in a raw payload) become null.
         """
         data = json.loads(self.model_dump_json())
         for raw, scenario in zip(data["scenarios"], self.scenarios, strict=True):
             raw.update(scenario.summary())
-            for raw_trial in raw["trials"]:
+            for raw_trial, trial in zip(raw["trials"], scenario.trials, strict=True):
                 raw_trial["failures"] = [v["id"] for v in raw_trial["verdicts"]
                                          if v["status"] in ("not_met", "error")]
+                raw_trial["usage_totals"] = trial.usage_totals().model_dump()
         data["counts"] = self.counts()
+        data["usage_totals"] = self.usage_totals().model_dump()
         data["exit_code"] = self.exit_code
         return data

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from sparring.errors import ModelOutputError
 from sparring.models.base import ChatMessage, Completion, Model
+from sparring.models.pricing import call_cost_usd
 from sparring.results import Usage
 
 T = TypeVar("T")
@@ -197,7 +198,8 @@ async def complete_json(
             `ValidationError` is one) when the shape is wrong.
         schema_name: Name of the schema for the endpoint (letters, digits, `_`, `-`).
         temperature: Sampling temperature.
-        usage: When given, one model call and its tokens are added per call made.
+        usage: When given, each call made is added to it: tokens, and cost in USD by
+            `sparring.models.pricing` (unknown prices count as `unpriced_calls`).
 
     Returns:
         The validated value. At most two model calls are made.
@@ -233,7 +235,8 @@ async def _call(
     completion = await model.complete(messages, temperature=temperature, json_schema=schema,
                                       schema_name=schema_name)
     if usage is not None:
-        usage.model_calls += 1
-        usage.input_tokens += completion.input_tokens or 0
-        usage.output_tokens += completion.output_tokens or 0
+        usage.add_call(input_tokens=completion.input_tokens,
+                       output_tokens=completion.output_tokens,
+                       cost_usd=call_cost_usd(model.name, input_tokens=completion.input_tokens,
+                                              output_tokens=completion.output_tokens))
     return completion

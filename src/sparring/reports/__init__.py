@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sparring.results import UsageTotals
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SPACES = re.compile(r"\s+")
@@ -65,3 +69,34 @@ EXIT_CODE_MEANING: dict[int, str] = {
     130: "the run was interrupted; the reports hold the trials that finished",
 }
 """What `RunResult.exit_code` means, for summaries."""
+
+
+def usage_text(totals: UsageTotals) -> str | None:
+    """One line on what a run (or scenario) spent, `None` when it spent nothing measurable:
+    `40 model calls, 12,345 input + 2,345 output tokens, $0.0123 · target 5,000 input + 800
+    output tokens`. Calls at unknown prices are named (`$0.0123 + 3 unpriced calls`), so a
+    partial sum is never shown as the whole cost."""
+    parts: list[str] = []
+    if totals.model_calls:
+        parts.append(f"{plural(totals.model_calls, 'model call')}, {totals.input_tokens:,} "
+                     f"input + {totals.output_tokens:,} output tokens, {_cost_text(totals)}")
+    if totals.target_input_tokens is not None or totals.target_output_tokens is not None:
+        parts.append(f"target {totals.target_input_tokens or 0:,} input + "
+                     f"{totals.target_output_tokens or 0:,} output tokens")
+    return " · ".join(parts) or None
+
+
+def _cost_text(totals: UsageTotals) -> str:
+    unpriced = plural(totals.unpriced_calls, "unpriced call")
+    if totals.unpriced_calls == totals.model_calls:
+        return f"cost unknown ({unpriced})"
+    if totals.unpriced_calls:
+        return f"{usd(totals.cost_usd)} + {unpriced}"
+    return usd(totals.cost_usd)
+
+
+def usd(amount: float) -> str:
+    """`$0`, `$0.0042` below one cent, `$1.23` from there on."""
+    if amount == 0:
+        return "$0"
+    return f"${amount:.4f}" if amount < 0.01 else f"${amount:,.2f}"

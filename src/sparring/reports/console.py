@@ -36,7 +36,7 @@ from sparring.events import (
     TrialStarted,
     VerdictAdded,
 )
-from sparring.reports import EXIT_CODE_MEANING, one_line, percent, plural
+from sparring.reports import EXIT_CODE_MEANING, one_line, percent, plural, usage_text
 from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict
 from sparring.transcript import Message
 
@@ -357,8 +357,8 @@ def _status_text(status: str) -> str:
 
 def print_summary(result: RunResult, *, console: Console,
                   symbols: dict[str, str] | None = None) -> None:
-    """Print the end-of-run summary: scenario table, failures, errors, skipped work, totals
-    and what the exit code means."""
+    """Print the end-of-run summary: scenario table, failures, errors, skipped work, totals,
+    usage (model calls, tokens, cost) and what the exit code means."""
     sym = symbols or _SYMBOLS
     console.print()
     console.print(_scenario_table(result, sym))
@@ -371,6 +371,9 @@ def print_summary(result: RunResult, *, console: Console,
     for line in _skipped_lines(result, sym):
         console.print(Text(line, style="dim"), highlight=False, soft_wrap=True)
     console.print(Text(_totals(result)), highlight=False, soft_wrap=True)
+    usage = usage_text(result.usage_totals())
+    if usage:
+        console.print(Text(f"usage: {usage}"), highlight=False, soft_wrap=True)
     code = result.exit_code
     console.print(Text(f"exit code {code}: {EXIT_CODE_MEANING.get(code, 'unknown')}",
                        style="bold " + ("green" if code == 0 else "red")), highlight=False,

@@ -4,7 +4,9 @@ Layout (CI tools such as GitLab, Jenkins and GitHub test reporters read it):
 
 - `<testsuites name="sparring run <id>">` with totals;
 - `<testsuite name=<scenario id>>` with `tests / failures / errors / skipped / time`,
-  a `timestamp`, and `<properties>` (name, kind, threshold, pass rate, status, source);
+  a `timestamp`, and `<properties>` (name, kind, threshold, pass rate, status, source,
+  and the usage totals of `UsageTotals`: model calls, tokens, `cost_usd`, unpriced calls,
+  the target's tokens, empty when unknown);
 - per trial, one `<testcase classname=<scenario id> name="trial 2 / c1: <description>">` per
   criterion, `should` and check: `<failure>` for `not_met` (reason, evidence and cited turns
   in the text), `<error>` for `error`, `<skipped>` for `skipped`;
@@ -26,7 +28,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from sparring.reports import one_line, percent, write_report_text
-from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict
+from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict, usage_totals
 
 _XML_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _MESSAGE_CHARS = 500
@@ -83,6 +85,9 @@ def _properties(scenario: ScenarioResult) -> ET.Element:
         "threshold": percent(scenario.threshold), "pass_rate": percent(scenario.pass_rate),
         "trials": str(len(scenario.trials)), "source": scenario.source or "",
     }
+    usage = usage_totals(scenario.trials)
+    values.update({name: "" if value is None else f"{value:.6f}" if isinstance(value, float)
+                   else str(value) for name, value in usage.model_dump().items()})
     for name, value in values.items():
         ET.SubElement(props, "property", name=name, value=_clean(value))
     return props

@@ -1,6 +1,7 @@
 """Markdown report, fit for a pull-request comment (GitHub-flavoured).
 
-Layout: a title with the run's date; one line of run facts and the exit code; a summary
+Layout: a title with the run's date; one line of run facts, one of usage (model calls,
+tokens, cost; the target's tokens) and the exit code; a summary
 table (scenario, kind, trials, passed, pass rate, threshold, status with ✅ ❌ ⚠️ ⏭); then per
 scenario and per trial: status, end reason, every verdict with its reason (failures first),
 errors, and the transcript in a collapsed `<details>` block (turns numbered, agent replies
@@ -16,7 +17,14 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from sparring.reports import EXIT_CODE_MEANING, one_line, percent, plural, strip_control
+from sparring.reports import (
+    EXIT_CODE_MEANING,
+    one_line,
+    percent,
+    plural,
+    strip_control,
+    usage_text,
+)
 from sparring.reports import write_report_text as _write
 from sparring.results import (
     ReplyNote,
@@ -84,9 +92,11 @@ def _header(result: RunResult) -> list[str]:
         facts.append(f"user model `{_inline(result.user_model)}`")
     if result.judge_model:
         facts.append(f"judge model `{_inline(result.judge_model)}`")
+    usage = usage_text(result.usage_totals())
     code = result.exit_code
     icon = "✅" if code == 0 else "❌" if code == 1 else "⚠️"
     return [f"# sparring run, {_date(result.started_at)}", "", " · ".join(facts), "",
+            *([f"Usage: {usage}", ""] if usage else []),
             f"{icon} **exit code {code}**: {EXIT_CODE_MEANING.get(code, 'unknown')}", ""]
 
 

@@ -1,0 +1,90 @@
+"""Model prices: the built-in table, dated names, free local providers, user prices."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from sparring.errors import UserError
+from sparring.models.base import ChatMessage, Completion
+from sparring.models.pricing import Price, call_cost_usd, price_of, set_prices
+from sparring.models.structured import complete_json
+from sparring.results import Usage
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize(("spec", "price"), [
+    ("openai:gpt-4o-mini", Price(0.15, 0.6)),
+    ("openai:gpt-4o-mini-2024-07-18", Price(0.15, 0.6)),  # dated: same model
+    ("openai:gpt-4o-2024-08-06", Price(2.5, 10)),  # not gpt-4o-mini's price
+    ("openai:o3-mini", Price(1.1, 4.4)),
+    ("anthropic:claude-sonnet-4-20250514", Price(3, 15)),
+    ("anthropic:claude-3-5-haiku-latest", Price(0.8, 4)),
+    ("anthropic:claude-opus-4-5", Price(5, 25)),
+    ("ollama:qwen2.5:7b", Price(0, 0)),
+    ("local:/models/smol.gguf", Price(0, 0)),
+])
+def test_known_models_have_prices(spec: str, price: Price) -> None:
+    assert price_of(spec) == price
+
+
+@pytest.mark.parametrize("spec", [
+    "openai:gpt-4o-mini-turbo",  # a variant the table does not know: no guess
+    "anthropic:claude-opus-4-9",
+    "openai-compatible:llama3",  # could be any hosted server
+    "anthropic:gpt-4o",  # names are looked up under their own provider
+    "scripted",
+])
+def test_unknown_models_have_no_price(spec: str) -> None:
+    assert price_of(spec) is None
+
+
+def test_user_prices_win_and_replace_earlier_ones() -> None:
+    set_prices({"openai-compatible:llama3": (0.2, 0.6), "openai:gpt-4o-mini": [1, 2]})
+    assert price_of("openai-compatible:llama3") == Price(0.2, 0.6)
+    assert price_of("openai:gpt-4o-mini") == Price(1, 2)
+    set_prices({})
+    assert price_of("openai-compatible:llama3") is None
+    assert price_of("openai:gpt-4o-mini") == Price(0.15, 0.6)
+
+
+def test_negative_price_is_a_user_error() -> None:
+    with pytest.raises(UserError, match=r"'openai:x' is negative.*\[0.15, 0.6\]"):
+        set_prices({"openai:x": (-1, 2)})
+
+
+def test_call_cost() -> None:
+    assert call_cost_usd("openai:gpt-4o", input_tokens=1_000_000, output_tokens=100_000) == 3.5
+    assert call_cost_usd("openai:gpt-4o", input_tokens=None, output_tokens=5) is None
+    assert call_cost_usd("openai-compatible:x", input_tokens=5, output_tokens=5) is None
+    assert call_cost_usd("ollama:llama3", input_tokens=None, output_tokens=None) == 0
+    assert call_cost_usd("openai-compatible:x", input_tokens=0, output_tokens=0) == 0
+
+
+class _TokenModel:
+    """Answers `{}` and reports 1,000 input and 100 output tokens per call."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def complete(self, messages: Sequence[ChatMessage], *, temperature: float,
+                       json_schema: dict[str, Any] | None = None,
+                       schema_name: str = "answer") -> Completion:
+        return Completion(text="{}", input_tokens=1000, output_tokens=100)
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_complete_json_adds_cost_of_priced_calls_and_counts_unpriced_ones() -> None:
+    set_prices({"priced:m": (2.0, 8.0)})
+    usage = Usage()
+    for name in ("priced:m", "unpriced:m"):
+        await complete_json(_TokenModel(name), [{"role": "user", "content": "hi"}],
+                            schema={"type": "object"}, validate=dict, temperature=0,
+                            usage=usage)
+    assert usage == Usage(model_calls=2, input_tokens=2000, output_tokens=200,
+                          cost_usd=(1000 * 2.0 + 100 * 8.0) / 1_000_000, unpriced_calls=1)
