@@ -11,6 +11,8 @@ Endpoints:
     `POST /v1/chat/completions`  OpenAI-compatible (`messages` in; `choices[0].message`
                                  with `content` and `tool_calls` out; `stream: true` works).
     `GET  /v1/models`            lists the one model, `demo`.
+    `/agents`, `/sessions/...`   a Parlant session API over the same agent (agent id
+                                 `northwind`; see `sparring.demo.parlant`).
 
 Bad JSON or a wrong shape is answered 400 with what to send instead. Requests are not
 logged unless `log_requests=True`.
@@ -29,13 +31,16 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeGuard
+from urllib.parse import parse_qs, urlsplit
 
 from sparring.demo.agent import SHOP, DemoReply, respond
+from sparring.demo.parlant import ParlantApi
 
 MAX_BODY_BYTES = 1_000_000
 _CHAT_EXAMPLE = '{"message": "Where is my order?", "history": []}'
 _OPENAI_EXAMPLE = '{"model": "demo", "messages": [{"role": "user", "content": "Hi"}]}'
-_ENDPOINTS = "GET /health, POST /chat, POST /chat/stream, POST /v1/chat/completions"
+_ENDPOINTS = ("GET /health, POST /chat, POST /chat/stream, POST /v1/chat/completions, "
+              "Parlant's /sessions")
 
 
 class BadRequest(Exception):
@@ -83,7 +88,9 @@ class DemoServer:
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
                  log_requests: bool = False) -> None:
-        handler = type("Handler", (_Handler,), {"log_requests": log_requests})
+        self._parlant = ParlantApi()
+        handler = type("Handler", (_Handler,), {"log_requests": log_requests,
+                                                "parlant": self._parlant})
         self._httpd = _Server((host, port), handler)
         self._thread: threading.Thread | None = None
         self.host = host
@@ -121,6 +128,7 @@ class DemoServer:
             self._httpd.shutdown()
             self._thread.join()
             self._thread = None
+        self._parlant.close()
         self._httpd.drop_connections()
         self._httpd.server_close()
 
@@ -261,6 +269,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "sparring-demo"
     disable_nagle_algorithm = True  # small replies otherwise wait ~40 ms for delayed ACKs
     log_requests = False
+    parlant: ParlantApi
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib name)
         if self.log_requests:
@@ -268,7 +277,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 (stdlib name)
         path = self.path.split("?", 1)[0].rstrip("/")
-        if path == "/health":
+        if self.parlant.owns(path):
+            self._parlant("GET")
+        elif path == "/health":
             self._json(200, {"status": "ok", "agent": SHOP})
         elif path == "/v1/models":
             self._json(200, {"object": "list", "data": [
@@ -282,6 +293,8 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         routes = {"/chat": self._chat, "/chat/stream": self._chat_stream,
                   "/v1/chat/completions": self._openai}
+        if self.parlant.owns(path):
+            return self._parlant("POST")
         try:
             if path not in routes:
                 self._drain()
@@ -292,6 +305,29 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, str(e))
         except Exception as e:  # the demo must answer, never hang the client
             self._error(500, f"the demo agent failed: {type(e).__name__}: {e}")
+
+    def do_PATCH(self) -> None:  # noqa: N802 (stdlib name)
+        self._parlant("PATCH")
+
+    def do_DELETE(self) -> None:  # noqa: N802 (stdlib name)
+        self._parlant("DELETE")
+
+    def _parlant(self, method: str) -> None:
+        url = urlsplit(self.path)
+        try:
+            raw = self._drain()
+            body = json.loads(raw) if raw.strip() else None
+        except (BadRequest, json.JSONDecodeError, UnicodeDecodeError) as e:
+            self._json(422, {"detail": f"the body cannot be read: {e}"})
+            return
+        status, payload = self.parlant.handle(method, url.path.rstrip("/"),
+                                              parse_qs(url.query), body)
+        if payload is not None:
+            self._json(status, payload)
+            return
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def _chat(self, body: Any) -> None:
         self._json(200, chat_payload(respond(chat_history(body))))

@@ -1,0 +1,467 @@
+"""`ParlantTarget`: an agent on a Parlant server (DESIGN.md section 4, `parlant`).
+
+Speaks Parlant's session REST API under the spec's `url`:
+
+- `POST /sessions` `{agent_id, customer_id?, title}` -> `{id, ...}`: one Parlant session per
+  conversation, created on first use (no greeting is asked for).
+- `POST /sessions/{id}/events` `{kind: "message", source: "customer", message}` -> the
+  event, with its `offset` and `creation_utc`: the user's message; it starts the agent.
+- `GET /sessions/{id}/events?min_offset=N&kinds=message,tool,status&wait_for_data=S`:
+  long polling; answers the events at offset >= N as soon as there are any, or HTTP 504
+  after S seconds without one (then it is asked again).
+- The turn ends at the first `ready` status after the user's message: Parlant emits it
+  once the agent has sent everything it had to say (`acknowledged`, `processing` and
+  `typing` come before). Every agent message of the turn is one part of the reply; `tool`
+  events give the tool calls with their results; an `error` or `cancelled` status fails the
+  turn. A `ready` without any message is waited on for `_QUIET_S` more, because Parlant
+  reports a failed reply as `ready` first and `error` right after.
+- `preload`: `PATCH /sessions/{id}` `{mode: "manual"}` (Parlant's engine does not answer
+  in manual mode), the history posted as events (user messages from `customer`, agent
+  messages from `human_agent_on_behalf_of_ai_agent`, which never triggers the agent), then
+  `{mode: "auto"}` again. Tool calls in the history are not posted (Parlant takes no tool
+  events from clients).
+- `close`: `DELETE /sessions/{id}`, best effort, within `_CLOSE_S`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, cast
+
+import anyio
+import httpx
+from pydantic import JsonValue
+
+from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, UserError
+from sparring.secrets import Secrets, mask_url, url_credentials
+from sparring.target_specs import ParlantTargetSpec
+from sparring.targets.headers import HeaderTemplate
+from sparring.targets.templates import last_user_message, misspelt_placeholders, placeholder_names
+from sparring.transcript import Message, StatusEvent, ToolCall, Transcript, content_text
+
+_EXCERPT_CHARS = 300
+_MAX_WAIT_S = 60
+"""Longest `wait_for_data` asked for in one long poll, in seconds."""
+_QUIET_S = 1
+"""After a `ready` with no agent message, how long an `error` status may still come (s)."""
+_CLOSE_S = 5.0
+"""Limit for deleting the session on close, in seconds."""
+_KINDS = "message,tool,status"
+_AGENT_SOURCE = "human_agent_on_behalf_of_ai_agent"
+_CUSTOMER_SOURCES = frozenset({"customer", "customer_ui", "user", "user_ui"})
+
+
+class ParlantTarget:
+    """Talks to one agent on a Parlant server, one Parlant session per conversation.
+
+    Args:
+        spec: The server `url`, `agent_id`, optional `customer_id` (else Parlant's guest
+            customer), `headers` (may use `{{secrets.NAME}}`) and `timeout_s` (limit for one
+            reply, and for loading a history).
+        client: The run's shared HTTP client; the target never closes it.
+        secrets: Fills `{{secrets.NAME}}` in `headers`; its values (and any credentials in
+            `url`) are scrubbed from error messages.
+
+    Raises:
+        UserError: a header uses a placeholder other than `{{secrets.NAME}}` (there is no
+            per-message request to fill it in), an unset secret, or a header HTTP cannot
+            carry.
+    """
+
+    def __init__(self, spec: ParlantTargetSpec, *, client: httpx.AsyncClient,
+                 secrets: Secrets) -> None:
+        self.spec, self._client = spec, client
+        self.name = f"parlant:{spec.agent_id}"
+        self._base = spec.url.rstrip("/")
+        self._shown_url = mask_url(self._base)
+        self._scrubber = secrets.scrubber_with(url_credentials(spec.url))
+        values: list[JsonValue] = list(spec.headers.values())
+        wrong = [f"{{{{{n}}}}}" for n in sorted(placeholder_names(values))
+                 if not n.startswith("secrets.")] + misspelt_placeholders(values)
+        if wrong:
+            raise UserError(
+                f"target {self.name!r}: headers can only use {{{{secrets.NAME}}}}, not "
+                f"{', '.join(wrong)}; the user's message goes to Parlant as a session "
+                "event, not in a header")
+        self._headers = {h.name: h.fill(message="", history=[], secrets=secrets)
+                         for h in (HeaderTemplate(k, v, secrets=secrets)
+                                   for k, v in spec.headers.items())}
+        self._timeout = httpx.Timeout(spec.timeout_s)
+
+    async def open_session(self) -> ParlantSession:
+        """Start a conversation; its Parlant session is created on first use."""
+        return ParlantSession(self)
+
+    async def aclose(self) -> None:
+        """Nothing to release: the shared client belongs to the runner."""
+
+    @contextmanager
+    def limit(self) -> Generator[None]:
+        """Bound the block by `timeout_s`.
+
+        Raises:
+            TargetTimeout: the block did not finish in time.
+        """
+        try:
+            with anyio.fail_after(self.spec.timeout_s):
+                yield
+        except (TimeoutError, httpx.TimeoutException):
+            raise TargetTimeout(target=self.name, timeout_seconds=self.spec.timeout_s,
+                                hint=TARGET_TIMEOUT_HINT) from None
+
+    async def request(self, method: str, path: str, *, action: str,
+                      body: dict[str, JsonValue] | None = None,
+                      params: dict[str, str | int] | None = None,
+                      wait_s: int = 0) -> JsonValue:
+        """One API call; returns the parsed JSON body (`None` for an empty one).
+
+        Args:
+            method: HTTP method.
+            path: Below `url`, e.g. `/sessions`.
+            action: What the call does, for errors, e.g. "create a session".
+            body: JSON body, if any.
+            params: Query parameters.
+            wait_s: Seconds the server may hold the request (long polling).
+
+        Raises:
+            TargetError: a connection error, HTTP status >= 400 (with the body's start and
+                a hint) or a body that is not JSON; secrets and URL credentials scrubbed.
+        """
+        timeout = httpx.Timeout(self.spec.timeout_s + wait_s)
+        try:
+            response = await self._client.request(
+                method, self._base + path, json=body, params=params, headers=self._headers,
+                timeout=timeout, follow_redirects=False)
+        except httpx.TimeoutException:
+            raise
+        except httpx.HTTPError as e:
+            raise self._transport_error(e, action) from None
+        if response.status_code >= 300:
+            raise self._status_error(response, action)
+        if not response.content.strip():
+            return None
+        try:
+            return cast(JsonValue, response.json())
+        except ValueError:
+            excerpt = self._scrubber.excerpt(response.text, _EXCERPT_CHARS)
+            raise TargetError(
+                f"{self._shown_url}: could not {action}: the answer is not JSON: {excerpt!r}. "
+                "Check that `url` is the Parlant server's base address, e.g. "
+                "http://localhost:8800") from None
+
+    def _transport_error(self, error: httpx.HTTPError, action: str) -> TargetError:
+        detail = self._scrubber.scrub(str(error) or type(error).__name__)
+        if isinstance(error, httpx.ConnectError):
+            return TargetError(f"could not connect to the Parlant server at {self._shown_url} "
+                               f"to {action}: {detail}. Check that it is running and that "
+                               "`url` (scheme, host, port) is right")
+        return TargetError(f"{self._shown_url}: could not {action}: {type(error).__name__}: "
+                           f"{detail}. The server may have crashed or dropped the "
+                           "connection; check its logs")
+
+    def _status_error(self, response: httpx.Response, action: str) -> TargetError:
+        status = response.status_code
+        excerpt = self._scrubber.excerpt(response.text, _EXCERPT_CHARS)
+        return TargetError(f"{self._shown_url}: could not {action}: HTTP {status} "
+                           f"{response.reason_phrase}. Body starts: {excerpt!r}. "
+                           f"{self._hint(status, action)}", status=status)
+
+    def _hint(self, status: int, action: str) -> str:
+        if status in (401, 403):
+            return ("Check the credentials in `headers` (is the secret set and current?) and "
+                    "that they may use this agent")
+        if status == 404 and action == _CREATE:
+            who = (f"agent {self.spec.agent_id!r} and customer {self.spec.customer_id!r} "
+                   "exist" if self.spec.customer_id else f"agent {self.spec.agent_id!r} exists")
+            return (f"Check that {who} on this server (GET {self._shown_url}/agents "
+                    "lists the agents) and that `url` is its base address")
+        if status == 404:
+            return ("The session is gone (deleted, or the server restarted), or `url` is not "
+                    "a Parlant server's base address")
+        if status in (400, 405, 422):
+            return "Check that `url` points at a Parlant server with the sessions API"
+        if status < 400:
+            return "Redirects are not followed: set `url` to the final address"
+        if status >= 500:
+            return "The Parlant server failed; see its logs"
+        return "Check the target's `url` and `headers`"
+
+    def agent_error(self, state: str, data: JsonValue) -> TargetError:
+        """The turn failed because the agent reported status `error` or `cancelled`."""
+        detail = self._scrubber.excerpt(_status_detail(data) or "(no detail)", _EXCERPT_CHARS)
+        if state == "cancelled":
+            return TargetError(f"{self.name}: Parlant cancelled the agent's reply ({detail!r}); "
+                               "something else posted to the session or the server is "
+                               "shutting down")
+        return TargetError(f"{self.name}: the agent reported an error instead of a reply: "
+                           f"{detail!r}. Check the Parlant server's logs")
+
+
+_CREATE = "create a session"
+
+
+class ParlantSession:
+    """One conversation: one Parlant session, created on the first `send` or `preload`."""
+
+    def __init__(self, target: ParlantTarget) -> None:
+        self._target = target
+        self._id: str | None = None
+
+    async def _session_id(self) -> str:
+        if self._id is None:
+            spec = self._target.spec
+            body: dict[str, JsonValue] = {"agent_id": spec.agent_id,
+                                          "title": "sparring test conversation"}
+            if spec.customer_id is not None:
+                body["customer_id"] = spec.customer_id
+            created = await self._target.request("POST", "/sessions", action=_CREATE, body=body,
+                                                 params={"allow_greeting": "false"})
+            session_id = created.get("id") if isinstance(created, dict) else None
+            if not isinstance(session_id, str):
+                raise TargetError(f"{self._target.name}: the answer to POST /sessions has no "
+                                  "session `id`; check that `url` is a Parlant server")
+            self._id = session_id
+        return self._id
+
+    async def send(self, transcript: Transcript, /) -> Message:
+        """Post the transcript's last (user) message; return everything the agent answered.
+
+        Returns:
+            An agent `Message`: `content` is the agent's messages joined by newlines,
+            `parts` each of them (when more than one), `tool_calls` from `tool` events
+            (with results), `status_events` with `at_ms` since the user's message (server
+            clock), `latency_ms` from posting to the turn's end, `raw` the events.
+
+        Raises:
+            TargetError: HTTP errors, or an `error` / `cancelled` status.
+            TargetTimeout: the turn did not end within `timeout_s`.
+        """
+        message, _ = last_user_message(transcript)
+        target = self._target
+        with target.limit():
+            session_id = await self._session_id()
+            start = time.perf_counter()
+            posted = await self._post(session_id, "customer", message)
+            turn = _Turn(sent=_event_time(posted))
+            offset = _offset(posted) + 1
+            while not turn.ready and turn.failure is None:
+                offset = await self._poll(session_id, turn, offset, _MAX_WAIT_S)
+            latency_ms = (time.perf_counter() - start) * 1000
+            if not turn.parts and turn.failure is None:
+                await self._poll(session_id, turn, offset, _QUIET_S)
+            if turn.failure is not None:
+                raise target.agent_error(*turn.failure)
+            if turn.streaming:
+                await self._reread(session_id, turn)
+        parts = tuple(turn.parts)
+        return Message(role="agent", content="\n".join(parts),
+                       parts=parts if len(parts) > 1 else (), tool_calls=tuple(turn.calls),
+                       status_events=tuple(turn.statuses), latency_ms=round(latency_ms, 3),
+                       raw=list(turn.events.values()))
+
+    async def _post(self, session_id: str, source: str, message: str) -> JsonValue:
+        body: dict[str, JsonValue] = {"kind": "message", "source": source, "message": message}
+        who = "the user's" if source == "customer" else "an agent"
+        return await self._target.request("POST", f"/sessions/{session_id}/events",
+                                          action=f"post {who} message", body=body)
+
+    async def _poll(self, session_id: str, turn: _Turn, offset: int, wait_s: int) -> int:
+        """Add the events from `offset` on to `turn` (waiting up to `wait_s` for the first);
+        return the next offset to ask for."""
+        params: dict[str, str | int] = {"min_offset": offset, "kinds": _KINDS,
+                                        "wait_for_data": wait_s}
+        try:
+            events = await self._target.request(
+                "GET", f"/sessions/{session_id}/events", action="read the agent's events",
+                params=params, wait_s=wait_s)
+        except TargetError as e:
+            if e.status == 504:  # Parlant's "nothing new within wait_for_data"
+                return offset
+            raise
+        for event in _event_list(events):
+            if turn.failure is None:
+                turn.add(event)
+            offset = max(offset, _offset(event) + 1)
+        return offset
+
+    async def _reread(self, session_id: str, turn: _Turn) -> None:
+        """Read streamed messages again now that the turn is over (their text grows in
+        place after the event first appears)."""
+        params: dict[str, str | int] = {"min_offset": min(turn.streaming), "kinds": "message",
+                                        "wait_for_data": 0}
+        events = await self._target.request("GET", f"/sessions/{session_id}/events",
+                                            action="read the agent's messages", params=params)
+        turn.update(_event_list(events))
+
+    async def preload(self, history: Transcript, /) -> Transcript:
+        """Post `history` as events without the agent answering them (see the module
+        docstring); returns `history`, which is now the session's conversation.
+
+        Raises:
+            TargetError: the server refused an event or the switch to manual mode.
+            TargetTimeout: loading took longer than `timeout_s`.
+        """
+        spoken = [m for m in history.messages if m.role in ("user", "agent")]
+        if not spoken:
+            return history
+        with self._target.limit():
+            session_id = await self._session_id()
+            await self._mode(session_id, "manual")
+            for message in spoken:
+                if message.role == "user":
+                    await self._post(session_id, "customer", message.content)
+                    continue
+                for part in message.parts or (message.content,):
+                    await self._post(session_id, _AGENT_SOURCE, part)
+            await self._mode(session_id, "auto")
+        return history
+
+    async def _mode(self, session_id: str, mode: str) -> None:
+        await self._target.request("PATCH", f"/sessions/{session_id}",
+                                   action=f"switch the session to {mode} mode",
+                                   body={"mode": mode})
+
+    async def close(self) -> None:
+        """Delete the Parlant session; errors are ignored and it never takes over
+        `_CLOSE_S` seconds."""
+        session_id, self._id = self._id, None
+        if session_id is None:
+            return
+        with anyio.move_on_after(_CLOSE_S):
+            try:
+                await self._target.request("DELETE", f"/sessions/{session_id}",
+                                           action="delete the session")
+            except (TargetError, httpx.HTTPError):
+                pass  # best effort: the conversation is over either way
+
+
+@dataclass
+class _Turn:
+    """The agent's answer to one customer message, built event by event.
+
+    `sent` is the customer event's server time; `failure` is `(status, data)` of an `error`
+    or `cancelled` status; `streaming` holds the offsets of messages still being streamed.
+    """
+
+    sent: datetime | None
+    events: dict[int, JsonValue] = field(default_factory=dict[int, JsonValue])
+    texts: dict[int, str] = field(default_factory=dict[int, str])
+    calls: list[ToolCall] = field(default_factory=list[ToolCall])
+    statuses: list[StatusEvent] = field(default_factory=list[StatusEvent])
+    streaming: set[int] = field(default_factory=set[int])
+    ready: bool = False
+    failure: tuple[str, JsonValue] | None = None
+
+    @property
+    def parts(self) -> list[str]:
+        """The agent's messages, in offset order."""
+        return [self.texts[k] for k in sorted(self.texts)]
+
+    def add(self, event: dict[str, Any]) -> None:
+        offset, kind, data = _offset(event), event.get("kind"), event.get("data")
+        self.events[offset] = cast(JsonValue, event)
+        if kind == "message" and event.get("source") not in _CUSTOMER_SOURCES:
+            self._message(offset, data)
+        elif kind == "tool":
+            self.calls.extend(_tool_calls(data))
+        elif kind == "status" and isinstance(data, dict):
+            status = cast(dict[str, Any], data)
+            state = str(status.get("status", ""))
+            self.statuses.append(StatusEvent(state=state, at_ms=self._at_ms(event),
+                                             detail=_status_detail(status.get("data"))[:200]))
+            if state in ("error", "cancelled"):
+                self.failure = (state, cast(JsonValue, status.get("data")))
+            self.ready = self.ready or state == "ready"
+
+    def update(self, events: Sequence[dict[str, Any]]) -> None:
+        """Replace the recorded messages with a later reading of the same events."""
+        for event in events:
+            offset = _offset(event)
+            if offset in self.texts:
+                self.events[offset] = cast(JsonValue, event)
+                self._message(offset, event.get("data"))
+
+    def _message(self, offset: int, data: Any) -> None:
+        body = cast(dict[str, Any], data) if isinstance(data, dict) else {}
+        chunks = body.get("chunks")
+        text = body.get("message")
+        if not text and isinstance(chunks, list):
+            text = "".join(c for c in cast(list[Any], chunks) if isinstance(c, str))
+        self.texts[offset] = text if isinstance(text, str) else content_text(data)
+        if isinstance(chunks, list) and chunks and chunks[-1] is not None:
+            self.streaming.add(offset)  # the stream ends with a null chunk
+        else:
+            self.streaming.discard(offset)
+
+    def _at_ms(self, event: dict[str, Any]) -> float | None:
+        at = _event_time(event)
+        if at is None or self.sent is None:
+            return None
+        return round((at - self.sent).total_seconds() * 1000, 3)
+
+
+def _event_list(value: JsonValue) -> list[dict[str, Any]]:
+    """The event objects of a list-events answer, in offset order."""
+    items = cast(list[Any], value) if isinstance(value, list) else []
+    events = [cast(dict[str, Any], e) for e in items if isinstance(e, dict)]
+    return sorted(events, key=_offset)
+
+
+def _offset(event: JsonValue) -> int:
+    """An event's `offset`.
+
+    Raises:
+        TargetError: it has none (the server is not speaking Parlant's API).
+    """
+    offset = event.get("offset") if isinstance(event, dict) else None
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        raise TargetError(f"a Parlant event has no integer `offset`: "
+                          f"{content_text(event)[:_EXCERPT_CHARS]!r}; check that `url` is a "
+                          "Parlant server")
+    return offset
+
+
+def _event_time(event: JsonValue) -> datetime | None:
+    """An event's `creation_utc`, or `None` when missing or unreadable."""
+    value = event.get("creation_utc") if isinstance(event, dict) else None
+    try:
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def _tool_calls(data: Any) -> list[ToolCall]:
+    """The calls of a `tool` event: `{tool_calls: [{tool_id, arguments, result: {data}}]}`.
+    The name is the tool's own name (`tool_id` is `service:name`); older servers send
+    `tool_name`."""
+    body = cast(dict[str, Any], data) if isinstance(data, dict) else {}
+    raw_calls = body.get("tool_calls")
+    calls: list[ToolCall] = []
+    for item in cast(list[Any], raw_calls) if isinstance(raw_calls, list) else []:
+        if not isinstance(item, dict):
+            continue
+        call = cast(dict[str, Any], item)
+        name = str(call.get("tool_id") or call.get("tool_name") or "(unnamed tool)")
+        result = call.get("result")
+        if isinstance(result, dict) and "data" in result:
+            result = cast(dict[str, Any], result)["data"]
+        calls.append(ToolCall.from_arguments(name.rsplit(":", 1)[-1], call.get("arguments"),
+                                             result=cast(JsonValue, result)))
+    return calls
+
+
+def _status_detail(data: Any) -> str:
+    """A status event's `data` as text: its `stage` or `exception` when it has one."""
+    if isinstance(data, dict):
+        body = cast(dict[str, Any], data)
+        for key in ("stage", "exception", "message", "detail"):
+            if isinstance(body.get(key), str):
+                return body[key]
+    if data is None or data == {} or data == "":
+        return ""
+    return content_text(data)
+
