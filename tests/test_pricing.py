@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sparring.errors import UserError
+from sparring.config import load_settings
+from sparring.demo.server import DemoServer
+from sparring.errors import ConfigError, UserError
 from sparring.models.base import ChatMessage, Completion
 from sparring.models.pricing import Price, call_cost_usd, price_of, set_prices
 from sparring.models.structured import complete_json
 from sparring.results import Usage
+from tests.support.openai_server import ScriptedOpenAIServer
+from tests.test_cli import SUITE, sparring, valid_answer
 
 pytestmark = pytest.mark.anyio
 
@@ -88,3 +94,30 @@ async def test_complete_json_adds_cost_of_priced_calls_and_counts_unpriced_ones(
                             usage=usage)
     assert usage == Usage(model_calls=2, input_tokens=2000, output_tokens=200,
                           cost_usd=(1000 * 2.0 + 100 * 8.0) / 1_000_000, unpriced_calls=1)
+
+
+def test_prices_from_pyproject_and_their_errors(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.sparring.prices]\n"openai-compatible:llama3" = [0.2, 0.6]\n')
+    settings = load_settings({}, cwd=tmp_path, env={"SPARRING_PRICES": "ignored"})
+    assert settings.prices == {"openai-compatible:llama3": (0.2, 0.6)}
+    (tmp_path / "pyproject.toml").write_text('[tool.sparring.prices]\n"x:y" = [-1, 2]\n')
+    with pytest.raises(ConfigError,
+                       match=r"prices.x:y.0 \(from .*pyproject.toml\): .*greater than or equal"):
+        load_settings({}, cwd=tmp_path, env={})
+
+
+def test_a_cli_run_prices_calls_with_the_configured_prices(tmp_path: Path) -> None:
+    with DemoServer(port=0) as demo, ScriptedOpenAIServer([valid_answer] * 4) as llm:
+        demo.start()
+        (tmp_path / "suite.yaml").write_text(SUITE.format(url=demo.url))
+        (tmp_path / "sparring.toml").write_text('[prices]\n"openai-compatible:t" = [1, 2]\n')
+        done = sparring("run", "suite.yaml", "--model", "openai-compatible:t", "--base-url",
+                        llm.base_url, "--output", "r.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    totals = json.loads((tmp_path / "r.json").read_text())["usage_totals"]
+    assert totals["model_calls"] == 4 and totals["unpriced_calls"] == 0
+    assert totals["input_tokens"] > 0
+    assert totals["cost_usd"] == pytest.approx(
+        (totals["input_tokens"] * 1 + totals["output_tokens"] * 2) / 1_000_000)
+    assert "usage: 4 model calls" in done.stdout

@@ -28,7 +28,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from sparring.errors import ConfigError
 from sparring.scenario import parse_threshold
@@ -97,6 +105,11 @@ class Settings(BaseModel):
     """Let the pytest plugin run tests that call models (`--sparring-live` also does)."""
     groups: dict[str, GroupGate] = Field(default_factory=dict[str, GroupGate])
     """Quality gates of the pytest plugin, by group name."""
+    prices: dict[str, tuple[NonNegativeFloat, NonNegativeFloat]] = Field(
+        default_factory=dict[str, tuple[NonNegativeFloat, NonNegativeFloat]])
+    """`[tool.sparring.prices]`: model spec -> `[input, output]` USD per million tokens, for
+    models the built-in table does not know or prices differently
+    (`sparring.models.pricing`)."""
 
     @property
     def resolved_user_model(self) -> str | None:
@@ -111,7 +124,7 @@ class Settings(BaseModel):
 
 _FIELDS = tuple(Settings.model_fields)
 _GROUP_FIELDS = tuple(GroupGate.model_fields)
-_FILE_ONLY = ("yaml_dirs", "groups")
+_FILE_ONLY = ("yaml_dirs", "groups", "prices")
 """Settings read from files only, never from the environment."""
 
 

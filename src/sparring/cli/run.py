@@ -84,7 +84,10 @@ def _print_list(scenarios: list[AnyScenario], *, trials: int | None) -> None:
 
 
 def _resolve_models(settings: Settings) -> tuple[Model | None, Model | None]:
+    from sparring.models.pricing import set_prices
     from sparring.models.registry import resolve_model
+
+    set_prices(settings.prices)
 
     def make(spec: str | None) -> Model | None:
         if spec is None:
