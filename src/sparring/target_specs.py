@@ -124,15 +124,18 @@ class CallableTargetSpec(BaseModel):
 class A2ATargetSpec(BaseModel):
     """An agent speaking the A2A protocol (DESIGN.md section 4, `a2a`; extra `a2a`).
 
-    `url` is the agent's base address: its card is read from `url` +
-    `/.well-known/agent-card.json`, and messages go to the endpoint the card names. One A2A
-    context per conversation; `streaming: true` uses `message/stream` when the card says
-    the agent streams. `headers` may use `{{secrets.NAME}}` (e.g. an Authorization header).
+    `url` is the agent's base address: its card is read from `url` + `card_path` (default
+    `/.well-known/agent-card.json`; agents on A2A 0.2 serve `/.well-known/agent.json`), and
+    messages go to the endpoint the card names. One A2A context per conversation;
+    `streaming: true` uses streaming (`SendStreamingMessage`, `message/stream` in A2A 0.3)
+    when the card says the agent streams. `headers` may use `{{secrets.NAME}}` (e.g. an
+    Authorization header); they go with every request, the card's included.
     """
 
     model_config = FROZEN
     type: Literal["a2a"]
     url: str
+    card_path: str = "/.well-known/agent-card.json"
     headers: dict[str, str] = Field(default_factory=dict)
     streaming: bool = False
     timeout_s: float = Field(default=60, gt=0, le=3600)
@@ -140,7 +143,19 @@ class A2ATargetSpec(BaseModel):
     @field_validator("url")
     @classmethod
     def _http_url(cls, url: str) -> str:
+        if "{{" in url:
+            raise ValueError(f"url {url!r} cannot use placeholders on an a2a target; put "
+                             "credentials in `headers`, e.g. Authorization: Bearer "
+                             "{{secrets.AGENT_TOKEN}}")
         return check_http_url(url, key="url")
+
+    @field_validator("card_path")
+    @classmethod
+    def _card_path(cls, path: str) -> str:
+        if not path.startswith("/") or any(c.isspace() for c in path):
+            raise ValueError(f"card_path {path!r} must be a path after `url`, starting with "
+                             "'/' and without spaces, e.g. /.well-known/agent.json")
+        return path
 
 
 class ParlantTargetSpec(BaseModel):

@@ -1,0 +1,524 @@
+"""`A2ATarget`: an agent speaking the A2A protocol (DESIGN.md section 4, `a2a`; extra `a2a`).
+
+Built on the official `a2a-sdk` client. The agent card is read once per target from
+`url` + `card_path`; it says where to send messages and in which protocol. A2A 1.0
+(JSON-RPC `SendMessage` / `SendStreamingMessage`, or HTTP+JSON) and A2A 0.3 (JSON-RPC
+`message/send` / `message/stream`) both work, on the interface the agent prefers.
+Streaming is used when the spec asks for it and the card says the agent streams.
+
+Every request goes through the run's shared HTTP client with the spec's headers; the HTTP
+status and content type of each answer are checked before the SDK parses it, so a 401 or an
+HTML error page is reported as such, with a scrubbed excerpt of its body.
+
+One conversation (session) is one A2A context: the first reply's `contextId` goes with
+every later message. A task that ends `input-required` is continued by the next user
+message (same `taskId`); after `completed` the next message starts a new task in the same
+context. `failed`, `rejected`, `canceled` and `auth-required` are errors naming the state
+and the agent's message.
+
+The reply text is the text of the task's artifacts followed by its final status message
+(text parts joined as they are, since streamed chunks are separate parts; data parts as
+canonical JSON and files as a `[file ...]` marker, on lines of their own); when there are
+several, each is also kept in `Message.parts`. Every task state seen is recorded in
+`Message.status_events` (detail: the status message), and `raw` is the final task, or the
+agent's direct message, as A2A 1.0 JSON.
+
+History: A2A has no way to hand an agent a conversation it did not take part in, so
+`preload` replays it: each user message of the history is sent live in the session's
+context, and the replayed conversation, with the agent's real replies, is returned.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncGenerator, Sequence
+from typing import Any
+
+import anyio
+import httpx
+from pydantic import JsonValue
+
+from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, UserError
+from sparring.secrets import Secrets, mask_url
+from sparring.target_specs import A2ATargetSpec, is_raw_mapping
+from sparring.targets.headers import HeaderTemplate
+from sparring.targets.templates import last_user_message, misspelt_placeholders, placeholder_names
+from sparring.transcript import Message, StatusEvent, Transcript, content_text
+
+try:
+    from a2a.client import Client, ClientConfig, ClientFactory
+    from a2a.client.card_resolver import parse_agent_card
+    from a2a.client.errors import A2AClientTimeoutError
+    from a2a.types.a2a_pb2 import (
+        AgentCard,
+        Part,
+        Role,
+        SendMessageRequest,
+        StreamResponse,
+        Task,
+        TaskArtifactUpdateEvent,
+        TaskState,
+        TaskStatus,
+    )
+    from a2a.types.a2a_pb2 import Message as A2AMessage
+    from a2a.utils.constants import TransportProtocol
+    from a2a.utils.errors import A2AError
+    from google.protobuf.json_format import MessageToDict, ParseError
+except ImportError as e:
+    raise UserError(f'the a2a target needs the A2A SDK, which is not installed ({e}): '
+                    'pip install "sparring[a2a]"') from e
+
+_EXCERPT_CHARS = 300
+_BINDINGS = (TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON)
+_ENDED = {
+    TaskState.TASK_STATE_FAILED: "the agent failed on its side; see its logs",
+    TaskState.TASK_STATE_REJECTED: "the agent refused the request",
+    TaskState.TASK_STATE_CANCELED: "the task was canceled before it finished",
+    TaskState.TASK_STATE_AUTH_REQUIRED: ("the agent needs credentials for this request; give "
+                                         "them in `headers` (e.g. Authorization: Bearer "
+                                         "{{secrets.AGENT_TOKEN}})"),
+}
+_ANSWERED = (TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_INPUT_REQUIRED)
+
+
+class A2ATarget:
+    """Target for `type: a2a` (see `A2ATargetSpec` and the module docstring).
+
+    Args:
+        spec: The agent's base url, card path, headers, streaming and `timeout_s` (limit for
+            one reply, and for reading the card, in seconds).
+        client: The run's shared HTTP client (`follow_redirects=False`); every request goes
+            through it. The target never closes it.
+        secrets: Fills `{{secrets.NAME}}` in `headers`; its values are scrubbed from errors.
+
+    Raises:
+        UserError: a header uses a placeholder other than `{{secrets.NAME}}`, has a
+            character HTTP cannot carry, or uses a secret that is not set.
+    """
+
+    def __init__(self, spec: A2ATargetSpec, *, client: httpx.AsyncClient,
+                 secrets: Secrets) -> None:
+        self.spec, self._shared, self._secrets = spec, client, secrets
+        self.name = f"a2a:{mask_url(spec.url)}"
+        self._card_url = spec.url.rstrip("/") + spec.card_path
+        self._http = httpx.AsyncClient(
+            transport=_CheckedTransport(client, secrets), headers=self._headers(),
+            timeout=spec.timeout_s, follow_redirects=False)
+        self._lock = anyio.Lock()
+        self._connection: _Connection | None = None
+
+    def _headers(self) -> dict[str, str]:
+        texts: list[JsonValue] = [*self.spec.headers.values()]
+        wrong = sorted(f"{{{{{n}}}}}" for n in placeholder_names(texts)
+                       if not n.startswith("secrets."))
+        if wrong or (wrong := misspelt_placeholders(texts)):
+            raise UserError(f"target {self.name!r}: a2a headers can only use "
+                            f"{{{{secrets.NAME}}}}, not {', '.join(wrong)}; the user's "
+                            "message goes in the A2A message itself")
+        templates = [HeaderTemplate(k, v, secrets=self._secrets)
+                     for k, v in self.spec.headers.items()]
+        return {t.name: t.fill(message="", history=[], secrets=self._secrets)
+                for t in templates}
+
+    async def open_session(self) -> A2ASession:
+        """Start a conversation; the agent card is read by the first session.
+
+        Raises:
+            TargetError: the card cannot be read, is not an A2A agent card, or offers no
+                interface sparring speaks.
+            TargetTimeout: the card did not arrive within `timeout_s`.
+        """
+        async with self._lock:
+            if self._connection is None:
+                self._connection = self._connect(await self._read_card())
+        return A2ASession(self._connection)
+
+    async def aclose(self) -> None:
+        """Release the SDK client (the shared HTTP client belongs to the runner)."""
+        if self._connection is not None:
+            await self._connection.client.close()
+        await self._http.aclose()
+
+    async def _read_card(self) -> AgentCard:
+        url = mask_url(self._card_url)
+        fix = (f"set `url` to the agent's base address, the one whose {self.spec.card_path} "
+               "serves its card (agents on A2A 0.2 serve /.well-known/agent.json: set "
+               "`card_path` to that)")
+        try:
+            with anyio.fail_after(self.spec.timeout_s):
+                response = await self._http.get(self._card_url)
+        except (TimeoutError, httpx.TimeoutException):
+            raise TargetTimeout(target=self.name, timeout_seconds=self.spec.timeout_s,
+                                hint=TARGET_TIMEOUT_HINT) from None
+        except httpx.HTTPError as e:
+            raise _transport_error(e, url, "its agent card", self._secrets) from None
+        except _BadResponse as e:
+            raise TargetError(f"{e.message.format(url=url, what='the agent card')} {fix}",
+                              status=e.status) from None
+        return _parse_card(response, url, fix, self._secrets)
+
+    def _connect(self, card: AgentCard) -> _Connection:
+        config = ClientConfig(streaming=self.spec.streaming, httpx_client=self._http,
+                              supported_protocol_bindings=[b.value for b in _BINDINGS])
+        try:
+            client = ClientFactory(config).create(card)
+        except ValueError:
+            offered = ", ".join(f"{i.protocol_binding} {i.protocol_version or '(no version)'}"
+                                f" at {mask_url(i.url)}" for i in card.supported_interfaces)
+            raise TargetError(
+                f"the agent card at {mask_url(self._card_url)} offers no interface sparring "
+                f"speaks (it offers: {offered or 'none'}); sparring speaks A2A 0.3 and 1.0 "
+                "over JSONRPC or HTTP+JSON") from None
+        endpoint = next((i.url for i in card.supported_interfaces
+                         if i.protocol_binding in _BINDINGS), self.spec.url)
+        return _Connection(client, endpoint=mask_url(endpoint), name=self.name,
+                           timeout_s=self.spec.timeout_s, secrets=self._secrets)
+
+
+class _Connection:
+    """The SDK client made from the agent card, shared by the target's sessions.
+
+    Args:
+        client: The SDK client.
+        endpoint: The agent's address as shown in errors.
+        name: The target's name, for timeouts.
+        timeout_s: Limit for one reply, in seconds.
+        secrets: Scrubbed from errors.
+    """
+
+    def __init__(self, client: Client, *, endpoint: str, name: str, timeout_s: float,
+                 secrets: Secrets) -> None:
+        self.client, self.endpoint, self._name = client, endpoint, name
+        self._timeout_s, self._secrets = timeout_s, secrets
+
+    async def send(self, text: str, *, context_id: str, task_id: str) -> _Answer:
+        """Send one user message; return the agent's answer, folded from its events.
+
+        Args:
+            text: The user's message.
+            context_id: The conversation's A2A context (`""` before the first reply).
+            task_id: The `input-required` task it continues (`""`: a new task).
+
+        Raises:
+            TargetError: an HTTP error, a non-JSON answer, a JSON-RPC error, a connection
+                error, or a task that ended failed / rejected / canceled / auth-required or
+                still working. Messages never contain secrets.
+            TargetTimeout: no complete answer within `timeout_s`.
+        """
+        message = A2AMessage(message_id=str(uuid.uuid4()), role=Role.ROLE_USER,
+                             parts=[Part(text=text)], context_id=context_id, task_id=task_id)
+        answer = _Answer()
+        start = time.perf_counter()
+        try:
+            with anyio.fail_after(self._timeout_s):
+                await self._receive(SendMessageRequest(message=message), answer, start)
+        except (TimeoutError, A2AClientTimeoutError):
+            raise TargetTimeout(target=self._name, timeout_seconds=self._timeout_s,
+                                hint=TARGET_TIMEOUT_HINT) from None
+        except _BadResponse as e:
+            raise TargetError(e.message.format(url=self.endpoint, what="the agent") + " Check "
+                              "`headers` and that the card names this agent's address",
+                              status=e.status) from None
+        except A2AError as e:
+            raise self._sdk_error(e) from None
+        except (ParseError, ValueError) as e:
+            raise TargetError(self._secrets.scrub(
+                f"{self.endpoint} sent an answer that is not a valid A2A reply ({e}); check "
+                "that the agent speaks the protocol version its card says")) from None
+        answer.latency_ms = round((time.perf_counter() - start) * 1000, 3)
+        answer.check(self.endpoint, self._secrets)
+        return answer
+
+    async def _receive(self, request: SendMessageRequest, answer: _Answer, start: float) -> None:
+        stream = self.client.send_message(request)
+        try:
+            async for event in stream:
+                answer.add(event, at_ms=round((time.perf_counter() - start) * 1000, 3))
+        finally:
+            if isinstance(stream, AsyncGenerator):
+                await stream.aclose()
+
+    def _sdk_error(self, error: A2AError) -> TargetError:
+        cause = error.__cause__
+        if isinstance(cause, httpx.HTTPError):
+            return _transport_error(cause, self.endpoint, "the agent", self._secrets)
+        detail = self._secrets.excerpt(str(error) or type(error).__name__, _EXCERPT_CHARS)
+        return TargetError(f"{self.endpoint} answered with an A2A error "
+                           f"({type(error).__name__}): {detail}. The agent refused or failed "
+                           "the request; check its logs and that it speaks the protocol "
+                           "version its card says")
+
+
+class A2ASession:
+    """One conversation with an `A2ATarget`: one A2A context (see the module docstring)."""
+
+    def __init__(self, connection: _Connection) -> None:
+        self._connection = connection
+        self.context_id = ""
+        """The A2A context, taken from the first reply (`""` until then)."""
+        self.task_id = ""
+        """The `input-required` task the next message continues (`""`: none)."""
+
+    async def send(self, transcript: Transcript, /) -> Message:
+        """Send the transcript's last (user) message in this session's context.
+
+        Raises:
+            TargetError: see `_Connection.send`.
+            TargetTimeout: no complete answer within the target's `timeout_s`.
+        """
+        text, _ = last_user_message(transcript)
+        answer = await self._connection.send(text, context_id=self.context_id,
+                                             task_id=self.task_id)
+        self.context_id = answer.context_id or self.context_id
+        self.task_id = answer.pending_task_id
+        return answer.message()
+
+    async def preload(self, history: Transcript, /) -> Transcript:
+        """Replay `history`'s user messages live, in order, in this session's context.
+
+        Returns:
+            The replayed conversation: each user message of `history` followed by the
+            agent's real reply to it (the agent replies written in `history` are not sent).
+
+        Raises:
+            TargetError: a replayed message failed (see `send`).
+        """
+        replayed = Transcript()
+        for message in history.messages:
+            if message.role == "user":
+                replayed = replayed.with_message(message)
+                replayed = replayed.with_message(await self.send(replayed))
+        return replayed
+
+    async def close(self) -> None:
+        """Nothing to release: an A2A context needs no closing."""
+
+
+class _Answer:
+    """The agent's answer to one user message, folded from the SDK's stream events (a
+    non-streaming reply is one event: the task or a direct message)."""
+
+    def __init__(self) -> None:
+        self.task: Task | None = None
+        self.direct: A2AMessage | None = None
+        self.events: list[StatusEvent] = []
+        self.latency_ms: float | None = None
+
+    def add(self, event: StreamResponse, *, at_ms: float) -> None:
+        """Fold in one event: a task, a status or artifact update, or a direct message."""
+        kind = event.WhichOneof("payload")
+        if kind == "message":
+            self.direct = event.message
+        elif kind == "task":
+            self.task = Task()
+            self.task.CopyFrom(event.task)
+            self._status(self.task.status, at_ms)
+        elif kind == "status_update":
+            update = event.status_update
+            self._task(update.task_id, update.context_id).status.CopyFrom(update.status)
+            self._status(update.status, at_ms)
+        elif kind == "artifact_update":
+            update = event.artifact_update
+            _merge_artifact(self._task(update.task_id, update.context_id), update)
+
+    def _task(self, task_id: str, context_id: str) -> Task:
+        if self.task is None:
+            self.task = Task(id=task_id, context_id=context_id)
+        return self.task
+
+    def _status(self, status: TaskStatus, at_ms: float) -> None:
+        self.events.append(StatusEvent(state=_state_name(status.state),
+                                       detail=_text(status.message.parts), at_ms=at_ms))
+
+    @property
+    def context_id(self) -> str:
+        """The context the agent answered in (`""` if it named none)."""
+        source = self.task or self.direct
+        return source.context_id if source is not None else ""
+
+    @property
+    def pending_task_id(self) -> str:
+        """The task the next message continues: this one when it waits for input."""
+        task = self.task
+        if task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            return task.id
+        return ""
+
+    def check(self, endpoint: str, secrets: Secrets) -> None:
+        """Raise unless the agent answered: a direct message, or a task that completed or
+        waits for input.
+
+        Raises:
+            TargetError: no task nor message; a task failed, rejected, canceled, needing
+                auth, or still submitted / working when the answer ended.
+        """
+        if self.direct is not None:
+            return
+        if self.task is None:
+            raise TargetError(f"{endpoint} answered with neither a task nor a message; check "
+                              "that the agent speaks the protocol version its card says")
+        status = self.task.status
+        state, said = _state_name(status.state), _text(status.message.parts)
+        said = secrets.excerpt(said, _EXCERPT_CHARS) if said else "(no message)"
+        if status.state in _ENDED:
+            raise TargetError(f"{endpoint}: the agent's task ended in state {state!r} with "
+                              f"message {said!r}; {_ENDED[status.state]}")
+        if status.state not in _ANSWERED:
+            raise TargetError(f"{endpoint}: the answer ended with the task still in state "
+                              f"{state!r} (message {said!r}); sparring waits for "
+                              "'completed' or 'input-required'. The agent may have stopped "
+                              "mid-task or answered before finishing; check its logs")
+
+    def message(self) -> Message:
+        """The reply as a sparring agent `Message` (call after `check`)."""
+        if self.direct is not None:
+            pieces, raw = [_text(self.direct.parts)], MessageToDict(self.direct)
+        else:
+            assert self.task is not None
+            pieces = [_text(a.parts) for a in self.task.artifacts]
+            pieces.append(_text(self.task.status.message.parts))
+            raw = MessageToDict(self.task)
+        pieces = [p for p in pieces if p]
+        return Message(role="agent", content="\n".join(pieces),
+                       parts=tuple(pieces) if len(pieces) > 1 else (), raw=raw,
+                       latency_ms=self.latency_ms, status_events=tuple(self.events))
+
+
+def _merge_artifact(task: Task, update: TaskArtifactUpdateEvent) -> None:
+    """Add a streamed artifact chunk: its parts appended to the artifact with its id (as
+    the agent's own task keeps them), or the artifact replaced or added."""
+    new = update.artifact
+    old = next((a for a in task.artifacts if a.artifact_id == new.artifact_id), None)
+    if old is None:
+        task.artifacts.add().CopyFrom(new)
+    elif update.append:
+        old.parts.extend(new.parts)
+    else:
+        old.CopyFrom(new)
+
+
+def _text(parts: Sequence[Part]) -> str:
+    """Parts as text: runs of text parts joined as they are (streamed chunks are separate
+    parts), data parts as canonical JSON and files as `[file ...]` markers on lines of
+    their own."""
+    lines: list[str] = []
+    after_text = False
+    for part in parts:
+        is_text = part.WhichOneof("content") == "text"
+        if is_text and after_text:
+            lines[-1] += part.text
+        else:
+            lines.append(_part_text(part))
+        after_text = is_text
+    return "\n".join(lines)
+
+
+def _part_text(part: Part) -> str:
+    kind = part.WhichOneof("content")
+    if kind == "text":
+        return part.text
+    if kind == "data":
+        return content_text(_whole_numbers(MessageToDict(part)["data"]))
+    media = part.media_type or "unknown type"
+    if kind == "url":
+        return f"[file {part.filename or part.url} ({media}): {part.url}]"
+    if kind == "raw":
+        return f"[file {part.filename or '(unnamed)'} ({media}), {len(part.raw)} bytes]"
+    return ""
+
+
+def _whole_numbers(value: JsonValue) -> JsonValue:
+    """JSON from a protobuf `Value`, whose numbers are all doubles, with whole numbers as
+    integers again (`10234.0` -> `10234`), as the agent most likely sent them."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, list):
+        return [_whole_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _whole_numbers(v) for k, v in value.items()}
+    return value
+
+
+def _state_name(state: TaskState) -> str:
+    """`TASK_STATE_INPUT_REQUIRED` -> `input-required` (the names of the A2A spec)."""
+    return TaskState.Name(state).removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+
+class _BadResponse(Exception):
+    """An answer whose status or content type rules out reading it. `message` has
+    `{url}` and `{what}` fields for the caller to fill."""
+
+    def __init__(self, message: str, *, status: int) -> None:
+        self.message, self.status = message, status
+        super().__init__(message)
+
+
+class _CheckedTransport(httpx.AsyncBaseTransport):
+    """Sends the SDK's requests through the run's shared client, and checks each answer's
+    status and content type before anyone reads it (`_BadResponse` otherwise)."""
+
+    def __init__(self, client: httpx.AsyncClient, secrets: Secrets) -> None:
+        self._client, self._secrets = client, secrets
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self._client.send(request, stream=True, follow_redirects=False)
+        try:
+            await self._check(response)
+        except BaseException:
+            await response.aclose()
+            raise
+        return httpx.Response(response.status_code, headers=response.headers,
+                              stream=response.stream, extensions=response.extensions)
+
+    async def _check(self, response: httpx.Response) -> None:
+        status = response.status_code
+        if 300 <= status < 400:
+            location = self._secrets.scrub(response.headers.get("location", "(none given)"))
+            raise _BadResponse(f"{{url}} ({{what}}) answered HTTP {status}, a redirect to "
+                               f"{location}; redirects are not followed.", status=status)
+        media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        json_like = media in ("application/json", "text/json") or media.endswith("+json")
+        if status < 400 and (json_like or media == "text/event-stream"):
+            return
+        body = (await response.aread()).decode("utf-8", errors="replace")
+        excerpt = self._secrets.excerpt(body, _EXCERPT_CHARS)
+        if status >= 400:
+            hint = (" Check the credentials in `headers` (is the secret set and current?)."
+                    if status in (401, 403) else "")
+            raise _BadResponse(f"{{url}} ({{what}}) answered HTTP {status} "
+                               f"{response.reason_phrase}. Body starts: {excerpt!r}.{hint}",
+                               status=status)
+        raise _BadResponse(f"{{url}} ({{what}}) answered Content-Type {media or '(none)'}, "
+                           f"not JSON. Body starts: {excerpt!r}.", status=status)
+
+
+def _parse_card(response: httpx.Response, url: str, fix: str, secrets: Secrets) -> AgentCard:
+    excerpt = secrets.excerpt(response.text, _EXCERPT_CHARS)
+    try:
+        data: Any = response.json()
+    except ValueError as e:
+        raise TargetError(f"{url} is not an agent card: the body is not JSON ({e}). Body "
+                          f"starts: {excerpt!r}; {fix}") from None
+    if not is_raw_mapping(data) or not ({"supportedInterfaces", "url"} & data.keys()):
+        raise TargetError(f"{url} is not an A2A agent card: it has no `supportedInterfaces` "
+                          f"(A2A 1.0) or `url` (A2A 0.3) saying where to send messages. Body "
+                          f"starts: {excerpt!r}; {fix}")
+    try:
+        return parse_agent_card(data)
+    except ParseError as e:
+        raise TargetError(f"{url} is not a valid A2A agent card "
+                          f"({secrets.excerpt(str(e), _EXCERPT_CHARS)}). Body starts: "
+                          f"{excerpt!r}; {fix}") from None
+
+
+def _transport_error(error: httpx.HTTPError, url: str, what: str, secrets: Secrets
+                     ) -> TargetError:
+    detail = secrets.scrub(str(error) or type(error).__name__)
+    if isinstance(error, httpx.ConnectError):
+        return TargetError(f"could not connect to {url} ({what}): {detail}. Check that the "
+                           "agent is running and that `url` (scheme, host, port) is right, "
+                           "and the address its card gives")
+    return TargetError(f"the request to {url} ({what}) failed: {type(error).__name__}: "
+                       f"{detail}. The agent may have crashed or closed the connection; check "
+                       "its logs")
