@@ -1,0 +1,370 @@
+"""Framework adapters, offline: each framework's own fakes (pydantic-ai `FunctionModel`,
+LangChain `GenericFakeChatModel` in a LangGraph graph, the OpenAI Agents SDK against the
+scripted OpenAI-compatible server, smolagents with a scripted `Model`). Every adapter runs a
+two-turn conversation through `CallableTarget` (tool call recorded with its result; the
+second turn sees the first turn's tool call), continues a history it did not produce, and
+passes a scripted scenario's `tool_called` checks in `run_scenarios`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from sparring.runner import RunSettings, run_scenarios
+from sparring.scenario import ScriptedScenario
+from sparring.targets.callable import CallableTarget
+from sparring.targets.templates import History
+from sparring.transcript import Message, Transcript
+from tests.support.openai_server import Reply, ScriptedOpenAIServer
+
+pytestmark = pytest.mark.anyio
+
+Adapter = Callable[[History], Awaitable[Message]]
+QUESTION, THANKS = "Where is order 7?", "Thanks!"
+
+
+async def two_turns(adapter: Adapter) -> tuple[Message, Message]:
+    """Turn 1 asks about order 7 (the agent calls `lookup`), turn 2 says thanks."""
+    target = CallableTarget(adapter, name="agent")
+    session = await target.open_session()
+    first = await session.send(Transcript(messages=(Message(role="user", content=QUESTION),)))
+    second = await session.send(Transcript(messages=(
+        Message(role="user", content=QUESTION), first, Message(role="user", content=THANKS))))
+    await session.close()
+    return first, second
+
+
+def assert_lookup(message: Message, *, result: Any) -> None:
+    assert [(c.name, c.arguments, c.result) for c in message.tool_calls] == [
+        ("lookup", {"order": 7}, result)]
+
+
+async def assert_tool_called_checks_pass(adapter: Adapter) -> None:
+    scenario = ScriptedScenario.model_validate({"id": "order", "turns": [
+        {"user": QUESTION, "checks": [{"tool_called": ["lookup"]}, {"contains": "sent"}]},
+        {"user": THANKS, "checks": [{"tool_called": {"exclude": ["lookup"]}}]}]})
+    target = CallableTarget(adapter, name="agent")
+    result = await run_scenarios([scenario], targets=lambda s: target, user_model=None,
+                                 judge_model=None, settings=RunSettings())
+    trial = result.scenarios[0].trials[0]
+    assert [(v.id, v.status) for v in trial.verdicts] == [
+        ("t1.check1", "met"), ("t1.check2", "met"), ("t2.check1", "met")]
+    assert trial.status == "passed" and result.exit_code == 0
+
+
+def written_history() -> History:
+    """A conversation the adapter did not produce (as in an unfold preload)."""
+    return [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
+            {"role": "user", "content": "Bye"}]
+
+
+def test_importing_the_package_imports_no_framework() -> None:
+    code = ("import sys, sparring.adapters; print(sorted(m for m in sys.modules if m.split('.')"
+            "[0] in {'pydantic_ai', 'langchain_core', 'langgraph', 'agents', 'smolagents'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# --- pydantic-ai -----------------------------------------------------------------------
+
+def pydantic_ai_agent(seen: list[list[Any]]) -> Any:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append([p for m in messages for p in m.parts])
+        last = messages[-1].parts[-1]
+        if isinstance(last, ToolReturnPart):
+            return ModelResponse(parts=[TextPart(f"Order 7 was {last.content['status']}.")])
+        assert isinstance(last, UserPromptPart)
+        if last.content == QUESTION:
+            return ModelResponse(parts=[ToolCallPart("lookup", {"order": 7})])
+        return ModelResponse(parts=[TextPart(f"You said {last.content}")])
+
+    agent = Agent(FunctionModel(model))
+
+    @agent.tool_plain
+    def lookup(order: int) -> dict[str, Any]:  # pyright: ignore[reportUnusedFunction]
+        return {"order": order, "status": "sent"}
+
+    return agent
+
+
+async def test_pydantic_ai_two_turns_keep_tool_calls_in_history() -> None:
+    from pydantic_ai.messages import ToolCallPart, ToolReturnPart, UserPromptPart
+
+    from sparring.adapters.pydantic_ai import PydanticAIAdapter
+
+    seen: list[list[Any]] = []
+    first, second = await two_turns(PydanticAIAdapter(pydantic_ai_agent(seen)))
+    assert first.content == "Order 7 was sent."
+    assert_lookup(first, result={"order": 7, "status": "sent"})
+    assert first.input_tokens and first.output_tokens
+    assert second.content == "You said Thanks!" and second.tool_calls == ()
+    kinds = [type(p) for p in seen[-1]]
+    assert kinds[:3] == [UserPromptPart, ToolCallPart, ToolReturnPart]
+
+
+async def test_pydantic_ai_structured_output_and_written_history() -> None:
+    from pydantic import BaseModel
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from sparring.adapters.pydantic_ai import PydanticAIAdapter
+
+    class Answer(BaseModel):
+        text: str
+
+    seen: list[list[Any]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        from pydantic_ai.messages import ToolCallPart
+
+        seen.append([p.content for m in messages for p in m.parts
+                     if isinstance(p, UserPromptPart | TextPart)])
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"text": "ok"})])
+
+    reply = await PydanticAIAdapter(Agent(FunctionModel(model), output_type=Answer))(
+        written_history())
+    assert seen[0] == ["Hi", "Hello!", "Bye"]
+    assert reply.content == '{"text": "ok"}' and reply.raw == {"text": "ok"}
+    assert reply.tool_calls == ()  # the output tool carries the answer, it is no action
+
+
+# --- LangChain / LangGraph ---------------------------------------------------------------
+
+def langgraph_agent(replies: list[Any], seen: list[list[Any]]) -> Any:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AnyMessage
+    from langchain_core.tools import tool
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    @tool
+    def lookup(order: int) -> dict[str, Any]:
+        """Look up an order."""
+        return {"order": order, "status": "sent"}
+
+    chat = GenericFakeChatModel(messages=iter(replies))
+
+    async def call_model(state: MessagesState) -> dict[str, list[AnyMessage]]:
+        seen.append(list(state["messages"]))
+        return {"messages": [await chat.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", call_model)
+    graph.add_node("tools", ToolNode([lookup]))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", tools_condition)
+    graph.add_edge("tools", "model")
+    return graph.compile()
+
+
+def langgraph_replies() -> list[Any]:
+    from langchain_core.messages import AIMessage
+
+    usage = {"input_tokens": 11, "output_tokens": 3, "total_tokens": 14}
+    return [AIMessage("", tool_calls=[{"name": "lookup", "args": {"order": 7}, "id": "c1"}],
+                      usage_metadata=usage),
+            AIMessage("Order 7 was sent.", usage_metadata=usage),
+            AIMessage([{"type": "text", "text": "You're"}, {"type": "text", "text": "welcome"}])]
+
+
+async def test_langgraph_two_turns_keep_tool_calls_in_history() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from sparring.adapters.langchain import LangChainAdapter
+
+    seen: list[list[Any]] = []
+    first, second = await two_turns(
+        LangChainAdapter(langgraph_agent(langgraph_replies(), seen)))
+    assert first.content == "Order 7 was sent."
+    assert_lookup(first, result='{"order": 7, "status": "sent"}')
+    assert (first.input_tokens, first.output_tokens) == (22, 6)
+    assert second.content == "You're\nwelcome" and second.tool_calls == ()
+    assert second.input_tokens is None
+    assert [type(m) for m in seen[-1]] == [HumanMessage, AIMessage, ToolMessage, AIMessage,
+                                           HumanMessage]
+
+
+async def test_langchain_written_history_and_wrong_output_shape() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.runnables import RunnableLambda
+
+    from sparring.adapters.langchain import LangChainAdapter
+
+    seen: list[list[Any]] = []
+    reply = await LangChainAdapter(langgraph_agent([AIMessage("Bye!")], seen))(
+        written_history())
+    assert reply.content == "Bye!"
+    assert [(type(m), m.content) for m in seen[0]] == [
+        (HumanMessage, "Hi"), (AIMessage, "Hello!"), (HumanMessage, "Bye")]
+    with pytest.raises(TypeError, match='returned str without a list of messages under "mes'):
+        await LangChainAdapter(RunnableLambda(lambda state: "text"))(written_history())
+
+
+# --- OpenAI Agents SDK -------------------------------------------------------------------
+
+def openai_agents_adapter(server: ScriptedOpenAIServer) -> tuple[Any, Any]:
+    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, function_tool
+    from openai import AsyncOpenAI
+
+    from sparring.adapters.openai_agents import OpenAIAgentsAdapter
+
+    @function_tool
+    def lookup(order: int) -> dict[str, Any]:
+        """Look up an order."""
+        return {"order": order, "status": "sent"}
+
+    client = AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+    agent = Agent(name="support", instructions="Help with orders.", tools=[lookup],
+                  model=OpenAIChatCompletionsModel(model="gpt-test", openai_client=client))
+    return OpenAIAgentsAdapter(agent, run_config=RunConfig(tracing_disabled=True)), client
+
+
+def openai_agents_replies() -> list[Reply]:
+    return [Reply(tool_calls=[{"name": "lookup", "arguments": {"order": 7}, "id": "c1"}],
+                  usage={"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}),
+            Reply("Order 7 was sent.",
+                  usage={"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}),
+            Reply("You're welcome.")]
+
+
+async def test_openai_agents_two_turns_keep_tool_calls_in_history() -> None:
+    with ScriptedOpenAIServer(openai_agents_replies()) as server:
+        adapter, client = openai_agents_adapter(server)
+        try:
+            first, second = await two_turns(adapter)
+        finally:
+            await client.close()
+    assert first.content == "Order 7 was sent."
+    assert_lookup(first, result={"order": 7, "status": "sent"})
+    assert (first.input_tokens, first.output_tokens) == (30, 7)
+    assert second.content == "You're welcome." and second.tool_calls == ()
+    sent = server.requests[2]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "assistant",
+                                         "user"]
+    assert sent[2]["tool_calls"][0]["function"]["name"] == "lookup"
+    assert sent[3]["tool_call_id"] == "c1"
+
+
+async def test_openai_agents_written_history() -> None:
+    with ScriptedOpenAIServer([Reply("Goodbye.")]) as server:
+        adapter, client = openai_agents_adapter(server)
+        try:
+            reply = await adapter(written_history())
+        finally:
+            await client.close()
+    assert reply.content == "Goodbye."
+    assert [(m["role"], m["content"]) for m in server.requests[0]["messages"][1:]] == [
+        ("user", "Hi"), ("assistant", "Hello!"), ("user", "Bye")]
+
+
+# --- smolagents ----------------------------------------------------------------------------
+
+def smolagents_agent(seen: list[list[Any]]) -> Any:
+    from smolagents import ToolCallingAgent, tool
+    from smolagents.models import (
+        ChatMessage,
+        ChatMessageToolCall,
+        ChatMessageToolCallFunction,
+        MessageRole,
+        Model,
+    )
+    from smolagents.monitoring import LogLevel, TokenUsage
+
+    @tool
+    def lookup(order: int) -> dict[str, Any]:
+        """Look up an order.
+
+        Args:
+            order: The order number.
+        """
+        return {"order": order, "status": "sent"}
+
+    def call(name: str, arguments: dict[str, Any], id: str) -> ChatMessage:
+        return ChatMessage(
+            role=MessageRole.ASSISTANT, token_usage=TokenUsage(input_tokens=9, output_tokens=2),
+            tool_calls=[ChatMessageToolCall(ChatMessageToolCallFunction(name=name,
+                                                                        arguments=arguments),
+                                            id=id, type="function")])
+
+    class Scripted(Model):
+        def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
+            texts = ["\n".join(b["text"] for b in m.content if b["type"] == "text")
+                     for m in messages]
+            seen.append(texts)
+            if "Observation:\n{'order': 7, 'status': 'sent'}" in texts[-1]:
+                return call("final_answer", {"answer": "Order 7 was sent."}, "f1")
+            if QUESTION in texts[-1]:
+                return call("lookup", {"order": 7}, f"c{len(seen)}")
+            return call("final_answer", {"answer": "You're welcome."}, "f2")
+
+    return ToolCallingAgent(tools=[lookup], model=Scripted(), verbosity_level=LogLevel.OFF)
+
+
+async def test_smolagents_two_turns_keep_tool_calls_in_history() -> None:
+    from sparring.adapters.smolagents import SmolagentsAdapter
+
+    seen: list[list[Any]] = []
+    first, second = await two_turns(SmolagentsAdapter(smolagents_agent(seen)))
+    assert first.content == "Order 7 was sent."
+    assert_lookup(first, result={"order": 7, "status": "sent"})
+    assert first.tool_calls[0].id == "c1"
+    assert (first.input_tokens, first.output_tokens) == (18, 4)
+    assert second.content == "You're welcome." and second.tool_calls == ()
+    history = "\n".join(seen[-1])
+    assert "lookup" in history and "Order 7 was sent." in history and THANKS in history
+
+
+async def test_smolagents_written_history() -> None:
+    from sparring.adapters.smolagents import SmolagentsAdapter
+
+    seen: list[list[Any]] = []
+    reply = await SmolagentsAdapter(smolagents_agent(seen))(written_history())
+    assert reply.content == "You're welcome."
+    history = "\n".join(seen[0])
+    assert history.index("Hi") < history.index("Hello!") < history.index("Bye")
+
+
+# --- end to end -----------------------------------------------------------------------------
+
+async def test_every_adapter_passes_tool_called_checks_in_a_run() -> None:
+    from sparring.adapters.langchain import LangChainAdapter
+    from sparring.adapters.pydantic_ai import PydanticAIAdapter
+    from sparring.adapters.smolagents import SmolagentsAdapter
+
+    await assert_tool_called_checks_pass(PydanticAIAdapter(pydantic_ai_agent([])))
+    await assert_tool_called_checks_pass(
+        LangChainAdapter(langgraph_agent(langgraph_replies(), [])))
+    await assert_tool_called_checks_pass(SmolagentsAdapter(smolagents_agent([])))
+    with ScriptedOpenAIServer(openai_agents_replies()) as server:
+        adapter, client = openai_agents_adapter(server)
+        try:
+            await assert_tool_called_checks_pass(adapter)
+        finally:
+            await client.close()
+
+
+async def test_remember_zero_converts_the_text_history_every_turn() -> None:
+    from pydantic_ai.messages import TextPart, UserPromptPart
+
+    from sparring.adapters.pydantic_ai import PydanticAIAdapter
+
+    seen: list[list[Any]] = []
+    await two_turns(PydanticAIAdapter(pydantic_ai_agent(seen), remember=0))
+    assert [type(p) for p in seen[-1]] == [UserPromptPart, TextPart, UserPromptPart]
