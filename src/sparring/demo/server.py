@@ -13,6 +13,8 @@ Endpoints:
     `GET  /v1/models`            lists the one model, `demo`.
     `/agents`, `/sessions/...`   a Parlant session API over the same agent (agent id
                                  `northwind`; see `sparring.demo.parlant`).
+    `POST /a2a`                  A2A 1.0 JSON-RPC `SendMessage`, agent card at
+                                 `/a2a/.well-known/agent-card.json` (see `sparring.demo.a2a`).
 
 Bad JSON or a wrong shape is answered 400 with what to send instead. Requests are not
 logged unless `log_requests=True`.
@@ -33,6 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeGuard
 from urllib.parse import parse_qs, urlsplit
 
+from sparring.demo.a2a import CARD_PATH, A2AApi, agent_card
 from sparring.demo.agent import SHOP, DemoReply, respond
 from sparring.demo.parlant import ParlantApi
 
@@ -40,7 +43,7 @@ MAX_BODY_BYTES = 1_000_000
 _CHAT_EXAMPLE = '{"message": "Where is my order?", "history": []}'
 _OPENAI_EXAMPLE = '{"model": "demo", "messages": [{"role": "user", "content": "Hi"}]}'
 _ENDPOINTS = ("GET /health, POST /chat, POST /chat/stream, POST /v1/chat/completions, "
-              "Parlant's /sessions")
+              "Parlant's /sessions, POST /a2a")
 
 
 class BadRequest(Exception):
@@ -90,7 +93,7 @@ class DemoServer:
                  log_requests: bool = False) -> None:
         self._parlant = ParlantApi()
         handler = type("Handler", (_Handler,), {"log_requests": log_requests,
-                                                "parlant": self._parlant})
+                                                "parlant": self._parlant, "a2a": A2AApi()})
         self._httpd = _Server((host, port), handler)
         self._thread: threading.Thread | None = None
         self.host = host
@@ -270,6 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # small replies otherwise wait ~40 ms for delayed ACKs
     log_requests = False
     parlant: ParlantApi
+    a2a: A2AApi
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib name)
         if self.log_requests:
@@ -284,6 +288,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/v1/models":
             self._json(200, {"object": "list", "data": [
                 {"id": "demo", "object": "model", "owned_by": "sparring"}]})
+        elif path == CARD_PATH:
+            self._json(200, agent_card(f"http://{self.headers.get('Host', '127.0.0.1')}"))
         elif path in ("/chat", "/chat/stream", "/v1/chat/completions"):
             self._error(405, f"{path} takes POST with a JSON body, e.g. {_CHAT_EXAMPLE}")
         else:
@@ -292,7 +298,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 (stdlib name)
         path = self.path.split("?", 1)[0].rstrip("/")
         routes = {"/chat": self._chat, "/chat/stream": self._chat_stream,
-                  "/v1/chat/completions": self._openai}
+                  "/v1/chat/completions": self._openai,
+                  "/a2a": self._a2a}
         if self.parlant.owns(path):
             return self._parlant("POST")
         try:
@@ -337,6 +344,9 @@ class _Handler(BaseHTTPRequestHandler):
         events: list[dict[str, Any]] = [{"delta": p} for p in text_chunks(reply.reply)]
         events.append({"tool_calls": reply.tool_calls, "handover": reply.handover})
         self._sse(events)
+
+    def _a2a(self, body: Any) -> None:
+        self._json(200, self.a2a.handle(body))
 
     def _openai(self, body: Any) -> None:
         history = openai_history(body)
