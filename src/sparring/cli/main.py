@@ -57,6 +57,26 @@ def run(**options: Any) -> None:
     sys.exit(run_command(**options))
 
 
+@cli.command(epilog="Exit codes: 0 the target answered with a reply, 2 the file or an option "
+             "is wrong, 3 the target failed or its reply looks wrong.")
+@click.argument("file", type=click.Path())
+@click.option("--message", default="Hello", show_default=True, help="The user message sent.")
+@click.option("--scenario", metavar="ID",
+              help="Use this scenario's target (when the file's scenarios use several).")
+@click.option("--secrets-file", type=click.Path(), help="NAME=value file for {{secrets.NAME}}.")
+def doctor(file: str, message: str, scenario: str | None, secrets_file: str | None) -> None:
+    """Send one message to the target in FILE and explain what came back.
+
+    FILE is a test file, or a YAML file holding only `target:`. Shows the HTTP requests
+    (credentials masked) and responses, the reply read from them, and how to fix the
+    usual mistakes (wrong response_path, redirects, HTTP errors, agent not running).
+    """
+    from sparring.cli.doctor import doctor_command
+
+    sys.exit(doctor_command(file=file, message=message, secrets_file=secrets_file,
+                            scenario=scenario))
+
+
 @cli.command()
 def schema() -> None:
     """Print the JSON Schema of test files (for editors and linters)."""
