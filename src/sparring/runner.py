@@ -11,13 +11,15 @@ transcript it got, even when the target or a model fails; such trials are `error
 from __future__ import annotations
 
 import time
+import traceback
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
+from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
 if TYPE_CHECKING:
@@ -40,6 +42,7 @@ from sparring.events import (
 )
 from sparring.judging.checks import run_check
 from sparring.judging.judge import ShouldItem, judge_conversation, skipped_verdicts
+from sparring.judging.should import NO_MODEL_HINT, JudgeSettings
 from sparring.models.base import Model
 from sparring.rendering import Limits
 from sparring.results import (
@@ -47,6 +50,7 @@ from sparring.results import (
     ReplyNote,
     RunResult,
     ScenarioResult,
+    SubtestResult,
     TrialResult,
     TrialStatus,
     Usage,
@@ -62,15 +66,25 @@ from sparring.scenario import (
     SimulatedScenario,
     SingleTurnScenario,
 )
+from sparring.session import (
+    CURRENT_TRIAL,
+    CodeScenario,
+    ConditionsNotMet,
+    ConditionsUndecided,
+    HookError,
+    TrialContext,
+    call_body,
+)
 from sparring.simulator import next_user_message
 from sparring.targets.base import Target, TargetSession
 from sparring.transcript import Message, Transcript
 
 REPLY_TIMEOUT_HINT = "raise --reply-timeout (or drop it) if the agent is just slow"
-NO_MODEL_HINT = (
-    "no model configured: pass --model provider:name (e.g. openai:gpt-4o-mini or "
-    "ollama:qwen2.5:7b) or set SPARRING_MODEL"
-)
+__all__ = ["NO_MODEL_HINT", "REPLY_TIMEOUT_HINT", "AnyRunnable", "RunSettings", "TargetPool",
+           "run_scenarios"]
+
+AnyRunnable = AnyScenario | CodeScenario
+"""What the runner runs: scenarios from test files, and tests written in Python."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,6 +123,7 @@ class _Context:
     user_model: Model | None
     judge_model: Model | None
     observer: Observer
+    targets: Callable[[AnyRunnable], Target]
     scrub: Callable[[str], str] | None = None
     stop: bool = False
 
@@ -116,7 +131,7 @@ class _Context:
 class _TrialState:
     """Mutable state of one trial while it runs; turned into a TrialResult at the end."""
 
-    def __init__(self, scenario: AnyScenario, trial: int, ctx: _Context) -> None:
+    def __init__(self, scenario: AnyRunnable, trial: int, ctx: _Context) -> None:
         self.scenario, self.trial, self.ctx = scenario, trial, ctx
         self.transcript = Transcript()
         """What is kept, reported and shown to models: secrets masked (`_sanitized`)."""
@@ -125,6 +140,7 @@ class _TrialState:
         self.verdicts: list[Verdict] = []
         self.usage = Usage()
         self.reply_notes: list[ReplyNote] = []
+        self.subtests: list[SubtestResult] = []
         self.started = time.perf_counter()
         self.target_name = "target"
 
@@ -139,6 +155,12 @@ class _TrialState:
             self.verdicts.append(v)
             self.ctx.observer(VerdictAdded(self.scenario.id, self.trial, v))
 
+    def add_subtest(self, subtest: SubtestResult) -> None:
+        """Keep a sub-test of a Python test, its transcript made safe like the trial's."""
+        messages = tuple(_sanitized(m, self.ctx.scrub) for m in subtest.transcript.messages)
+        self.subtests.append(subtest.model_copy(update={
+            "transcript": Transcript(messages=messages)}))
+
     def finish(self, status: TrialStatus, end_reason: EndReason,
                error: str | None) -> TrialResult:
         """The trial's result as it stands; emits TrialFinished."""
@@ -146,6 +168,7 @@ class _TrialState:
             scenario_id=self.scenario.id, trial=self.trial, status=status,
             end_reason=end_reason, transcript=self.transcript, verdicts=self.verdicts,
             reply_notes=self.reply_notes, error=error, usage=self.usage,
+            subtests=self.subtests,
             duration_ms=(time.perf_counter() - self.started) * 1000)
         self.ctx.observer(TrialFinished(result))
         return result
@@ -203,7 +226,7 @@ def _clean_strings(value: Any, scrub: Callable[[str], str] | None) -> Any:
     return value
 
 
-def _with_expected_output(scenario: AnyScenario) -> AnyScenario:
+def _with_expected_output(scenario: AnyRunnable) -> AnyRunnable:
     """Give a single-turn scenario's `expected_output` an explicit criterion for the judge."""
     if not isinstance(scenario, SingleTurnScenario) or not scenario.expected_output:
         return scenario
@@ -245,10 +268,11 @@ def _steps(scenario: AnyScenario) -> list[tuple[str, list[Check], list[str]]]:
     return []
 
 
-async def _script(state: _TrialState, session: TargetSession) -> list[ShouldItem]:
+async def _script(state: _TrialState, scenario: AnyScenario,
+                  session: TargetSession) -> list[ShouldItem]:
     """Send every scripted message; check each reply as it arrives; collect `should`s."""
     shoulds: list[ShouldItem] = []
-    for turn, (text, checks, should) in enumerate(_steps(state.scenario), start=1):
+    for turn, (text, checks, should) in enumerate(_steps(scenario), start=1):
         await state.exchange(session, text)
         state.add_verdicts([
             run_check(c, state.transcript, check_id=f"t{turn}.check{i}", turn=turn)
@@ -258,9 +282,9 @@ async def _script(state: _TrialState, session: TargetSession) -> list[ShouldItem
     return shoulds
 
 
-async def _judge(state: _TrialState, shoulds: list[ShouldItem]) -> None:
+async def _judge(state: _TrialState, scenario: AnyScenario, shoulds: list[ShouldItem]) -> None:
     """Conversation-level checks, then one judge call unless a check already decided."""
-    scenario, ctx = state.scenario, state.ctx
+    ctx = state.ctx
     state.add_verdicts([run_check(c, state.transcript, check_id=f"check{i}")
                         for i, c in enumerate(scenario.checks, start=1)])
     if not scenario.all_criteria and not shoulds:
@@ -280,26 +304,100 @@ async def _judge(state: _TrialState, shoulds: list[ShouldItem]) -> None:
         state.reply_notes = outcome.reply_notes
 
 
-async def _converse(state: _TrialState, target: Target) -> EndReason:
+async def _converse(state: _TrialState, target: Target | None) -> EndReason:
     """Open a session, play the conversation, judge it; return the end reason."""
+    scenario = state.scenario
+    if isinstance(scenario, CodeScenario):
+        return await _run_code(state, scenario, target)
+    assert target is not None
     state.target_name = target.name
     session = await target.open_session()
     try:
-        if isinstance(state.scenario, SimulatedScenario):
+        if isinstance(scenario, SimulatedScenario):
             end_reason = await _simulate(state, session)
             shoulds: list[ShouldItem] = []
         else:
-            shoulds = await _script(state, session)
+            shoulds = await _script(state, scenario, session)
             end_reason = "script_done"
     finally:
         with anyio.CancelScope(shield=True):
             await session.close()
-    await _judge(state, shoulds)
+    await _judge(state, scenario, shoulds)
     return end_reason
 
 
-async def _run_trial(scenario: AnyScenario, trial: int, target: Target, ctx: _Context, *,
-                    trials: int, on_result: Callable[[TrialResult], None]) -> None:
+class _TestRaised(Exception):
+    """A Python test's body (or hook) raised something other than a failed assertion."""
+
+
+async def _run_code(state: _TrialState, scenario: CodeScenario,
+                    target: Target | None) -> EndReason:
+    """Run a Python test's body in a trial context: `should` verdicts and sessions are
+    recorded on `state`; a failed `assert` becomes a `not_met` verdict."""
+    ctx = state.ctx
+    spec = None if target is None or not isinstance(scenario.target, BaseModel) else \
+        scenario.target
+    trial = TrialContext(
+        scenario_id=scenario.id, trial=state.trial, target=target, spec=spec,
+        build_target=lambda s: ctx.targets(replace(scenario, target=s)),
+        judge=JudgeSettings(model=scenario.judge_model or ctx.judge_model,
+                            limits=ctx.settings.limits,
+                            temperature=ctx.settings.judge_temperature, scrub=ctx.scrub),
+        reply_timeout_s=ctx.settings.reply_timeout_s or scenario.reply_timeout_s,
+        usage=state.usage, recorder=state)
+    token = CURRENT_TRIAL.set(trial)
+    try:
+        if scenario.before is not None:
+            await _hook(scenario.before, "a before hook", ctx.scrub)
+        await call_body(scenario.body, trial)
+    except (ConditionsNotMet, ConditionsUndecided):
+        pass  # their verdicts are recorded and decide the trial
+    except AssertionError as e:
+        state.add_verdicts([Verdict(
+            id="assert", kind="check", description="assert in the test body",
+            status="not_met", reason=_scrubbed(_assertion_text(e), ctx.scrub))])
+    except (TargetError, _TestRaised, anyio.get_cancelled_exc_class()):
+        raise
+    except Exception as e:
+        raise _TestRaised(_scrubbed(f"the test raised {type(e).__name__}: {e}",
+                                    ctx.scrub)) from e
+    finally:
+        CURRENT_TRIAL.reset(token)
+    return "script_done"
+
+
+async def _hook(hook: Callable[..., Awaitable[None]], what: str,
+                scrub: Callable[[str], str] | None, *args: object) -> None:
+    try:
+        await hook(*args)
+    except anyio.get_cancelled_exc_class():
+        raise
+    except HookError as e:
+        raise _TestRaised(_scrubbed(str(e), scrub)) from e
+    except Exception as e:
+        raise _TestRaised(_scrubbed(f"{what} raised {type(e).__name__}: {e}", scrub)) from e
+
+
+def _assertion_text(error: AssertionError) -> str:
+    """The assertion's message, else where it failed (file:line and the source line)."""
+    if str(error):
+        return str(error)
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return "assertion failed"
+    last = frames[-1]
+    return f"assertion failed at {last.filename}:{last.lineno}: {last.line or ''}".rstrip(": ")
+
+
+def _scrubbed(text: str, scrub: Callable[[str], str] | None) -> str:
+    return scrub(text) if scrub is not None else text
+
+
+Outcome = tuple[TrialStatus, EndReason, str | None]
+
+
+async def _run_trial(scenario: AnyRunnable, trial: int, target: Target | None, ctx: _Context,
+                     *, trials: int, on_result: Callable[[TrialResult], None]) -> None:
     """Run trial number `trial` (1-based, of `trials`) and pass its TrialResult to `on_result`.
 
     Never raises for target, model or judge failures: they become the trial's status. If the
@@ -311,6 +409,20 @@ async def _run_trial(scenario: AnyScenario, trial: int, target: Target, ctx: _Co
     if isinstance(scenario, SimulatedScenario) and ctx.user_model is None:
         on_result(state.finish("skipped", "skipped", NO_MODEL_HINT))
         return
+    try:
+        outcome = await _play(state, target)
+        if isinstance(scenario, CodeScenario) and scenario.after is not None:
+            outcome = await _after(state, scenario.after, outcome)
+    except anyio.get_cancelled_exc_class():
+        on_result(state.finish("error", "interrupted", "the run was interrupted before this "
+                               "trial finished"))
+        raise
+    on_result(state.finish(*outcome))
+
+
+async def _play(state: _TrialState, target: Target | None) -> Outcome:
+    """Play and judge the trial within its timeout; its status, end reason and error."""
+    ctx, scenario = state.ctx, state.scenario
     timeout = ctx.settings.conversation_timeout_s or scenario.timeout_s
     try:
         with anyio.fail_after(timeout):
@@ -318,26 +430,38 @@ async def _run_trial(scenario: AnyScenario, trial: int, target: Target, ctx: _Co
     except TimeoutError:
         where = ("--conversation-timeout" if ctx.settings.conversation_timeout_s
                  else "the scenario's `timeout_s`")
-        result = state.finish("timed_out", "timeout", f"conversation timed out after "
-                              f"{timeout:g} s; raise {where} if it is just slow")
+        return ("timed_out", "timeout", f"conversation timed out after {timeout:g} s; raise "
+                f"{where} if it is just slow")
     except TargetError as e:
-        result = state.finish("error", "target_error", str(e))
+        return "error", "target_error", str(e)
     except ModelError as e:
-        result = state.finish("error", "model_error", f"simulated user failed: {e}")
-    except anyio.get_cancelled_exc_class():
-        on_result(state.finish("error", "interrupted", "the run was interrupted before this "
-                               "trial finished"))
-        raise
+        return "error", "model_error", f"simulated user failed: {e}"
+    except _TestRaised as e:
+        return "error", "test_error", str(e)
     except Exception as e:  # a bug or an unexpected failure must not lose the trial
-        result = state.finish("error", "internal_error", f"unexpected {type(e).__name__}: {e}; "
-                              "please report this with the JSON report attached")
-    else:
-        status = trial_status(state.verdicts)
-        first_error = next((v for v in state.verdicts if v.status == "error"), None)
-        why = (f"{first_error.id} could not be decided: {first_error.reason}"
-               if status == "error" and first_error is not None else None)
-        result = state.finish(status, end_reason, why)
-    on_result(result)
+        return ("error", "internal_error", f"unexpected {type(e).__name__}: {e}; please "
+                "report this with the JSON report attached")
+    status = trial_status(state.verdicts)
+    if isinstance(scenario, CodeScenario) and not state.verdicts:
+        status = "passed"  # a Python test that returns without failing passes, like pytest
+    first_error = next((v for v in state.verdicts if v.status == "error"), None)
+    why = (f"{first_error.id} could not be decided: {first_error.reason}"
+           if status == "error" and first_error is not None else None)
+    return status, end_reason, why
+
+
+async def _after(state: _TrialState, after: Callable[[bool, str | None], Awaitable[None]],
+                 outcome: Outcome) -> Outcome:
+    """Run a Python test's after-each hook with (passed, error); a hook that raises makes
+    the trial `error`."""
+    status, _, error = outcome
+    failure = error or next((f"{v.id} {v.description}: {v.reason}"
+                             for v in state.verdicts if v.status == "not_met"), None)
+    try:
+        await _hook(after, "the after hook", state.ctx.scrub, status == "passed", failure)
+    except _TestRaised as e:
+        return "error", "test_error", str(e)
+    return outcome
 
 
 class TargetPool:
@@ -366,14 +490,23 @@ class TargetPool:
             if self._client is not None:
                 await self._client.aclose()
 
-    def for_scenario(self, scenario: AnyScenario) -> Target:
-        """The target of `scenario`, built on first use.
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The HTTP client the pool's targets share (`follow_redirects=False`)."""
+        assert self._client is not None, "use TargetPool as an async context manager"
+        return self._client
+
+    def for_scenario(self, scenario: AnyRunnable) -> Target:
+        """The target of `scenario`, built on first use; a Python test's Target object is
+        used as it is (and not closed by the pool).
 
         Raises:
             UserError: the scenario has no target, or its target cannot be built.
         """
         from sparring.targets.registry import build_target
 
+        if isinstance(scenario.target, Target):
+            return scenario.target
         if scenario.target is None:
             raise UserError(f"scenario {scenario.id!r} ({scenario.source}) has no target: add "
                             "`target:` to its file or to the scenario")
@@ -394,7 +527,7 @@ def _ignore(event: Event) -> None:
 
 
 async def run_scenarios(
-    scenarios: Sequence[AnyScenario], *, targets: Callable[[AnyScenario], Target],
+    scenarios: Sequence[AnyRunnable], *, targets: Callable[[AnyRunnable], Target],
     user_model: Model | None, judge_model: Model | None,
     settings: RunSettings | None = None, observer: Observer | None = None,
     scrub: Callable[[str], str] | None = None,
@@ -402,9 +535,11 @@ async def run_scenarios(
     """Run every trial of every scenario, `settings.parallel` trials at a time.
 
     Args:
-        scenarios: Scenarios to run; ids must be unique.
+        scenarios: Scenarios to run (from test files, or `CodeScenario`s: tests written in
+            Python); ids must be unique.
         targets: Gives the Target for a scenario (e.g. `TargetPool.for_scenario`); called
-            once per scenario before anything starts, so misconfiguration fails early.
+            once per scenario before anything starts, so misconfiguration fails early (not
+            for a Python test without a target), and for a Python test's session overrides.
         user_model: Plays simulated users; `None` skips simulated scenarios.
         judge_model: Grades criteria and `should`s; `None` marks them `skipped`.
         settings: Concurrency, timeouts, trials override, limits, temperatures.
@@ -428,10 +563,11 @@ async def run_scenarios(
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         raise UserError(f"scenario ids must be unique; repeated: {', '.join(repeated)}")
     prepared = [_with_expected_output(s) for s in scenarios]
-    bound = [(s, targets(s)) for s in prepared]
+    bound = [(s, None if isinstance(s, CodeScenario) and s.target is None else targets(s))
+             for s in prepared]
     emit: Observer = observer or _ignore
     ctx = _Context(settings=settings, user_model=user_model, judge_model=judge_model,
-                   observer=emit, scrub=scrub)
+                   observer=emit, targets=targets, scrub=scrub)
     counts = [settings.trials or s.trials for s in prepared]
     results = [ScenarioResult(scenario_id=s.id, name=s.display_name, kind=s.kind,
                               source=s.source, threshold=s.threshold, planned_trials=n)
@@ -456,7 +592,7 @@ async def run_scenarios(
     return run
 
 
-async def _run_all(bound: list[tuple[AnyScenario, Target]], counts: list[int],
+async def _run_all(bound: list[tuple[AnyRunnable, Target | None]], counts: list[int],
                    results: list[ScenarioResult], ctx: _Context) -> None:
     limiter = anyio.CapacityLimiter(ctx.settings.parallel)
     remaining = list(counts)

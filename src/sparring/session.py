@@ -1,0 +1,730 @@
+"""Conversations in Python tests: `Session`, `Response.should`, `unfold`, `InteractionBuilder`.
+
+A `Session` is one conversation with a target. `await session.send(text)` returns a
+`Response`; `await response.should("verb phrase")` asks the judge about that reply (one model
+call per condition, all at once) and raises `ConditionsNotMet`, an `AssertionError`, naming
+every unmet condition. `session.unfold(steps)` tests each scripted agent step that has
+`should` or `checks` in a fresh conversation preloaded with the steps before it.
+
+Inside a run (`sparring run`, `Suite.run`, the pytest plugin) the runner gives each trial a
+`TrialContext` (`current_trial()`): sessions record their messages, verdicts and sub-tests
+into that trial and use the run's judge model, limits, timeouts and secret scrubbing. Outside
+a run, `open_session(target, model=...)` makes a context of its own (`TrialLog`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections import Counter
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+
+import anyio
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from sparring.errors import RunError, TargetError, TargetTimeout, UserError
+from sparring.judging.checks import run_check
+from sparring.judging.should import (
+    Condition,
+    ConditionGrammarWarning,
+    JudgeSettings,
+    condition_problem,
+    judge_shoulds,
+)
+from sparring.models.base import Model
+from sparring.results import SubtestResult, Usage, Verdict, trial_status
+from sparring.scenario import Check, expand_check_shorthand
+from sparring.target_specs import TargetSpec
+from sparring.targets.base import Target, TargetSession
+from sparring.transcript import Message, StatusEvent, ToolCall, Transcript
+
+if TYPE_CHECKING:
+    from sparring.targets.registry import AnyTargetSpec
+
+REPLY_TIMEOUT_HINT = ("raise the Suite's `response_timeout` (or --reply-timeout) if the agent "
+                      "is just slow")
+_REPLY_CHARS = 600
+
+
+# --- steps of a written conversation ------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class CustomerMessage:
+    """A user message in a written conversation (`unfold`, `InteractionBuilder`)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class AgentMessage:
+    """An agent message in a written conversation.
+
+    `text` is what the agent is taken to have said when later steps are tested. With
+    `should` (a verb phrase, or a list of them) or `checks` (sparring check specs: `Check`
+    models or shorthand dicts like `{"contains": "refund"}`), `unfold` tests the agent's live
+    reply at this point; without them the step is history only.
+
+    Raises:
+        UserError: a check spec is invalid (the message says which and why).
+    """
+
+    text: str
+    should: tuple[str, ...]
+    checks: tuple[Check, ...]
+
+    def __init__(self, text: str, *, should: str | Sequence[str] = (),
+                 checks: Sequence[Check | Mapping[str, Any]] = ()) -> None:
+        conditions = (should,) if isinstance(should, str) else tuple(should)
+        for condition in conditions:
+            warn_condition(condition, stacklevel=3)
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "should", conditions)
+        object.__setattr__(self, "checks", tuple(parse_check(c) for c in checks))
+
+    @property
+    def asserts(self) -> bool:
+        """Whether `unfold` tests this step (it has `should` or `checks`)."""
+        return bool(self.should or self.checks)
+
+
+Step = CustomerMessage | AgentMessage
+
+
+class InteractionBuilder:
+    """Builds a written conversation step by step, for `Session.add_events`.
+
+    `InteractionBuilder().step(CustomerMessage("Hi")).step(AgentMessage("Hello!")).build()`
+    """
+
+    def __init__(self) -> None:
+        self._steps: list[Step] = []
+
+    def step(self, step: Step) -> InteractionBuilder:
+        """Append one message; returns the builder, so calls chain."""
+        if not isinstance(step, CustomerMessage | AgentMessage):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"InteractionBuilder.step takes a CustomerMessage or an "
+                            f"AgentMessage, got {type(step).__name__}")
+        self._steps.append(step)
+        return self
+
+    def build(self) -> tuple[Step, ...]:
+        """The steps so far, in order."""
+        return tuple(self._steps)
+
+
+_CHECK = TypeAdapter[Check](Check)
+
+
+def parse_check(spec: Check | Mapping[str, Any]) -> Check:
+    """A check spec as a `Check` model; shorthand like `{"contains": "x"}` is expanded.
+
+    Raises:
+        UserError: the spec is not a valid check.
+    """
+    try:
+        return _CHECK.validate_python(expand_check_shorthand(dict(spec)) if isinstance(
+            spec, Mapping) else spec)
+    except ValidationError as e:
+        raise UserError(f"invalid check {spec!r}: {_problems(e, skip=0)}; write it like "
+                        '{"contains": "refund"} or {"tool_called": ["lookup_order"]}') from None
+
+
+def warn_condition(condition: str, *, stacklevel: int) -> None:
+    """Warn (`ConditionGrammarWarning`) when `condition` is not a verb phrase."""
+    problem = condition_problem(condition)
+    if problem is not None:
+        warnings.warn(problem, ConditionGrammarWarning, stacklevel=stacklevel + 1)
+
+
+def _transcript_of(steps: Sequence[Step]) -> Transcript:
+    return Transcript(messages=tuple(
+        Message(role="user" if isinstance(s, CustomerMessage) else "agent", content=s.text)
+        for s in steps))
+
+
+# --- the trial a session records into ---------------------------------------------------
+
+class Recorder(Protocol):
+    """Where a trial keeps what its sessions did (the runner's trial state, or `TrialLog`)."""
+
+    def add_message(self, message: Message, /) -> None:
+        """A user or agent message of the trial's main conversation."""
+        ...
+
+    def add_verdicts(self, verdicts: Sequence[Verdict], /) -> None:
+        """Verdicts decided in the trial."""
+        ...
+
+    def add_subtest(self, subtest: SubtestResult, /) -> None:
+        """A finished sub-test (`unfold` step)."""
+        ...
+
+
+@dataclass
+class TrialLog:
+    """A `Recorder` that keeps everything in memory, for sessions outside a run."""
+
+    transcript: Transcript = field(default_factory=Transcript)
+    verdicts: list[Verdict] = field(default_factory=list[Verdict])
+    subtests: list[SubtestResult] = field(default_factory=list[SubtestResult])
+
+    def add_message(self, message: Message, /) -> None:
+        """Append to `transcript`."""
+        self.transcript = self.transcript.with_message(message)
+
+    def add_verdicts(self, verdicts: Sequence[Verdict], /) -> None:
+        """Append to `verdicts`."""
+        self.verdicts.extend(verdicts)
+
+    def add_subtest(self, subtest: SubtestResult, /) -> None:
+        """Append to `subtests`."""
+        self.subtests.append(subtest)
+
+
+@dataclass(kw_only=True)
+class TrialContext:
+    """One trial of a Python test, as its body sees it (also `current_trial()`).
+
+    Attributes:
+        scenario_id: The test's id; `trial` its 1-based trial number.
+        target: The test's target (`None` when it has none: sessions then need one given).
+        spec: The target's spec, when it was given as one (session overrides apply to it).
+        build_target: Builds a target from a spec (the run's target pool).
+        judge: Model and settings for `should`.
+        reply_timeout_s: Limit for one reply, in seconds (`None`: the target's own).
+        usage: Model calls and tokens of the judge are added here.
+        recorder: Where messages, verdicts and sub-tests go.
+    """
+
+    scenario_id: str
+    trial: int = 1
+    target: Target | None
+    spec: AnyTargetSpec | None = None
+    build_target: Callable[[AnyTargetSpec], Target] | None = None
+    judge: JudgeSettings
+    reply_timeout_s: float | None = None
+    usage: Usage = field(default_factory=Usage)
+    recorder: Recorder = field(default_factory=TrialLog)
+    _ids: Counter[str] = field(default_factory=Counter[str])
+
+    def next_id(self, prefix: str) -> str:
+        """`prefix` numbered from 1, unique in this trial: `t1.should` -> `t1.should2`."""
+        self._ids[prefix] += 1
+        return f"{prefix}{self._ids[prefix]}"
+
+    def session(self, **overrides: Any) -> Session:
+        """A session on the test's target; `overrides` replace fields of its spec (e.g.
+        `customer_id=...` for a Parlant target).
+
+        Raises:
+            UserError: no target, overrides on a target not given as a spec, or overrides
+                that make the spec invalid.
+        """
+        if self.target is None:
+            raise UserError(f"test {self.scenario_id!r} has no target; give the Suite a "
+                            "`target=` (a URL, a target spec, a function or a Target)")
+        if not overrides:
+            return Session(self.target, trial=self)
+        spec = with_overrides(self.spec or self.target, overrides)
+        if self.build_target is None:
+            raise UserError("session overrides need a run that can build targets")
+        return Session(self.build_target(spec), trial=self)
+
+    async def send(self, connection: TargetSession, wire: Transcript, *,
+                   target: str) -> Message:
+        """Send the last message of `wire` on `connection` within `reply_timeout_s`.
+
+        Raises:
+            TargetError: the target failed; `TargetTimeout` when it was too slow.
+        """
+        if self.reply_timeout_s is None:
+            return await connection.send(wire)
+        try:
+            with anyio.fail_after(self.reply_timeout_s):
+                return await connection.send(wire)
+        except TimeoutError:
+            raise TargetTimeout(target=target, timeout_seconds=self.reply_timeout_s,
+                                hint=REPLY_TIMEOUT_HINT) from None
+
+
+def with_overrides(target: Target | AnyTargetSpec,
+                   overrides: Mapping[str, Any]) -> AnyTargetSpec:
+    """The target spec with `overrides` replacing its fields, validated.
+
+    Raises:
+        UserError: `target` is not a spec (a function or Target object), or the result is
+            not a valid spec.
+    """
+    if isinstance(target, Target):
+        raise UserError(f"session overrides {sorted(overrides)} need a target given as a spec "
+                        "(a mapping or a URL); this target is a Python object, so make "
+                        "another Suite for the other setup")
+    spec = target
+    data = {**spec.model_dump(), **overrides}
+    try:
+        return TypeAdapter[Any](TargetSpec).validate_python(data)
+    except ValidationError as e:
+        raise UserError(f"session overrides {dict(overrides)!r} do not fit the "
+                        f"{spec.type} target: {_problems(e)}") from None
+
+
+def _problems(error: ValidationError, *, skip: int = 1) -> str:
+    """The first validation problems on one line; `skip` drops the union tag from paths."""
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc'][skip:]) or 'value'}: {err['msg']}"
+                     for err in error.errors(include_url=False)[:3])
+
+
+CURRENT_TRIAL: ContextVar[TrialContext | None] = ContextVar("sparring_trial", default=None)
+
+
+def current_trial() -> TrialContext | None:
+    """The trial a Python test body is running in, or `None` outside a run."""
+    return CURRENT_TRIAL.get()
+
+
+# --- failures ------------------------------------------------------------------------------
+
+class ConditionsNotMet(AssertionError):
+    """Some `should` conditions or checks were not met; the message names each, with the
+    judge's reason and the reply it was about.
+
+    Attributes:
+        verdicts: Every verdict of the assertion (met ones too).
+    """
+
+    def __init__(self, verdicts: Sequence[Verdict], replies: Mapping[str, str]) -> None:
+        self.verdicts = list(verdicts)
+        unmet = [v for v in verdicts if v.status == "not_met"]
+        lines = [f"{len(unmet)} of {len(verdicts)} condition"
+                 f"{'s' if len(verdicts) != 1 else ''} not met:"]
+        for v in unmet:
+            lines.append(f"  - {v.id} {v.description}: {v.reason}")
+        for where, reply in replies.items():
+            lines.append(f"{where}: {reply[:_REPLY_CHARS]!r}")
+        super().__init__("\n".join(lines))
+
+
+class ConditionsUndecided(RunError):
+    """The judge could not decide some conditions (its answer was unreadable, or the model
+    failed): the trial is `error`, never passed."""
+
+    def __init__(self, verdicts: Sequence[Verdict]) -> None:
+        self.verdicts = list(verdicts)
+        undecided = "; ".join(f"{v.id} {v.description}: {v.reason}"
+                              for v in verdicts if v.status == "error")
+        super().__init__(f"could not be decided: {undecided}")
+
+
+def _raise_unless_met(verdicts: Sequence[Verdict], replies: Mapping[str, str]) -> None:
+    if any(v.status == "not_met" for v in verdicts):
+        raise ConditionsNotMet(verdicts, replies)
+    if any(v.status == "error" for v in verdicts):
+        raise ConditionsUndecided(verdicts)
+
+
+# --- session and response ------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """The agent's answer to one `Session.send`.
+
+    Attributes:
+        reply: The agent message as recorded (content, parts, tool calls, raw payload).
+        turn: 1-based turn of the reply in its session (preloaded user messages count).
+        transcript: The session's conversation up to and including the reply.
+    """
+
+    reply: Message
+    turn: int
+    transcript: Transcript
+    trial: TrialContext
+
+    @property
+    def message(self) -> str:
+        """All reply text: every message the agent sent for this turn, joined by newlines."""
+        return self.reply.content
+
+    @property
+    def messages(self) -> list[str]:
+        """Each message the agent sent separately (a preamble, then the answer)."""
+        return list(self.reply.parts) or [self.reply.content]
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """Tools the agent called for this reply, in order."""
+        return list(self.reply.tool_calls)
+
+    @property
+    def status_events(self) -> list[StatusEvent]:
+        """States the agent reported while producing the reply."""
+        return list(self.reply.status_events)
+
+    @property
+    def latency_ms(self) -> float | None:
+        """Reply time in milliseconds."""
+        return self.reply.latency_ms
+
+    async def should(self, condition: str | Sequence[str]) -> list[Verdict]:
+        """Assert that the reply does what each condition says.
+
+        Each condition completes "The message should ...", e.g. "greet the customer"; each
+        is judged in its own model call, all at once. Without a judge model the verdicts are
+        `skipped` (nothing is raised).
+
+        Returns:
+            One `should` verdict per condition, in order.
+
+        Raises:
+            ConditionsNotMet: some condition was not met (an AssertionError naming each).
+            ConditionsUndecided: no condition failed but the judge could not decide some.
+            UserError: no condition given.
+        """
+        texts = [condition] if isinstance(condition, str) else list(condition)
+        if not texts:
+            raise UserError("should() needs at least one condition, e.g. "
+                            "should('greet the customer')")
+        for text in texts:
+            warn_condition(text, stacklevel=2)
+        conditions = [Condition(self.trial.next_id(f"t{self.turn}.should"), text)
+                      for text in texts]
+        verdicts = await judge_shoulds(conditions, transcript=self.transcript, turn=self.turn,
+                                       judge=self.trial.judge, usage=self.trial.usage)
+        self.trial.recorder.add_verdicts(verdicts)
+        _raise_unless_met(verdicts, {f"the agent's reply at turn {self.turn}": self.message})
+        return verdicts
+
+
+class Session:
+    """One conversation with a target; use it as `async with suite.session() as session`.
+
+    Messages, verdicts and sub-tests are recorded in the trial it belongs to.
+    """
+
+    def __init__(self, target: Target, *, trial: TrialContext) -> None:
+        self.target, self.trial = target, trial
+        self.transcript = Transcript()
+        """The conversation so far, as the target has it (preloaded history included)."""
+        self._connection: TargetSession | None = None
+
+    async def __aenter__(self) -> Session:
+        self._connection = await self.target.open_session()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with anyio.CancelScope(shield=True):
+                await connection.close()
+
+    def _open(self) -> TargetSession:
+        if self._connection is None:
+            raise UserError("the session is not open; use it as `async with suite.session() "
+                            "as session:`")
+        return self._connection
+
+    async def send(self, text: str) -> Response:
+        """Send a user message; return the agent's reply.
+
+        Raises:
+            TargetError: the target failed or did not reply in time (the trial is `error`).
+        """
+        connection = self._open()
+        user = Message(role="user", content=text)
+        self.trial.recorder.add_message(user)
+        wire = self.transcript.with_message(user)
+        reply = await self.trial.send(connection, wire, target=self.target.name)
+        self.transcript = wire.with_message(reply)
+        self.trial.recorder.add_message(reply)
+        return Response(reply, self.transcript.user_turns, self.transcript, self.trial)
+
+    async def add_events(self, history: Sequence[Step]) -> None:
+        """Make `history` (e.g. `InteractionBuilder().step(...).build()`) the conversation so
+        far, before the first `send`. Agent steps count as said as written.
+
+        Raises:
+            UserError: the session already has messages.
+            TargetError: the target refused the history.
+        """
+        connection = self._open()
+        if self.transcript.messages:
+            raise UserError("add_events must come before the session's first send; open a "
+                            "new session for another history")
+        loaded = await connection.preload(_transcript_of(history))
+        self.transcript = loaded
+        for message in loaded.messages:
+            self.trial.recorder.add_message(message)
+
+    async def unfold(self, steps: Sequence[Step]) -> list[SubtestResult]:
+        """Test each `AgentMessage` with `should` or `checks` in isolation.
+
+        For each such step a fresh conversation is opened, preloaded with every earlier step
+        (agent steps as written), and the customer message just before it is sent live; the
+        reply is checked and judged. Sub-tests run at once and are reported in order, as
+        `unfoldN.stepK` (K: the 1-based position of the agent step in `steps`).
+
+        Returns:
+            The sub-tests, in order.
+
+        Raises:
+            UserError: an asserting agent step does not follow a customer message, or no
+                step asserts anything.
+            ConditionsNotMet: some condition or check was not met (all are named).
+            ConditionsUndecided: none failed, but some could not be decided.
+        """
+        plan = _plan(steps)
+        prefix = self.trial.next_id("unfold")
+        outcomes: dict[int, tuple[SubtestResult, list[Verdict]]] = {}
+
+        async def one(index: int) -> None:
+            outcomes[index] = await self._subtest(f"{prefix}.step{plan[index]}", steps,
+                                                  plan[index])
+
+        async with anyio.create_task_group() as tg:
+            for index in range(len(plan)):
+                tg.start_soon(one, index)
+        verdicts: list[Verdict] = []
+        replies: dict[str, str] = {}
+        for index in range(len(plan)):
+            subtest, found = outcomes[index]
+            self.trial.recorder.add_subtest(subtest)
+            self.trial.recorder.add_verdicts(found)
+            verdicts += found
+            agent = subtest.transcript.agent_replies()
+            if agent and any(v.status == "not_met" for v in found):
+                replies[f"{subtest.id} reply"] = agent[-1][1].content
+        _raise_unless_met(verdicts, replies)
+        return [outcomes[i][0] for i in range(len(plan))]
+
+    async def _subtest(self, sub_id: str, steps: Sequence[Step],
+                       position: int) -> tuple[SubtestResult, list[Verdict]]:
+        step = steps[position - 1]
+        assert isinstance(step, AgentMessage)
+        live = steps[position - 2].text
+        history = _transcript_of(steps[:position - 2])
+        name = f"{live!r} -> " + "; ".join(
+            [f"should {s}" for s in step.should] + [c.type for c in step.checks])
+        user = Message(role="user", content=live)
+        wire = history.with_message(user)
+        connection = await self.target.open_session()
+        try:
+            wire = (await connection.preload(history)).with_message(user)
+            reply = await self.trial.send(connection, wire, target=self.target.name)
+        except TargetError as e:
+            reason = f"sub-test {sub_id} could not run: {e}"
+            verdicts = _unrun(sub_id, step, reason)
+            return SubtestResult(id=sub_id, name=name, status="error", transcript=wire,
+                                 error=str(e)), verdicts
+        finally:
+            with anyio.CancelScope(shield=True):
+                await connection.close()
+        transcript = wire.with_message(reply)
+        turn = transcript.user_turns
+        verdicts = [run_check(c, transcript, check_id=f"{sub_id}.check{k}", turn=turn)
+                    for k, c in enumerate(step.checks, start=1)]
+        verdicts += await judge_shoulds(
+            [Condition(f"{sub_id}.should{k}", s) for k, s in enumerate(step.should, start=1)],
+            transcript=transcript, turn=turn, judge=self.trial.judge, usage=self.trial.usage)
+        status = trial_status(verdicts)
+        return SubtestResult(id=sub_id, name=name, status=status, transcript=transcript), verdicts
+
+
+def _plan(steps: Sequence[Step]) -> list[int]:
+    """1-based positions of the agent steps `unfold` tests.
+
+    Raises:
+        UserError: such a step does not follow a customer message, or there is none.
+    """
+    positions: list[int] = []
+    for position, step in enumerate(steps, start=1):
+        if not isinstance(step, CustomerMessage | AgentMessage):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"unfold step {position} is a {type(step).__name__}; give "
+                            "CustomerMessage and AgentMessage steps")
+        if isinstance(step, AgentMessage) and step.asserts:
+            if position < 2 or not isinstance(steps[position - 2], CustomerMessage):
+                raise UserError(f"unfold step {position} (AgentMessage {step.text!r}) has "
+                                "assertions but does not follow a CustomerMessage: the live "
+                                "reply being tested answers the customer message before it")
+            positions.append(position)
+    if not positions:
+        raise UserError("unfold has nothing to test: give at least one AgentMessage "
+                        "`should=` or `checks=`")
+    return positions
+
+
+def _unrun(sub_id: str, step: AgentMessage, reason: str) -> list[Verdict]:
+    """`error` verdicts for every assertion of a sub-test that could not run."""
+    from sparring.judging.checks import describe
+
+    return ([Verdict(id=f"{sub_id}.check{k}", kind="check", description=describe(c),
+                     status="error", reason=reason) for k, c in enumerate(step.checks, 1)]
+            + [Verdict(id=f"{sub_id}.should{k}", kind="should", description=f"should {s}",
+                       status="error", reason=reason) for k, s in enumerate(step.should, 1)])
+
+
+# --- targets and sessions outside a run ---------------------------------------------------
+
+TargetLike = Target | Mapping[str, Any] | str | Callable[..., Any] | BaseModel
+"""What a Suite or `open_session` accepts as target: a `Target`, a target spec (a mapping as
+under `target:` in YAML, or a spec model), an `http(s)://` URL, or a function
+`agent(history)`."""
+
+
+def coerce_target(value: TargetLike, *, timeout_s: float = 60) -> Target | AnyTargetSpec:
+    """`value` as a Target (objects and functions) or a validated target spec.
+
+    Args:
+        value: See `TargetLike`.
+        timeout_s: The reply timeout of a function target, and of a spec given as a URL.
+
+    Raises:
+        UserError: anything else, or a spec that does not validate.
+    """
+    from sparring.targets.callable import CallableTarget
+
+    if isinstance(value, Target | BaseModel):
+        return cast(Target | AnyTargetSpec, value)
+    if isinstance(value, str):
+        value = {"type": "http", "url": value, "timeout_s": timeout_s}
+    if isinstance(value, Mapping):
+        data = cast(Mapping[str, Any], value)
+        try:
+            return TypeAdapter[Any](TargetSpec).validate_python(dict(data))
+        except ValidationError as e:
+            raise UserError(f"invalid target {dict(data)!r}: {_problems(e)}") from None
+    if callable(value):
+        return CallableTarget(value, timeout_s=timeout_s)
+    raise UserError(f"a target is a URL, a target spec mapping, a function agent(history) or "
+                    f"a sparring Target; got {type(value).__name__}")
+
+
+@asynccontextmanager
+async def open_session(target: TargetLike, *, model: Model | str | None = None,
+                       response_timeout: float = 60) -> AsyncGenerator[Session]:
+    """A session on `target` for code that runs outside a Suite (scripts, notebooks, the
+    pytest plugin's fixture).
+
+    Inside a run's trial it records into that trial and uses the run's judge model unless
+    `model` is given; outside one it keeps its own record (`session.trial.recorder`, a
+    `TrialLog`) and judges with `model` (a `Model`, `"provider:name"`, or `None` for
+    SPARRING_MODEL / `[tool.sparring]`; with none, `should` verdicts are `skipped`).
+
+    Raises:
+        UserError: a target or model that cannot be used.
+    """
+    async with AsyncExitStack() as stack:
+        current = current_trial()
+        judge_model = await resolve_judge_model(model, stack, fallback=current is None)
+        built = coerce_target(target, timeout_s=response_timeout)
+        if not isinstance(built, Target):
+            built = await _built(built, stack, current)
+        if current is None:
+            trial = TrialContext(scenario_id="session", target=built,
+                                 judge=JudgeSettings(model=judge_model),
+                                 reply_timeout_s=response_timeout)
+        else:
+            trial = current if judge_model is None else replace(
+                current, judge=replace(current.judge, model=judge_model))
+        async with Session(built, trial=trial) as session:
+            yield session
+
+
+async def resolve_judge_model(model: Model | str | None, stack: AsyncExitStack, *,
+                              fallback: bool) -> Model | None:
+    """The judge model `model` names (a string is resolved, and closed by `stack`); with
+    `None` and `fallback`, the configured one (SPARRING_MODEL, `[tool.sparring]`), if any.
+
+    Raises:
+        UserError: an unknown provider or invalid settings.
+    """
+    if isinstance(model, Model):
+        return model
+    if model is None and not fallback:
+        return None
+    from sparring.config import load_settings
+    from sparring.models.registry import resolve_model
+
+    settings = load_settings({})
+    spec = model or settings.resolved_judge_model
+    if spec is None:
+        return None
+    made = resolve_model(spec, base_url=settings.base_url, api_key=settings.api_key,
+                         timeout_s=settings.model_timeout_s,
+                         max_retries=settings.model_max_retries)
+    stack.push_async_callback(made.aclose)
+    return made
+
+
+async def _built(spec: AnyTargetSpec, stack: AsyncExitStack,
+                 current: TrialContext | None) -> Target:
+    if current is not None and current.build_target is not None:
+        return current.build_target(spec)
+    import httpx
+
+    from sparring.secrets import Secrets
+    from sparring.targets.registry import build_target
+
+    client = httpx.AsyncClient(follow_redirects=False)
+    stack.push_async_callback(client.aclose)
+    target = build_target(spec, client=client, secrets=Secrets.load())
+    stack.push_async_callback(target.aclose)
+    return target
+
+
+# --- code-defined scenarios, for the runner -------------------------------------------------
+
+Body = Callable[[TrialContext], Awaitable[None] | None]
+"""A Python test's body: gets its trial, may be sync or async."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodeScenario:
+    """A test written in Python, run by `sparring.runner.run_scenarios` like a YAML one.
+
+    Attributes:
+        id: Unique in the run; `display_name` is shown in reports.
+        body: Called once per trial with its `TrialContext` (also `current_trial()`). A
+            failing `assert` (any AssertionError) fails the trial; any other exception makes
+            it `error`; returning with no verdict at all passes it, like a pytest test.
+        target: Spec (built by the run's target pool) or Target object; `None` when the body
+            opens its own sessions.
+        source: `file:line` of the test.
+        trials: Repetitions; `threshold`: pass rate required across them (0-1).
+        timeout_s: Limit for one trial, in seconds; `reply_timeout_s` for one reply.
+        judge_model: Judges this test's `should`s instead of the run's judge model.
+        before: Awaited before each trial's body (setup hooks); raising makes it `error`.
+        after: Awaited after each trial with `(passed, error)`; raising makes it `error`.
+    """
+
+    id: str
+    display_name: str
+    body: Body
+    target: AnyTargetSpec | Target | None = None
+    source: str | None = None
+    trials: int = 1
+    threshold: float = 1.0
+    timeout_s: float = 600
+    reply_timeout_s: float | None = None
+    judge_model: Model | None = None
+    before: Callable[[], Awaitable[None]] | None = None
+    after: Callable[[bool, str | None], Awaitable[None]] | None = None
+    kind: Literal["python"] = "python"
+
+    @property
+    def name(self) -> str:
+        """Same as `display_name` (YAML scenarios have both)."""
+        return self.display_name
+
+
+class HookError(Exception):
+    """A test hook (before_all, before_each, after_each) raised; the message says which."""
+
+
+async def call_body(body: Callable[..., Any], *args: Any) -> None:
+    """Call a sync or async function and await its result when it is awaitable."""
+    result = body(*args)
+    if inspect.isawaitable(result):
+        await result
