@@ -7,16 +7,22 @@ passes a scripted scenario's `tool_called` checks in `run_scenarios`."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from sparring.runner import RunSettings, run_scenarios
 from sparring.scenario import ScriptedScenario
+from sparring.secrets import Secrets
+from sparring.target_specs import CallableTargetSpec
 from sparring.targets.callable import CallableTarget
+from sparring.targets.registry import build_target
 from sparring.targets.templates import History
 from sparring.transcript import Message, Transcript
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
@@ -368,3 +374,55 @@ async def test_remember_zero_converts_the_text_history_every_turn() -> None:
     seen: list[list[Any]] = []
     await two_turns(PydanticAIAdapter(pydantic_ai_agent(seen), remember=0))
     assert [type(p) for p in seen[-1]] == [UserPromptPart, TextPart, UserPromptPart]
+
+
+async def test_an_adapter_named_by_a_callable_ref(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`target: {type: callable, ref: "sp_adapted:target"}` with the adapter in that module."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # load_callable adds the directory
+    monkeypatch.delitem(sys.modules, "sp_adapted", raising=False)
+    (tmp_path / "sp_adapted.py").write_text(
+        "from pydantic_ai import Agent\nfrom pydantic_ai.models.test import TestModel\n"
+        "from sparring.adapters.pydantic_ai import PydanticAIAdapter\n\n"
+        "agent = Agent(TestModel(custom_output_text='hello from pydantic-ai'))\n"
+        "target = PydanticAIAdapter(agent)\n", encoding="utf-8")
+    importlib.invalidate_caches()
+    async with httpx.AsyncClient() as client:
+        target = build_target(CallableTargetSpec.model_validate(
+            {"type": "callable", "ref": "sp_adapted:target"}), client=client, secrets=Secrets({}))
+        session = await target.open_session()
+        reply = await session.send(Transcript(messages=(Message(role="user", content="hi"),)))
+    assert target.name == "sp_adapted:target" and reply.content == "hello from pydantic-ai"
+
+
+async def test_smolagents_code_agent_step_is_one_python_interpreter_call() -> None:
+    from smolagents import CodeAgent, tool
+    from smolagents.models import ChatMessage, MessageRole, Model
+    from smolagents.monitoring import LogLevel
+
+    from sparring.adapters.smolagents import SmolagentsAdapter
+
+    @tool
+    def lookup(order: int) -> str:
+        """Look up an order.
+
+        Args:
+            order: The order number.
+        """
+        return f"order {order} sent"
+
+    code = "status = lookup(order=7)\nprint(status)\nfinal_answer(status)"
+
+    class Scripted(Model):
+        def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
+            return ChatMessage(role=MessageRole.ASSISTANT,
+                               content=f"Thought: look it up.\n<code>\n{code}\n</code>")
+
+    agent = CodeAgent(tools=[lookup], model=Scripted(), verbosity_level=LogLevel.OFF)
+    reply = await SmolagentsAdapter(agent)([{"role": "user", "content": QUESTION}])
+    assert reply.content == "order 7 sent"
+    [call] = reply.tool_calls
+    assert call.name == "python_interpreter" and call.arguments == {"code": code}
+    assert isinstance(call.result, str) and "order 7 sent" in call.result
+    assert reply.input_tokens is None
