@@ -18,9 +18,8 @@ from sparring.demo.agent import find_card_numbers
 from sparring.judging.checks import run_check
 from sparring.scenario import CHECK_TYPES, ScriptedScenario, SingleTurnScenario, TestFile
 from sparring.secrets import Secrets
-from sparring.target_specs import HttpTargetSpec, OpenAIChatTargetSpec
-from sparring.targets.http import HttpTarget
-from sparring.targets.openai_chat import OpenAIChatTarget
+from sparring.target_specs import HttpTargetSpec, OpenAIChatTargetSpec, ParlantTargetSpec
+from sparring.targets.registry import build_target
 from sparring.transcript import Message, Transcript
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.yaml"))
@@ -296,6 +295,68 @@ def test_serve_binds_a_free_port_and_stops_cleanly() -> None:
         c.get(f"{server.url}/health")
 
 
+# --- the Parlant session API ------------------------------------------------------------
+
+def _events_until_ready(client: httpx.Client, session: str, offset: int) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    while not any(e["data"].get("status") == "ready" for e in events if e["kind"] == "status"):
+        batch = client.get(f"/sessions/{session}/events",
+                           params={"min_offset": offset, "wait_for_data": 10}).json()
+        events += batch
+        offset = batch[-1]["offset"] + 1
+    return events
+
+
+def test_parlant_api_answers_customer_events_like_parlant(client: httpx.Client) -> None:
+    assert client.get("/agents").json() == [{"id": "northwind", "name": "Northwind Outfitters"}]
+    created = client.post("/sessions", json={"agent_id": "northwind", "customer_id": "c1"})
+    assert created.status_code == 201 and created.json()["mode"] == "auto"
+    session = created.json()["id"]
+    posted = client.post(f"/sessions/{session}/events", json={
+        "kind": "message", "source": "customer", "message": "Where is 10237?"})
+    assert posted.status_code == 201 and posted.json()["offset"] == 0
+    events = _events_until_ready(client, session, 1)
+    statuses = [e["data"]["status"] for e in events if e["kind"] == "status"]
+    assert statuses == ["acknowledged", "processing", "typing", "ready"]
+    [tool_event] = [e for e in events if e["kind"] == "tool"]
+    [call] = tool_event["data"]["tool_calls"]
+    assert call["tool_id"] == "northwind:lookup_order"
+    assert call["result"]["data"]["status"] == "delayed"
+    messages = [e["data"]["message"] for e in events if e["kind"] == "message"]
+    assert messages[0] == "Let me look that up for you." and "March 19" in messages[1]
+    assert [e["offset"] for e in events] == list(range(1, len(events) + 1))
+    assert client.delete(f"/sessions/{session}").status_code == 204
+    assert client.get(f"/sessions/{session}").status_code == 404
+
+
+def test_parlant_api_manual_mode_history_and_errors(client: httpx.Client) -> None:
+    session = client.post("/sessions", json={"agent_id": "northwind"}).json()["id"]
+    assert client.patch(f"/sessions/{session}", json={"mode": "manual"}).json()["mode"] == "manual"
+    for source, text in [("customer", "I want a refund"),
+                         ("human_agent_on_behalf_of_ai_agent", "Your order number?")]:
+        client.post(f"/sessions/{session}/events",
+                    json={"kind": "message", "source": source, "message": text})
+    everything = client.get(f"/sessions/{session}/events", params={"wait_for_data": 0}).json()
+    assert [e["source"] for e in everything] == ["customer", "human_agent_on_behalf_of_ai_agent"]
+    waited = client.get(f"/sessions/{session}/events", params={"min_offset": 2,
+                                                               "wait_for_data": 0})
+    assert waited.json() == []
+    timed_out = client.get(f"/sessions/{session}/events", params={"min_offset": 2,
+                                                                  "wait_for_data": 1})
+    assert timed_out.status_code == 504
+    client.patch(f"/sessions/{session}", json={"mode": "auto"})
+    client.post(f"/sessions/{session}/events",
+                json={"kind": "message", "source": "customer", "message": "10235"})
+    events = _events_until_ready(client, session, 3)
+    tools = [c["tool_id"] for e in events if e["kind"] == "tool" for c in e["data"]["tool_calls"]]
+    assert tools == ["northwind:lookup_order", "northwind:create_refund"]
+    unknown = client.post("/sessions", json={"agent_id": "nobody"})
+    assert unknown.status_code == 404 and "northwind" in unknown.json()["detail"]
+    bad = client.post(f"/sessions/{session}/events", json={"kind": "message", "source": "ai_agent"})
+    assert bad.status_code == 422 and "customer" in bad.json()["detail"]
+    assert client.patch(f"/sessions/{session}", content=b"{oops").status_code == 422
+
+
 # --- the example suite -----------------------------------------------------------------
 
 def _load(path: Path) -> TestFile:
@@ -318,20 +379,19 @@ def test_examples_use_every_scenario_kind_check_type_and_target() -> None:
     urls = {f.target.url for f in files if isinstance(f.target, HttpTargetSpec)}
     assert {u.rsplit("/", 1)[-1] for u in urls} == {"chat", "stream"}
     assert any(isinstance(f.target, OpenAIChatTargetSpec) for f in files)
+    assert any(isinstance(f.target, ParlantTargetSpec) for f in files)
 
 
 def _local(spec: Any, server: DemoServer) -> Any:
-    if isinstance(spec, HttpTargetSpec):
-        return spec.model_copy(update={"url": spec.url.replace("http://127.0.0.1:8787",
-                                                               server.url)})
-    return spec.model_copy(update={"base_url": f"{server.url}/v1"})
+    if isinstance(spec, OpenAIChatTargetSpec):
+        return spec.model_copy(update={"base_url": f"{server.url}/v1"})
+    return spec.model_copy(update={"url": spec.url.replace("http://127.0.0.1:8787", server.url)})
 
 
 async def _run_checks(scenario: ScriptedScenario | SingleTurnScenario, spec: Any,
                       http: httpx.AsyncClient) -> list[str]:
     """Play the scenario's user messages against the demo; return checks that were not met."""
-    target = (HttpTarget(spec, client=http, secrets=Secrets({}))
-              if isinstance(spec, HttpTargetSpec) else OpenAIChatTarget(spec, secrets=Secrets({})))
+    target = build_target(spec, client=http, secrets=Secrets({}))
     turns = scenario.turns if isinstance(scenario, ScriptedScenario) else []
     users = [t.user for t in turns] or [getattr(scenario, "prompt", "")]
     session, transcript, verdicts = await target.open_session(), Transcript(), []

@@ -12,7 +12,8 @@ the example suite (and tests) can run a `type: parlant` target without a Parlant
                                         source `customer` (answered in `auto` mode) or
                                         `human_agent_on_behalf_of_ai_agent` (never answered)
     `GET    /sessions/{id}/events`      `?min_offset=&kinds=&wait_for_data=` -> `[event]`;
-                                        waits up to `wait_for_data` s, then HTTP 504
+                                        waits up to `wait_for_data` s (default 60) for
+                                        one, then HTTP 504; `0` answers at once
 
 A customer message is answered in a background thread, as Parlant does: status events
 `acknowledged`, `processing`, then one `tool` event when the agent called tools, `typing`,
@@ -255,6 +256,8 @@ class ParlantApi:
             def found() -> list[dict[str, Any]]:
                 return [e for e in self._session(session_id).events[min_offset:]
                         if not kinds or e["kind"] in kinds]
+            if wait_s <= 0:
+                return found()
             if not self._changed.wait_for(lambda: found() or self._closed, timeout=wait_s) \
                     or self._closed:
                 raise BadRequest(504, "Request timed out")
