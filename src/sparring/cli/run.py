@@ -6,7 +6,7 @@ import os
 import signal
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
@@ -17,8 +17,11 @@ from sparring.events import Event, RunFinished
 from sparring.models.base import Model
 from sparring.rendering import Limits
 from sparring.results import RunResult
-from sparring.runner import NO_MODEL_HINT, RunSettings, TargetPool, run_scenarios
+from sparring.runner import NO_MODEL_HINT, AnyRunnable, RunSettings, TargetPool, run_scenarios
 from sparring.scenario import AnyScenario
+
+if TYPE_CHECKING:
+    from sparring.api import SuiteRun
 
 EXIT_REPORT_FAILED = 2
 DEFAULT_TESTS = "tests/conversations"
@@ -35,20 +38,19 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
     Raises:
         UserError: bad test files, settings, model specs or targets (exit code 2).
     """
-    from sparring.loaders.yaml import load_paths
-
     settings = load_settings({k: options.get(k) for k in _SETTING_OPTIONS})
     reports = {"JSON": output, "JUnit": junit, "Markdown": markdown}
     for path in reports.values():
         if path:
             _check_writable(Path(path))
-    scenarios = load_paths(paths or _default_paths(), pattern=pattern)
-    if not scenarios:
+    scenarios, suites = _load(paths or _default_paths(), pattern=pattern)
+    listed: list[AnyRunnable] = [*scenarios, *suites.scenarios(pattern=pattern)]
+    if not listed:
         raise UserError(f"no scenario id or name matches --pattern {pattern!r}; run with "
                         "--list to see them" if pattern else "the test files hold no "
                         "scenarios (only sparring reports?); give files with `scenarios:`")
     if list_only:
-        _print_list(scenarios, trials=settings.trials)
+        _print_list(listed, trials=settings.trials)
         return 0
     user_model, judge_model = _resolve_models(settings)
     # Signals are ignored outside the event loop's own handlers (see `_stop_on_signal`), so
@@ -56,16 +58,34 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
     # An interrupted run keeps ignoring them until the process exits.
     previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
     run_settings = _run_settings(settings, fail_fast=fail_fast, fail_on_skip=fail_on_skip)
-    result = anyio.run(_run, scenarios, settings.secrets_file, run_settings, user_model,
-                       judge_model, live)
+    result = anyio.run(_run, scenarios, suites, pattern, settings.secrets_file, run_settings,
+                       user_model, judge_model, live)
     written = _write_reports(result, reports)
+    for error in suites.hook_errors:
+        click.secho(f"error: {error}", fg="red", err=True)
     if result.interrupted:
         click.secho("Interrupted: the reports hold the trials that finished; unfinished ones "
                     "are marked `interrupted`.", fg="yellow", err=True)
     else:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    return result.exit_code if written or result.exit_code else EXIT_REPORT_FAILED
+    code = result.exit_code if written or result.exit_code else EXIT_REPORT_FAILED
+    return max(code, EXIT_HOOK_FAILED) if suites.hook_errors and code < 130 else code
+
+
+EXIT_HOOK_FAILED = 3
+"""An after_all hook failed: the run could not finish cleanly."""
+
+
+def _load(paths: tuple[str, ...], *, pattern: str | None) -> tuple[list[AnyScenario], SuiteRun]:
+    """YAML scenarios (filtered by `pattern`) and the Python test files' suites."""
+    from sparring.api import SuiteRun
+    from sparring.loaders.python import load_suites, split_paths
+    from sparring.loaders.yaml import load_paths
+
+    yaml_files, py_files = split_paths(paths)
+    scenarios = load_paths(yaml_files, pattern=pattern) if yaml_files else []
+    return scenarios, SuiteRun(load_suites(py_files))
 
 
 def _default_paths() -> tuple[str, ...]:
@@ -75,7 +95,7 @@ def _default_paths() -> tuple[str, ...]:
                     f"{DEFAULT_TESTS}` (`sparring init` writes a starter there)")
 
 
-def _print_list(scenarios: list[AnyScenario], *, trials: int | None) -> None:
+def _print_list(scenarios: list[AnyRunnable], *, trials: int | None) -> None:
     for s in scenarios:
         count = trials or s.trials
         click.echo(f"{s.id}  [{s.kind}, {count} trial{'s' if count != 1 else ''}]  "
@@ -116,8 +136,8 @@ def _run_settings(settings: Settings, *, fail_fast: bool, fail_on_skip: bool) ->
         judge_temperature=settings.judge_temperature, limits=_limits(settings))
 
 
-async def _run(scenarios: list[AnyScenario], secrets_file: str | None,
-               run_settings: RunSettings, user_model: Model | None,
+async def _run(scenarios: list[AnyScenario], suites: SuiteRun, pattern: str | None,
+               secrets_file: str | None, run_settings: RunSettings, user_model: Model | None,
                judge_model: Model | None, live: bool | None) -> RunResult:
     """The run, with a live view; Ctrl-C or SIGTERM stops it and returns what finished
     (`RunResult.interrupted`)."""
@@ -136,12 +156,14 @@ async def _run(scenarios: list[AnyScenario], secrets_file: str | None,
 
                 for scenario in scenarios:  # misconfigured targets fail here, unwrapped
                     pool.for_scenario(scenario)
-                async with anyio.create_task_group() as tg:
+                async with suites.active(client=pool.client) as tests, \
+                        anyio.create_task_group() as tg:
                     tg.start_soon(_stop_on_signal, tg.cancel_scope)
+                    code = [tests[s.id] for s in suites.scenarios(pattern=pattern)]
                     await run_scenarios(
-                        scenarios, targets=pool.for_scenario, user_model=user_model,
-                        judge_model=judge_model, settings=run_settings, observer=observe,
-                        scrub=secrets.scrub)
+                        [*scenarios, *code], targets=pool.for_scenario,
+                        user_model=user_model, judge_model=judge_model, settings=run_settings,
+                        observer=observe, scrub=secrets.scrub)
                     tg.cancel_scope.cancel()  # done: stop listening for signals
     finally:
         with anyio.CancelScope(shield=True):
