@@ -1,0 +1,414 @@
+"""sparring's pytest plugin (entry point `pytest11`): conversation tests as pytest tests.
+
+- Test files (`*.yaml`, `*.yml`, `*.json`) under the `yaml_dirs` of `[tool.sparring]` (or
+  sparring.toml) are collected: one test per scenario, node id `path.yaml::scenario_id`,
+  run with all its trials against its threshold.
+- `@pytest.mark.sparring(trials=3, threshold=0.66)` runs a test function (sync or `async
+  def`, no other plugin needed) as trials; the `sparring` fixture opens sessions on targets.
+- Tests that call a model (simulated users, criteria, `should`s, marked Python tests) are
+  skipped unless `--sparring-live`, `SPARRING_LIVE=1` or `live = true`; tests with checks
+  only always run.
+- `[tool.sparring.groups.NAME]` gates the session on a group's pass rate (`sparring.gates`);
+  `--sparring-report FILE.md` writes the Markdown report of every sparring test.
+
+Importing this module imports nothing but pytest: it loads in every pytest session, and
+sessions without sparring tests must not pay for sparring.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import tomllib
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from sparring.config import Settings
+    from sparring.gates import GateReport, Outcome, TestRecord
+    from sparring.models.base import Model
+    from sparring.results import ScenarioResult
+    from sparring.scenario import AnyScenario
+
+LIVE_HINT = ("it calls a model (simulated user or judge), so it runs only when asked: pass "
+             "--sparring-live, set SPARRING_LIVE=1, or put `live = true` in [tool.sparring]")
+NO_MODEL_HINT = ("no model configured for sparring: set `model = \"provider:name\"` (e.g. "
+                 "\"openai:gpt-4o-mini\") in [tool.sparring] or sparring.toml, or export "
+                 "SPARRING_MODEL")
+_SUFFIXES = (".yaml", ".yml", ".json")
+# what the plugin puts in `report.user_properties` for the controller (xdist)
+_TAGS = "sparring.tags"
+_MARKERS = "sparring.markers"
+_ID = "sparring.id"
+_RESULT = "sparring.result"
+_RESULT_KEY = pytest.StashKey["ScenarioResult"]()
+_STATE_KEY = pytest.StashKey["SparringState"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add `--sparring-live` and `--sparring-report`."""
+    group = parser.getgroup("sparring", "sparring conversation tests")
+    group.addoption("--sparring-live", action="store_true", default=False,
+                    help="run sparring tests that call models (simulated users, judges); "
+                    "also SPARRING_LIVE=1 or `live = true` in [tool.sparring]")
+    group.addoption("--sparring-report", metavar="FILE.md", default=None,
+                    help="write a Markdown report of every sparring test of the session")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the `sparring` marker and the session state; read settings if a file has
+    any (a bad setting is a usage error here, before anything runs)."""
+    config.addinivalue_line(
+        "markers", "sparring(trials=1, threshold=1.0, live=True): run the test as a sparring "
+        "scenario, `trials` times, passing when at least `threshold` of them pass; "
+        "live=False for tests that call no model (they then run without --sparring-live)")
+    state = SparringState(config)
+    config.stash[_STATE_KEY] = state
+    config.pluginmanager.register(state, "sparring-state")
+
+
+def _has_settings_file(root: Path) -> bool:
+    """Whether sparring.toml or a `[tool.sparring]` table exists (cheap: no pydantic)."""
+    if (root / "sparring.toml").is_file():
+        return True
+    try:
+        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    return "sparring" in data.get("tool", {})
+
+
+class SparringState:
+    """The plugin's per-session state and session-level hooks (one per pytest process).
+
+    Settings are read lazily, so sessions without sparring settings or tests never import
+    the rest of sparring. Under xdist the controller records every worker's reports and is
+    the only process that evaluates gates and writes the report.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self._settings: Settings | None = None
+        self.configured = _has_settings_file(config.rootpath)
+        self.controller = not hasattr(config, "workerinput")
+        self.started = time.time()
+        self.tests: dict[str, _Seen] = {}
+        self.gate_report: GateReport | None = None
+        self.report_written: str | None = None
+        if self.configured:
+            for name, gate in self._load_settings().groups.items():
+                for marker in gate.markers:
+                    config.addinivalue_line("markers", f"{marker}: a member of the sparring "
+                                            f"group {name!r}")
+
+    def _load_settings(self) -> Settings:
+        from sparring.config import load_settings
+        from sparring.errors import ConfigError
+
+        try:
+            self._settings = load_settings({}, cwd=self.config.rootpath)
+        except ConfigError as e:
+            raise pytest.UsageError(f"sparring settings: {e}") from None
+        return self._settings
+
+    @property
+    def settings(self) -> Settings:
+        """Settings from the files and the environment (see `sparring.config`)."""
+        return self._settings or self._load_settings()
+
+    @property
+    def live(self) -> bool:
+        """Whether tests that call models may run."""
+        return bool(self.config.getoption("sparring_live")) or self.settings.live
+
+    def why_not_run(self, *, needs_model: bool) -> str | None:
+        """Why a test that calls models (`needs_model`) must be skipped, or `None`."""
+        if not needs_model:
+            return None
+        if not self.live:
+            return f"sparring: {LIVE_HINT}"
+        settings = self.settings
+        if settings.resolved_user_model is None or settings.resolved_judge_model is None:
+            return f"sparring: {NO_MODEL_HINT}"
+        return None
+
+    def pytest_collect_file(self, file_path: Path,
+                            parent: pytest.Collector) -> pytest.Collector | None:
+        """A test file under one of the `yaml_dirs` becomes a `ScenarioFile`."""
+        if not self.configured or file_path.suffix not in _SUFFIXES:
+            return None
+        if not any(file_path.is_relative_to(d) for d in self.settings.yaml_dirs):
+            return None
+        return ScenarioFile.from_parent(  # pyright: ignore[reportUnknownMemberType]
+            parent, path=file_path)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+        """Put what the controller needs into the report: the test's markers (setup, when
+        groups are configured) and the sparring result (call)."""
+        report: pytest.TestReport = yield
+        extra: list[tuple[str, object]] = []
+        if call.when == "setup" and self.configured and self.settings.groups:
+            extra.append((_MARKERS, sorted({m.name for m in item.iter_markers()})))
+        if call.when == "call" and _RESULT_KEY in item.stash:
+            extra.append((_RESULT, item.stash[_RESULT_KEY].model_dump_json()))
+        if extra:  # a new list: item.user_properties itself goes to the JUnit XML
+            report.user_properties = [*report.user_properties, *extra]
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Record every phase of every test (on the controller: of every worker)."""
+        if self.controller:
+            self.tests.setdefault(report.nodeid, _Seen()).add(report)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Write the report, evaluate the gates, and turn exit code 1 into 0 when they say so."""
+        if not self.controller:
+            return
+        path = self.config.getoption("sparring_report")
+        if path:
+            self._write_report(Path(path))
+        if self.configured and self.settings.groups:
+            from sparring.gates import evaluate
+
+            records = [seen.record(nodeid) for nodeid, seen in self.tests.items()]
+            self.gate_report = evaluate(self.settings.groups, records)
+            if exitstatus == pytest.ExitCode.TESTS_FAILED and \
+                    self.gate_report.overrides_exit_code:
+                session.exitstatus = pytest.ExitCode.OK
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """The group summary and where the report went."""
+        if self.gate_report is not None:
+            terminalreporter.write_sep("=", "sparring group summary")
+            for line in self.gate_report.lines():
+                terminalreporter.write_line(line)
+        if self.report_written:
+            terminalreporter.write_line(f"sparring report: {self.report_written}")
+
+    def _write_report(self, path: Path) -> None:
+        from sparring import __version__
+        from sparring.reports.markdown import write_markdown
+        from sparring.results import RunResult, ScenarioResult
+
+        scenarios = [ScenarioResult.model_validate_json(seen.result)
+                     .model_copy(update={"name": nodeid})
+                     for nodeid, seen in self.tests.items() if seen.result]
+        live = self.live
+        run = RunResult(sparring_version=__version__, run_id=f"pytest-{os.getpid()}",
+                        started_at=time.strftime("%Y-%m-%dT%H:%M:%S+00:00",
+                                                 time.gmtime(self.started)),
+                        duration_ms=(time.time() - self.started) * 1000,
+                        user_model=self.settings.resolved_user_model if live else None,
+                        judge_model=self.settings.resolved_judge_model if live else None,
+                        scenarios=scenarios)
+        try:
+            write_markdown(run, path)
+        except OSError as e:
+            raise pytest.UsageError(f"--sparring-report: cannot write {str(path)!r}: "
+                                    f"{e.strerror or e}") from None
+        self.report_written = str(path)
+
+
+@dataclass
+class _Seen:
+    """The phases of one test seen so far, merged."""
+
+    outcome: Outcome = "skipped"
+    properties: dict[str, Any] = field(default_factory=dict[str, Any])
+    result: str | None = None
+
+    def add(self, report: pytest.TestReport) -> None:
+        if report.failed:
+            self.outcome = "failed"
+        elif report.when == "call" and report.passed and self.outcome != "failed":
+            self.outcome = "passed"
+        self.properties.update(dict(report.user_properties))
+        self.result = self.properties.get(_RESULT, self.result)
+
+    def record(self, nodeid: str) -> TestRecord:
+        from sparring.gates import TestRecord
+
+        name = nodeid.rsplit("::", 1)[-1]
+        names = {name, name.split("[", 1)[0], *([self.properties[_ID]]
+                                                 if _ID in self.properties else [])}
+        return TestRecord(nodeid=nodeid, outcome=self.outcome, names=frozenset(names),
+                          tags=frozenset(self.properties.get(_TAGS, ())),
+                          markers=frozenset(self.properties.get(_MARKERS, ())))
+
+
+# --- YAML test files ----------------------------------------------------------------------
+
+class ScenarioFile(pytest.File):
+    """A sparring test file: one `ScenarioItem` per scenario; those that call a model are
+    marked to skip unless the session is live."""
+
+    def collect(self) -> Iterator[ScenarioItem]:
+        """Load the file; a bad file is a collection error listing `path:line: problem`s."""
+        from sparring.errors import UserError
+        from sparring.loaders.yaml import load_paths
+
+        try:
+            scenarios = load_paths([os.path.relpath(self.path)])
+        except UserError as e:
+            raise self.CollectError(str(e)) from None
+        state = _state(self.config)
+        for scenario in scenarios:
+            item = ScenarioItem.from_parent(  # pyright: ignore[reportUnknownMemberType]
+                self, name=scenario.id, scenario=scenario)
+            why = state.why_not_run(needs_model=_needs_model(scenario))
+            if why:
+                item.add_marker(pytest.mark.skip(reason=why))
+            yield item
+
+
+class ScenarioItem(pytest.Item):
+    """One scenario of a test file, run with all its trials (`sparring.runner`)."""
+
+    def __init__(self, *, scenario: AnyScenario, **kwargs: Any) -> None:
+        super().__init__(**kwargs)  # pyright: ignore[reportUnknownMemberType]
+        self.scenario = scenario
+        self.extra_keyword_matches.update(scenario.tags)  # `-k booking` selects by tag
+        self.user_properties += [(_ID, scenario.id), (_TAGS, list(scenario.tags))]
+
+    def runtest(self) -> None:
+        """Run every trial; fail below the threshold, skip when nothing could run."""
+        import anyio
+
+        state = _state(self.config)
+        models = _models(state.settings) if _needs_model(self.scenario) else (None, None)
+        result = anyio.run(_run_scenario, self.scenario, state.settings, *models)
+        conclude(self, result)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str | Any:
+        """Failures and misconfiguration as their message, without a traceback."""
+        from sparring.errors import UserError
+
+        if isinstance(excinfo.value, ScenarioFailed | UserError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        """Where the scenario starts in its file."""
+        line = (self.scenario.source or "").rpartition(":")[2]
+        return self.path, int(line) - 1 if line.isdigit() else None, \
+            f"scenario {self.scenario.id}"
+
+
+def _state(config: pytest.Config) -> SparringState:
+    return config.stash[_STATE_KEY]
+
+
+def _needs_model(scenario: AnyScenario) -> bool:
+    """Whether any step calls a model: a simulated user, criteria, `should`s, expected
+    output. Scenarios with checks only are deterministic."""
+    from sparring.scenario import ScriptedScenario, SimulatedScenario, SingleTurnScenario
+
+    if isinstance(scenario, SimulatedScenario) or scenario.all_criteria:
+        return True
+    if isinstance(scenario, ScriptedScenario):
+        return any(turn.should for turn in scenario.turns)
+    assert isinstance(scenario, SingleTurnScenario)
+    return bool(scenario.should or scenario.expected_output)
+
+
+def _models(settings: Settings) -> tuple[Model, Model]:
+    """The simulated user's and the judge's model (tests without them are skipped at
+    collection, `SparringState.why_not_run`).
+
+    Raises:
+        UserError: a model spec cannot be resolved (unknown provider, missing key).
+    """
+    from sparring.errors import UserError
+    from sparring.models.pricing import set_prices
+    from sparring.models.registry import resolve_model
+
+    set_prices(settings.prices)
+    user_spec, judge_spec = settings.resolved_user_model, settings.resolved_judge_model
+    if user_spec is None or judge_spec is None:
+        raise UserError(NO_MODEL_HINT)
+
+    def make(spec: str) -> Model:
+        return resolve_model(spec, base_url=settings.base_url, api_key=settings.api_key,
+                             timeout_s=settings.model_timeout_s,
+                             max_retries=settings.model_max_retries)
+
+    user = make(user_spec)
+    return user, user if judge_spec == user_spec else make(judge_spec)
+
+
+async def _run_scenario(scenario: AnyScenario, settings: Settings, user_model: Model | None,
+                        judge_model: Model | None) -> ScenarioResult:
+    """Run all trials of `scenario` against its target, then close the models."""
+    from sparring.cli.run import _run_settings  # pyright: ignore[reportPrivateUsage]
+    from sparring.runner import TargetPool, run_scenarios
+    from sparring.secrets import Secrets
+
+    secrets = Secrets.load(file=Path(settings.secrets_file) if settings.secrets_file else None)
+    try:
+        async with TargetPool(secrets=secrets) as pool:
+            run = await run_scenarios(
+                [scenario], targets=pool.for_scenario, user_model=user_model,
+                judge_model=judge_model, scrub=secrets.scrub,
+                settings=_run_settings(settings, fail_fast=False, fail_on_skip=False))
+    finally:
+        for model in {id(m): m for m in (user_model, judge_model) if m}.values():
+            await model.aclose()
+    return run.scenarios[0]
+
+
+# --- outcomes ---------------------------------------------------------------------------
+
+class ScenarioFailed(AssertionError):
+    """A sparring test's pass rate is below its threshold, or its trials could not run."""
+
+
+def conclude(item: pytest.Item, result: ScenarioResult) -> None:
+    """Turn a scenario result into the test's outcome; keep it for reports and gates.
+
+    Returns when the scenario passed; calls `pytest.skip` when every trial was skipped
+    (with why).
+
+    Raises:
+        ScenarioFailed: the scenario failed, errored or did not run; the message names k/N
+            trials passed, the threshold, and every failed verdict with reason and turn.
+    """
+    item.stash[_RESULT_KEY] = result
+    status = result.status
+    if status == "passed":
+        return
+    if status == "skipped":
+        why = next((t.error for t in result.trials if t.error), "every trial was skipped")
+        pytest.skip(f"sparring: {why}")
+    raise ScenarioFailed(describe_failure(result))
+
+
+def describe_failure(result: ScenarioResult) -> str:
+    """`k/N trials passed (rate), threshold T`, then each trial that did not pass with its
+    error and failed verdicts (`turn N: id (kind: description) not met: reason`)."""
+    from sparring.reports import one_line, percent
+
+    counted = len(result.counted)
+    lines = [f"sparring scenario {result.scenario_id!r} {result.status}: "
+             f"{result.passed_trials}/{counted} trials passed ({percent(result.pass_rate)}), "
+             f"threshold {percent(result.threshold)}"]
+    if result.missing_trials:
+        lines.append(f"{result.missing_trials} planned trials did not run")
+    for trial in result.trials:
+        if trial.status == "passed":
+            continue
+        lines.append(f"trial {trial.trial}: {trial.status} (end reason {trial.end_reason})"
+                     + (f": {one_line(trial.error, 1000)}" if trial.error else ""))
+        for v in trial.failures:
+            at = f"turn {v.turn}: " if v.turn is not None else ""
+            status = "not met" if v.status == "not_met" else v.status
+            lines.append(f"  {at}{v.id} ({one_line(v.description, 200)}) {status}: "
+                         f"{one_line(v.reason, 1000)}")
+    return "\n".join(lines)

@@ -1,0 +1,359 @@
+"""The pytest plugin, run in inner pytest sessions (`pytester`).
+
+Each inner project has a function agent (`shop_agent.reply`) and registers a `scripted`
+model provider in its conftest: `scripted:met` judges every item met, `scripted:not_met`
+not met, `scripted:alternate` met on odd calls of the process and not met on even ones.
+No network: the agent is a Python function and the models are scripted.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+AGENT = '''
+def reply(history):
+    text = history[-1]["content"].lower()
+    if "book" in text:
+        return ("Booked! Your reference is BK-12.",
+                [{"name": "create_booking", "arguments": {"time": "10am"}}])
+    return "Sorry, I can only book slots."
+'''
+
+CONFTEST = '''
+import itertools
+
+from sparring.models.registry import PROVIDERS, register_provider
+from sparring.models.scripted import ScriptedModel
+
+_calls = itertools.count(1)
+
+
+def _verdict(name):
+    if name == "alternate":
+        return "met" if next(_calls) % 2 else "not_met"
+    return name
+
+
+def _handler(name):
+    def answer(messages, schema):
+        props = (schema or {}).get("properties", {})
+        if "verdicts" in props:
+            verdict = _verdict(name)
+            return {"verdicts": {i: {"verdict": verdict, "reason": f"the judge says {verdict}",
+                                     "evidence": [], "turns": []}
+                                 for i in props["verdicts"]["required"]},
+                    "replies": {t: {"note": "fine", "score": 1}
+                                for t in props["replies"]["required"]}}
+        if "verdict" in props:
+            verdict = _verdict(name)
+            return {"verdict": verdict, "reason": f"the judge says {verdict}", "evidence": [],
+                    "turns": []}
+        return {"message": "Thanks", "done": True, "done_reason": "goal_achieved"}
+    return answer
+
+
+def pytest_configure(config):
+    register_provider("scripted", lambda spec, name, options: ScriptedModel(
+        handler=_handler(name), name=spec))
+
+
+def pytest_unconfigure(config):
+    PROVIDERS.pop("scripted", None)
+'''
+
+BOOKING = '''
+target: {ref: "shop_agent:reply"}
+scenarios:
+  - id: book_slot
+    tags: [booking]
+    turns:
+      - user: "Book me a slot at 10am"
+        checks:
+          - contains: ["booked", "confirmed"]
+          - tool_called: [create_booking]
+  - id: cancel_slot
+    tags: [booking]
+    turns:
+      - user: "Cancel my slot"
+        checks:
+          - contains: "cancelled"
+'''
+
+JUDGED = '''
+target: {ref: "shop_agent:reply"}
+scenarios:
+  - id: judged_booking
+    tags: [judged]
+    trials: 3
+    threshold: 0.66
+    turns:
+      - user: "Book me a slot"
+        should: confirm the booking with a reference number
+  - id: simulated_booking
+    opening_message: "Book me a slot"
+    goal: Book a slot
+    max_turns: 1
+    criteria: ["The agent books a slot"]
+'''
+
+
+def make_project(pytester: pytest.Pytester, *, settings: str = "", files: dict[str, str] | None
+                 = None) -> None:
+    """An inner project: settings in pyproject, the agent, the scripted models, test files."""
+    pytester.makepyprojecttoml("[tool.sparring]\nyaml_dirs = [\"evals\"]\n"
+                               + textwrap.dedent(settings))
+    pytester.makepyfile(shop_agent=AGENT)
+    pytester.makeconftest(CONFTEST)
+    for name, text in (files or {}).items():
+        path = pytester.path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def test_yaml_files_under_yaml_dirs_become_one_test_per_scenario(
+        pytester: pytest.Pytester) -> None:
+    make_project(pytester, files={"evals/booking.yaml": BOOKING, "evals/sub/judged.yml": JUDGED,
+                                  "other/booking.yaml": BOOKING})
+    result = pytester.runpytest("--collect-only", "-q")
+    assert result.ret == 0
+    assert [line for line in result.outlines if "::" in line] == [
+        "evals/booking.yaml::book_slot", "evals/booking.yaml::cancel_slot",
+        "evals/sub/judged.yml::judged_booking", "evals/sub/judged.yml::simulated_booking"]
+    assert pytester.runpytest("--collect-only", "-q", "-k", "judged").outlines[0] == \
+        "evals/sub/judged.yml::judged_booking"  # tags are keywords
+
+
+def test_deterministic_scenarios_run_and_model_ones_skip_with_how_to_enable(
+        pytester: pytest.Pytester) -> None:
+    make_project(pytester, settings='model = "scripted:met"\n',
+                 files={"evals/booking.yaml": BOOKING, "evals/judged.yaml": JUDGED})
+    result = pytester.runpytest("-rs")
+    result.assert_outcomes(passed=1, failed=1, skipped=2)
+    result.stdout.fnmatch_lines([
+        "*SKIPPED ?2? evals/judged.yaml: sparring: it calls a model*pass --sparring-live, set "
+        "SPARRING_LIVE=1, or put `live = true` in ?tool.sparring?"])
+    assert result.ret == 1
+
+
+def test_a_failed_scenario_names_its_failed_verdicts_reasons_and_turns(
+        pytester: pytest.Pytester) -> None:
+    make_project(pytester, files={"evals/booking.yaml": BOOKING})
+    result = pytester.runpytest("-k", "cancel_slot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*sparring scenario 'cancel_slot' failed: 0/1 trials passed (0%), threshold 100%",
+        "trial 1: failed (end reason script_done)",
+        "  turn 1: t1.check1 (contains*cancelled*) not met: expected turn 1 to contain*"
+        "Sorry, I can only book slots.*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(("args", "env", "setting"), [
+    (["--sparring-live"], {}, ""), ([], {"SPARRING_LIVE": "1"}, ""), ([], {}, "live = true\n")])
+def test_live_runs_model_scenarios_with_trials_and_threshold(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: list[str],
+        env: dict[str, str], setting: str) -> None:
+    make_project(pytester, settings='model = "scripted:alternate"\n' + setting,
+                 files={"evals/judged.yaml": JUDGED})
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    result = pytester.runpytest("-v", *args)
+    # 3 trials of judged_booking get met, not met, met: 2/3 >= 0.66; the 4th call is not met
+    result.stdout.fnmatch_lines(["*judged.yaml::judged_booking PASSED*",
+                                 "*judged.yaml::simulated_booking FAILED*"])
+    assert result.ret == 1
+
+
+def test_live_failures_give_the_judges_reason(pytester: pytest.Pytester,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    make_project(pytester, settings='model = "scripted:not_met"\n',
+                 files={"evals/judged.yaml": JUDGED})
+    monkeypatch.setenv("SPARRING_LIVE", "1")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines([
+        "*sparring scenario 'judged_booking' failed: 0/3 trials passed (0%), threshold 66%",
+        "trial 1: failed*", "  turn 1: t1.should1 (should confirm the booking*) not met: the "
+        "judge says not_met",
+        "*sparring scenario 'simulated_booking' failed*",
+        "  c1 (The agent books a slot) not met: the judge says not_met"])
+
+
+def test_live_without_a_model_skips_with_how_to_configure_one(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPARRING_MODEL", raising=False)
+    make_project(pytester, files={"evals/judged.yaml": JUDGED})
+    result = pytester.runpytest("--sparring-live", "-rs")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*SKIPPED ?2? evals/judged.yaml: sparring: no model configured "
+                                 "for sparring: set `model = *in ?tool.sparring?*SPARRING_MODEL"])
+
+
+def test_an_invalid_test_file_is_a_collection_error_at_file_and_line(
+        pytester: pytest.Pytester) -> None:
+    make_project(pytester, files={"evals/bad.yaml": '''
+        target: {ref: "shop_agent:reply"}
+        scenarios:
+          - id: typo
+            turns:
+              - usr: "hi"
+    '''})
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*ERROR collecting evals/bad.yaml*",
+                                 "evals/bad.yaml:6:*unknown key 'usr'*did you mean 'user'?*"])
+
+
+def test_invalid_settings_stop_the_session_with_a_usage_error(
+        pytester: pytest.Pytester) -> None:
+    make_project(pytester, settings="[tool.sparring.groups.booking]\ntresholds = 0.9\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*sparring settings:*unknown setting 'tresholds' in group "
+                                 "'booking'; did you mean 'threshold'?"])
+
+
+# --- group gates --------------------------------------------------------------------------
+
+PLAIN_TESTS = '''
+import pytest
+
+@pytest.mark.booking
+def test_marked_booking_passes():
+    pass
+
+def test_plain_passes():
+    pass
+'''
+
+
+def test_a_met_gate_turns_a_failure_inside_its_group_into_exit_0(
+        pytester: pytest.Pytester) -> None:
+    make_project(pytester, settings='''
+        [tool.sparring.groups.booking]
+        threshold = 0.6
+        tags = ["booking"]
+        markers = ["booking"]
+    ''', files={"evals/booking.yaml": BOOKING, "test_plain.py": PLAIN_TESTS})
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=3, failed=1)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "*= sparring group summary =*",
+        "booking: 2/3 passed (66.7%), 60% required: PASSED",
+        "  failed: evals/booking.yaml::cancel_slot",
+        "exit code overridden to 0: every gate is met and every failed test belongs to a group"])
+
+
+def test_a_failed_must_pass_keeps_exit_1(pytester: pytest.Pytester) -> None:
+    make_project(pytester, settings='''
+        [tool.sparring.groups.booking]
+        threshold = 0.5
+        tags = ["booking"]
+        must_pass = ["cancel_slot", "test_nowhere"]
+    ''', files={"evals/booking.yaml": BOOKING})
+    result = pytester.runpytest()
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([
+        "booking: 1/2 passed (50%), 50% required: FAILED",
+        "  failed: evals/booking.yaml::cancel_slot",
+        "  must_pass: cancel_slot failed", "  must_pass: test_nowhere not run",
+        "exit code stays 1: gate booking FAILED"])
+
+
+def test_a_failing_test_outside_every_group_keeps_exit_1(pytester: pytest.Pytester) -> None:
+    make_project(pytester, settings='''
+        [tool.sparring.groups.booking]
+        threshold = 0.5
+        tags = ["booking"]
+    ''', files={"evals/booking.yaml": BOOKING,
+                "test_plain.py": "def test_plain_fails():\n    assert 1 == 2\n"})
+    result = pytester.runpytest()
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([
+        "booking: 1/2 passed (50%), 50% required: PASSED",
+        "exit code stays 1: 1 failed test in no group: test_plain.py::test_plain_fails"])
+
+
+def test_gates_and_the_report_cover_every_xdist_worker(pytester: pytest.Pytester) -> None:
+    files = {f"evals/booking{i}.yaml": BOOKING.replace("_slot", f"_slot{i}") for i in range(3)}
+    files["test_plain.py"] = PLAIN_TESTS
+    make_project(pytester, settings='''
+        [tool.sparring.groups.booking]
+        threshold = 0.5
+        tags = ["booking"]
+        markers = ["booking"]
+        must_pass = ["book_slot0", "test_marked_booking_passes"]
+    ''', files=files)
+    result = pytester.runpytest_subprocess("-n", "2", "--sparring-report", "out/report.md")
+    result.assert_outcomes(passed=5, failed=3)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "booking: 4/7 passed (57.1%), 50% required: PASSED",
+        "  must_pass: book_slot0 ok", "  must_pass: test_marked_booking_passes ok",
+        "exit code overridden to 0*"])
+    assert result.stdout.str().count("sparring group summary") == 1
+    report = (pytester.path / "out/report.md").read_text(encoding="utf-8")
+    rows = [line for line in report.splitlines() if line.startswith("| evals/")]
+    assert len(rows) == 6
+    assert re.search(r"\| evals/booking1\.yaml::cancel_slot1 \(cancel_slot1\) \| scripted \| 1 "
+                     r"\| 0 \| 0% \| 100% \| ❌ failed \|", report)
+
+
+def test_the_markdown_report_has_a_summary_and_every_verdicts_reason(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_project(pytester, settings='model = "scripted:alternate"\n',
+                 files={"evals/booking.yaml": BOOKING, "evals/judged.yaml": JUDGED,
+                        "test_plain.py": PLAIN_TESTS})
+    result = pytester.runpytest("--sparring-live", "--sparring-report", "report.md",
+                                "-k", "judged_booking or cancel")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["sparring report: report.md"])
+    report = (pytester.path / "report.md").read_text(encoding="utf-8")
+    assert "| Scenario | Kind | Trials | Passed | Pass rate | Threshold | Status |" in report
+    assert re.search(r"\| evals/judged\.yaml::judged_booking \(judged_booking\) \| scripted \| "
+                     r"3 \| 2 \| 66\.7% \| 66% \| ✅ passed \|", report)
+    assert re.search(r"\*\*t1\.should1\*\* should \(turn 1\): .*confirm the booking with a "
+                     r"reference number: the judge says not_met", report)
+    assert "expected turn 1 to contain" in report
+    assert "test_plain" not in report
+
+
+def test_sessions_without_sparring_settings_or_tests_are_untouched(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain='''
+        def test_passes():
+            pass
+
+        def test_fails():
+            assert False
+    ''')
+    (pytester.path / "evals").mkdir()
+    (pytester.path / "evals/booking.yaml").write_text(BOOKING, encoding="utf-8")
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1, failed=1)
+    assert result.ret == 1
+    assert "sparring group summary" not in result.stdout.str()
+
+
+def test_importing_the_plugin_imports_no_other_sparring_module(pytester: pytest.Pytester) -> None:
+    result = pytester.run(
+        sys.executable, "-c", "import sys, sparring.pytest_plugin; "
+        "print(sorted(m for m in sys.modules if m.startswith(('sparring', 'pydantic'))))")
+    assert result.outlines[-1] == "['sparring', 'sparring.pytest_plugin']"
+
+
+def test_the_plugin_is_registered_as_a_pytest11_entry_point() -> None:
+    from importlib.metadata import entry_points
+
+    found = [e.value for e in entry_points(group="pytest11") if e.name == "sparring"]
+    assert found == ["sparring.pytest_plugin"]
+    assert Path(__file__).parent.parent.joinpath("pyproject.toml").read_text().count(
+        'sparring = "sparring.pytest_plugin"') == 1
