@@ -229,6 +229,10 @@ class ConsoleView:
         if reason:
             line += f": {reason}"
         self._emit(Text(one_line(line, 2 * _LINE_CHARS), style=STYLE[trial.status]))
+        for sub in trial.subtests:  # unfold steps, in the order they were written
+            text = f"  {self._sym[sub.status]} {sub.id} {_status_text(sub.status)}: {sub.name}"
+            self._emit(Text(one_line(text + (f": {sub.error}" if sub.error else ""),
+                                     2 * _LINE_CHARS), style=STYLE[sub.status]))
 
     def _scenario_line(self, s: ScenarioResult) -> Text:
         passed = s.passed_trials

@@ -34,7 +34,7 @@ from sparring.results import (
     Verdict,
     pass_hat_k,
 )
-from sparring.transcript import Message
+from sparring.transcript import Message, Transcript
 
 STATUS_ICON: dict[str, str] = {
     "passed": "✅", "met": "✅", "failed": "❌", "not_met": "❌", "error": "⚠️",
@@ -161,7 +161,16 @@ def _trial_section(trial: TrialResult, *, of: int, max_message_chars: int) -> li
     if verdicts:
         out.append("")
     if trial.transcript.messages:
-        out.extend(_transcript(trial, max_message_chars=max_message_chars))
+        out.extend(_transcript(trial.transcript, trial.reply_notes,
+                               summary=f"Transcript ({len(trial.transcript.messages)} messages)",
+                               max_message_chars=max_message_chars))
+    for sub in trial.subtests:  # in the order they were written
+        summary = (f"Sub-test {_text(sub.id)}: {_status(sub.status)} · "
+                   f"{_text(one_line(sub.name, 300))}")
+        if sub.error:
+            summary += f" · {_text(one_line(sub.error, 500))}"
+        out.extend(_transcript(sub.transcript, [], summary=summary,
+                               max_message_chars=max_message_chars))
     return out
 
 
@@ -176,12 +185,12 @@ def _verdict_lines(v: Verdict) -> list[str]:
     return [head, *(f"  > {_text(one_line(quote, 500))}" for quote in v.evidence)]
 
 
-def _transcript(trial: TrialResult, *, max_message_chars: int) -> list[str]:
-    notes: dict[int, ReplyNote] = {n.turn: n for n in trial.reply_notes}
-    count = len(trial.transcript.messages)
-    out = ["<details>", f"<summary>Transcript ({count} messages)</summary>", ""]
+def _transcript(transcript: Transcript, reply_notes: list[ReplyNote], *, summary: str,
+                max_message_chars: int) -> list[str]:
+    notes: dict[int, ReplyNote] = {n.turn: n for n in reply_notes}
+    out = ["<details>", f"<summary>{summary}</summary>", ""]
     turn = 0
-    for message in trial.transcript.messages:
+    for message in transcript.messages:
         if message.role == "user":
             turn += 1
         out.extend(_message(message, turn, max_message_chars=max_message_chars))
