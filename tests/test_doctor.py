@@ -4,6 +4,7 @@ server can stage."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import socket
@@ -71,6 +72,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
+
+    do_GET = do_POST  # noqa: N815
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
         """Keep test output quiet."""
@@ -148,6 +151,33 @@ def test_openai_chat_exchanges_are_recorded_with_the_key_masked(tmp_path: Path,
     assert "literal-key-0123456789" not in result.output
     assert '"object": "chat.completion"' in result.output
     assert "Tokens: " in result.output
+
+
+def test_a2a_and_parlant_targets_are_recorded_through_the_shared_client(
+        tmp_path: Path, demo: DemoServer, stage: Stage) -> None:
+    a2a = doctor(target_file(tmp_path, {"type": "a2a", "url": f"{demo.url}/a2a"}))
+    assert a2a.exit_code == 0, a2a.output
+    assert f"GET {demo.url}/a2a/.well-known/agent-card.json" in a2a.output
+    assert f"POST {demo.url}/a2a" in a2a.output
+    assert "Reply: 'Hi! Welcome to Northwind" in a2a.output
+
+    parlant = doctor(target_file(tmp_path, {"type": "parlant", "url": demo.url,
+                                            "agent_id": "northwind"}))
+    assert parlant.exit_code == 0, parlant.output
+    assert "Request 4 (ends the conversation)" in parlant.output
+    assert "DELETE " in parlant.output
+
+    no_card = doctor(target_file(tmp_path, {"type": "a2a", "url": f"{stage.base}/agent"}))
+    assert no_card.exit_code == 3
+    assert "HTTP 404" in diagnosis(no_card)
+
+
+def test_compressed_body_is_shown_decoded(tmp_path: Path, stage: Stage) -> None:
+    body = gzip.compress(json.dumps({"reply": "Packed and shipped."}).encode())
+    url = stage.route("/gzip", 200, body, **{"Content-Encoding": "gzip"})
+    result = doctor(target_file(tmp_path, {"url": url, "response_path": "reply"}))
+    assert result.exit_code == 0, result.output
+    assert '"reply": "Packed and shipped."' in result.output
 
 
 def agent_with_empty_reply(history: list[dict[str, str]]) -> str:

@@ -96,6 +96,8 @@ class Probe:
         target_type: `http`, `openai_chat`, `callable`, `a2a`, `parlant`.
         message: The user message sent.
         exchanges: The target's HTTP exchanges in order (none for `callable`).
+        answered_after: How many of `exchanges` came before the reply or the failure (the
+            rest ended the conversation); `None`: all of them.
         reply: The agent's reply, when the target produced one.
         failure: How sending failed; `None` when `reply` is set.
         error: The target's error message (secrets masked); `""` without a failure.
@@ -107,6 +109,7 @@ class Probe:
     target_type: str
     message: str
     exchanges: tuple[Exchange, ...] = ()
+    answered_after: int | None = None
     reply: Message | None = None
     failure: Failure | None = None
     error: str = ""
@@ -133,8 +136,10 @@ def diagnose(probe: Probe) -> list[Finding]:
     target error; then the reply is looked at (empty, a web page, the whole JSON body) and
     notes are added (tool calls the http target does not read).
     """
-    last = probe.exchanges[-1] if probe.exchanges else None
-    findings = _redirects_followed(probe)
+    relevant = probe.exchanges[:probe.answered_after]
+    last = relevant[-1] if relevant else None
+    findings = [_redirect(e, followed=True) for e in relevant[:-1]
+                if e.status is not None and 300 <= e.status < 400]
     if probe.failure is not None:
         findings.append(_failure(probe, last))
     elif probe.reply is not None:
@@ -205,7 +210,7 @@ def _timeout(probe: Probe, last: Exchange | None) -> Finding:
     limit = f"{probe.timeout_s:g} s"
     fix = (f"is the agent stuck (see its logs), or just slow? Raise `timeout_s` (now {limit}) "
            "on the target if it is slow")
-    if last is not None and last.status is not None:
+    if last is not None and last.status is not None and not last.body_complete:
         return Finding("problem", f"the agent answered HTTP {last.status} but did not finish "
                        f"its body within {limit} (a stream that never ends?)", fix)
     if probe.target_type == "callable":
@@ -224,12 +229,6 @@ def _redirect(exchange: Exchange, *, followed: bool) -> Finding:
                    f"{target}", f"redirects are not followed: use the final URL, `url: {target}`"
                    if location else "redirects are not followed: use the address the agent "
                    "really answers on")
-
-
-def _redirects_followed(probe: Probe) -> list[Finding]:
-    """Redirects the transport followed (openai_chat's SDK does) or that were not last."""
-    return [_redirect(e, followed=True) for e in probe.exchanges[:-1]
-            if e.status is not None and 300 <= e.status < 400]
 
 
 _STATUS_FIXES = {
@@ -289,7 +288,9 @@ def _reply_findings(probe: Probe, reply: Message, last: Exchange | None) -> list
     if last is not None and _is_web_page(last):
         return [_web_page(last)]
     body = _json_body(last) if last is not None else None
-    if not reply.content.strip() and not reply.tool_calls:
+    if not reply.content.strip():
+        if reply.tool_calls:
+            return [Finding("note", "the reply has tool calls but no text")]
         return [_empty(probe, last, body)]
     if probe.response_path in ("", "$") and isinstance(body, dict | list) \
             and reply_candidates(body, message=probe.message):

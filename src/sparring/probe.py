@@ -1,17 +1,19 @@
 """Send one message to a target and record every HTTP exchange it makes (`sparring doctor`).
 
 The target is the real one (`sparring.targets.registry.build_target`), given an HTTP client
-whose transport records each request (and why it got no response) and whose response hook
-records the status, headers and body. Transports that bring their own client (the
-`openai_chat` SDK) get such a client too. Secret values and credential headers are masked
-as they are recorded, so nothing recorded can leak them.
+whose transport records each request, the response's status and headers, the body bytes as
+the target reads them (passed through untouched), and why a request got no response.
+Transports that bring their own client (the `openai_chat` SDK) get such a client too.
+Secret values and credential headers are masked when the record is read (`exchanges`).
 """
 
 from __future__ import annotations
 
 import socket
 import time
-from dataclasses import replace
+from collections.abc import AsyncIterator
+from contextlib import suppress
+from dataclasses import dataclass, field, replace
 
 import anyio
 import httpx
@@ -26,61 +28,70 @@ from sparring.targets.registry import AnyTargetSpec, build_target
 from sparring.transcript import Message, Transcript
 
 _CREDENTIAL_HEADERS = ("authorization", "cookie", "api-key", "apikey", "token", "secret",
-                       "password", "x-api-key", "x-goog-api-key")
+                       "password")
+"""A request or response header whose name contains one of these is shown masked."""
+MAX_BODY_BYTES = 1_000_000
+"""Bytes of a response body kept in the record; the target still gets all of them."""
 _GRACE_S = 1.0
 """Extra time past the target's own `timeout_s` before the probe gives up on a target
 that does not enforce it."""
 
 
+@dataclass(eq=False)
+class _Record:
+    request: httpx.Request
+    started: float
+    response: httpx.Response | None = None
+    elapsed_ms: float | None = None
+    raw: bytearray = field(default_factory=bytearray)
+    finished: bool = False
+    error: httpx.TransportError | None = None
+
+
 class Recorder:
-    """Makes HTTP clients that record every exchange into `exchanges`, secrets masked.
+    """Makes HTTP clients that record every exchange they make.
 
     Args:
-        secrets: Its values are masked in urls, headers and bodies.
+        secrets: Its values are masked in the urls, headers and bodies of `exchanges`.
     """
 
     def __init__(self, *, secrets: Secrets) -> None:
-        self.exchanges: list[Exchange] = []
         self._secrets = secrets
-        self._requests: list[httpx.Request] = []
-        self._started: list[float] = []
+        self._records: list[_Record] = []
+        self.marked: int | None = None
 
     def client(self, *, follow_redirects: bool) -> httpx.AsyncClient:
         """A new client that records into this recorder; the caller closes it."""
-        return httpx.AsyncClient(transport=_RecordingTransport(self),
-                                 follow_redirects=follow_redirects,
-                                 event_hooks={"response": [self._on_response]})
+        return httpx.AsyncClient(transport=_RecordingTransport(self._records),
+                                 follow_redirects=follow_redirects)
 
-    def record_request(self, request: httpx.Request) -> int:
-        """Record `request` as it is sent; its index in `exchanges`."""
-        scrub = self._secrets.scrub
+    def mark(self) -> None:
+        """Note that the exchanges so far produced the reply or the failure (`marked`); later
+        ones end the conversation."""
+        self.marked = len(self._records)
+
+    def exchanges(self) -> tuple[Exchange, ...]:
+        """The exchanges so far, secrets and credentials masked."""
+        return tuple(self._exchange(r) for r in self._records)
+
+    def _exchange(self, record: _Record) -> Exchange:
+        scrub, request, response = self._secrets.scrub, record.request, record.response
         try:
-            body = request.content.decode("utf-8", errors="replace")
+            sent = request.content.decode("utf-8", errors="replace")
         except httpx.RequestNotRead:
-            body = "(a streamed body, not recorded)"
-        self.exchanges.append(Exchange(
-            method=request.method, url=scrub(str(request.url)),
-            request_headers=self._headers(request.headers), request_body=scrub(body)))
-        self._requests.append(request)
-        self._started.append(time.perf_counter())
-        return len(self.exchanges) - 1
-
-    def record_failure(self, index: int, error: httpx.TransportError) -> None:
-        """Record why request `index` got no response."""
-        detail = self._secrets.scrub(str(error) or type(error).__name__)
-        self.exchanges[index] = replace(self.exchanges[index], error=_transport_error(error),
-                                        error_detail=detail)
-
-    async def _on_response(self, response: httpx.Response) -> None:
-        index = next(i for i, r in enumerate(self._requests) if r is response.request)
-        elapsed_ms = round((time.perf_counter() - self._started[index]) * 1000, 3)
-        self.exchanges[index] = replace(
-            self.exchanges[index], status=response.status_code, reason=response.reason_phrase,
-            response_headers=self._headers(response.headers), body_complete=False,
-            elapsed_ms=elapsed_ms)
-        await response.aread()  # the target then reads the body from memory
-        self.exchanges[index] = replace(self.exchanges[index], body_complete=True,
-                                        response_body=self._secrets.scrub(response.text))
+            sent = "(a streamed body, not recorded)"
+        exchange = Exchange(method=request.method, url=scrub(str(request.url)),
+                            request_headers=self._headers(request.headers),
+                            request_body=scrub(sent), elapsed_ms=record.elapsed_ms)
+        if record.error is not None:
+            detail = scrub(str(record.error) or type(record.error).__name__)
+            return replace(exchange, error=_transport_error(record.error), error_detail=detail)
+        if response is None:
+            return exchange
+        return replace(exchange, status=response.status_code, reason=response.reason_phrase,
+                       response_headers=self._headers(response.headers),
+                       response_body=scrub(_decoded(response, bytes(record.raw))),
+                       body_complete=record.finished)
 
     def _headers(self, headers: httpx.Headers) -> tuple[tuple[str, str], ...]:
         """`(name, value)` pairs as sent (names in their own case), credentials masked."""
@@ -89,18 +100,53 @@ class Recorder:
                      for name, value in pairs)
 
 
+def _decoded(response: httpx.Response, raw: bytes) -> str:
+    """`raw` body bytes as text, undoing any Content-Encoding (gzip, ...) of `response`."""
+    try:
+        return httpx.Response(response.status_code, headers=response.headers,
+                              content=raw).text
+    except httpx.DecodingError:
+        return raw.decode("utf-8", errors="replace")
+
+
 class _RecordingTransport(httpx.AsyncBaseTransport):
-    def __init__(self, recorder: Recorder) -> None:
-        self._recorder = recorder
+    def __init__(self, records: list[_Record]) -> None:
+        self._records = records
         self._inner = httpx.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        index = self._recorder.record_request(request)
+        record = _Record(request, time.perf_counter())
+        self._records.append(record)
         try:
-            return await self._inner.handle_async_request(request)
+            response = await self._inner.handle_async_request(request)
         except httpx.TransportError as e:
-            self._recorder.record_failure(index, e)
+            record.error = e
             raise
+        record.elapsed_ms = round((time.perf_counter() - record.started) * 1000, 3)
+        record.response = response
+        return httpx.Response(response.status_code, headers=response.headers,
+                              stream=_Tee(response.stream, record),
+                              extensions=response.extensions)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _Tee(httpx.AsyncByteStream):
+    """Passes a response body through to its reader, keeping a copy in `record`."""
+
+    def __init__(self, inner: httpx.SyncByteStream | httpx.AsyncByteStream,
+                 record: _Record) -> None:
+        assert isinstance(inner, httpx.AsyncByteStream), "an async transport's stream"
+        self._inner, self._record = inner, record
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            room = MAX_BODY_BYTES - len(self._record.raw)
+            if room > 0:
+                self._record.raw += chunk[:room]
+            yield chunk
+        self._record.finished = True
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -160,19 +206,21 @@ async def probe(spec: AnyTargetSpec, *, message: str, secrets: Secrets) -> Probe
     async with recorder.client(follow_redirects=False) as client:
         target = _build(spec, client=client, recorder=recorder, secrets=secrets)
         try:
-            reply = await _send_one(target, message, timeout_s=spec.timeout_s + _GRACE_S)
+            reply = await _send_one(target, message, recorder=recorder,
+                                    timeout_s=spec.timeout_s + _GRACE_S)
         except TargetTimeout as e:
-            failure, error = "timeout", str(e)
+            failure, error = "timeout", secrets.scrub(str(e))
         except ResponsePathError as e:
-            failure, error = "response_path", str(e)
+            failure, error = "response_path", secrets.scrub(str(e))
         except RunError as e:
             failure, error = "error", secrets.scrub(str(e))
         finally:
             with anyio.CancelScope(shield=True):
                 await target.aclose()
     http = spec if isinstance(spec, HttpTargetSpec) else None
-    return Probe(target_type=spec.type, message=message, exchanges=tuple(recorder.exchanges),
-                 reply=reply, failure=failure, error=error, timeout_s=spec.timeout_s,
+    return Probe(target_type=spec.type, message=message, exchanges=recorder.exchanges(),
+                 answered_after=recorder.marked, reply=reply, failure=failure, error=error,
+                 timeout_s=spec.timeout_s,
                  response_path=http.response_path if http else None,
                  tool_calls_path=http.tool_calls_path if http else None)
 
@@ -189,16 +237,24 @@ def _build(spec: AnyTargetSpec, *, client: httpx.AsyncClient, recorder: Recorder
     return build_target(spec, client=client, secrets=secrets)
 
 
-async def _send_one(target: Target, message: str, *, timeout_s: float) -> Message:
+async def _send_one(target: Target, message: str, *, recorder: Recorder,
+                    timeout_s: float) -> Message:
+    """Open a conversation, send `message`, close it; `recorder.mark()` between sending and
+    closing. A failed send's error is the one raised, even if closing fails too."""
     transcript = Transcript(messages=(Message(role="user", content=message),))
     try:
         with anyio.fail_after(timeout_s):
             session = await target.open_session()
             try:
-                return await session.send(transcript)
-            finally:
-                await session.close()
+                reply = await session.send(transcript)
+            except BaseException:
+                recorder.mark()
+                with anyio.CancelScope(shield=True), suppress(RunError):
+                    await session.close()
+                raise
+            recorder.mark()
+            await session.close()
+            return reply
     except TimeoutError:
         raise TargetTimeout(target=target.name, timeout_seconds=timeout_s,
                             hint=TARGET_TIMEOUT_HINT) from None
-

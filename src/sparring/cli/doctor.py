@@ -16,7 +16,7 @@ import anyio
 from rich.console import Console
 from rich.text import Text
 
-from sparring.diagnosis import Exchange, Finding, Probe, diagnose, is_healthy
+from sparring.diagnosis import Finding, Probe, diagnose, is_healthy
 from sparring.targets.registry import AnyTargetSpec
 
 EXIT_OK = 0
@@ -48,7 +48,7 @@ def doctor_command(*, file: str, message: str, secrets_file: str | None,
     console.print(Text(f"Sending one user message: {message!r}"))
     result = anyio.run(lambda: probe(spec, message=message, secrets=secrets))
     findings = diagnose(result)
-    _print_exchanges(console, result.exchanges)
+    _print_exchanges(console, result)
     _print_result(console, result)
     _print_findings(console, findings)
     return EXIT_OK if is_healthy(findings) else EXIT_TARGET_FAILED
@@ -82,21 +82,24 @@ def _console() -> Console:
     return console
 
 
-def _print_exchanges(console: Console, exchanges: tuple[Exchange, ...]) -> None:
-    if not exchanges:
+def _print_exchanges(console: Console, result: Probe) -> None:
+    if not result.exchanges:
         console.print(Text("(no HTTP: the target runs in this process)", style="dim"))
-    for number, ex in enumerate(exchanges, start=1):
-        console.rule(f"Request {number}", align="left")
+    for number, ex in enumerate(result.exchanges, start=1):
+        ending = result.answered_after is not None and number > result.answered_after
+        console.rule(Text(f"Request {number}" + (" (ends the conversation)" if ending else "")),
+                     align="left")
         console.print(Text(f"{ex.method} {ex.url}", style="bold"))
         _print_headers(console, ex.request_headers)
         _print_body(console, ex.request_body)
         if ex.status is None:
             why = ex.error_detail or ex.error or "abandoned: the time limit ran out"
-            console.rule(f"Response {number}: none", align="left")
+            console.rule(Text(f"Response {number}: none"), align="left")
             console.print(Text(f"no response ({why})", style="red"))
             continue
         took = f" after {ex.elapsed_ms:.0f} ms" if ex.elapsed_ms is not None else ""
-        console.rule(f"Response {number}: HTTP {ex.status} {ex.reason}{took}", align="left")
+        console.rule(Text(f"Response {number}: HTTP {ex.status} {ex.reason}{took}"),
+                     align="left")
         _print_headers(console, ex.response_headers)
         _print_body(console, ex.response_body)
         if not ex.body_complete:
