@@ -10,7 +10,10 @@ under its own path with its own agent card at `<path>/.well-known/agent-card.jso
     `/rest`     the same agent over A2A 1.0 HTTP+JSON (REST).
     `/secure`   needs `Authorization: Bearer <token>` on every request (card included);
                 anything else gets HTTP 401 with a body that quotes the header it got.
-    `/html`     a valid card, but its endpoint answers every call with an HTML page.
+    `/html`     a valid card, but its endpoint answers every call with an HTML page;
+                `GET /html/page` is that page and `GET /html/health` is `{"status": "ok"}`
+                (for cards that are not JSON, or JSON but no card).
+    `/grpc`     a card that offers only a gRPC interface.
 
 The agent is a scripted `AgentExecutor`: the first word of the user's text says what it
 does (the rest, `ARG`, is the text it answers with):
@@ -63,7 +66,7 @@ from a2a.types.a2a_pb2 import (
 )
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 
 __all__ = ["A2AServer", "Seen"]
@@ -222,8 +225,12 @@ class A2AServer:
                 return
             await secure(scope, receive, send)
 
+        async def health(request: Request) -> Response:
+            return JSONResponse({"status": "ok"})
+
         html_routes = [*create_agent_card_routes(_card(self.url("html"))),
-                       Route("/", html, methods=["POST"])]
+                       Route("/", html, methods=["POST"]), Route("/page", html),
+                       Route("/health", health)]
         return Starlette(routes=[
             Mount("/agent", routes=_agent_routes(_card(self.url("agent")), self.seen)),
             Mount("/nostream", routes=_agent_routes(
@@ -234,13 +241,16 @@ class A2AServer:
                 _card(self.url("rest"), binding="HTTP+JSON"), self.seen)),
             Mount("/secure", app=guard),
             Mount("/html", routes=html_routes),
+            Mount("/grpc", routes=create_agent_card_routes(
+                _card(self.url("grpc"), binding="GRPC"))),
         ])
 
     def __enter__(self) -> A2AServer:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         self.base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        config = uvicorn.Config(self._app(), log_level="warning", lifespan="off")
+        config = uvicorn.Config(self._app(), log_level="warning", lifespan="off", ws="none",
+                                http="h11")
         self._server = server = uvicorn.Server(config)
         self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
                                         daemon=True)
