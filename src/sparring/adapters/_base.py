@@ -99,8 +99,9 @@ class FrameworkAdapter(ABC, Generic[Native]):
     def _keep(self, history: History, native: Native) -> None:
         if self._remember == 0:
             return
-        self._memory[_key(history)] = native
-        self._memory.move_to_end(_key(history))
+        key = _key(history)
+        self._memory[key] = native
+        self._memory.move_to_end(key)
         while len(self._memory) > self._remember:
             self._memory.popitem(last=False)
 
