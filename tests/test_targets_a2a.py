@@ -103,6 +103,13 @@ async def test_unfinished_task_states_are_errors_naming_state_and_message(
     assert server.url("agent") in str(caught.value)
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
+async def test_an_answer_that_ends_while_the_task_is_still_working_is_an_error(
+        server: A2AServer, http: httpx.AsyncClient, streaming: bool) -> None:
+    with pytest.raises(TargetError, match="still in state 'working' .*'Looking it up'"):
+        await reply(http, server.url("agent"), "working Looking it up", streaming=streaming)
+
+
 # --- conversations ---------------------------------------------------------------------
 
 async def test_input_required_is_continued_in_the_same_task_then_a_new_task_starts(
@@ -216,7 +223,7 @@ async def test_401_is_an_error_with_a_scrubbed_excerpt(
         await agent.open_session()
     text = str(caught.value)
     assert caught.value.status == 401
-    assert "HTTP 401" in text and "unauthorized: got 'Bearer ***'" in text
+    assert "HTTP 401" in text and "unauthorized: got Bearer ***" in text
     assert "credentials in `headers`" in text and "agent-card.json" in text
     assert wrong not in text
     await agent.aclose()

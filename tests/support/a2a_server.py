@@ -9,7 +9,7 @@ under its own path with its own agent card at `<path>/.well-known/agent-card.jso
                 on the same endpoint: `message/send`, `message/stream`).
     `/rest`     the same agent over A2A 1.0 HTTP+JSON (REST).
     `/secure`   needs `Authorization: Bearer <token>` on every request (card included);
-                anything else gets HTTP 401 with a body that quotes the header it got.
+                anything else gets HTTP 401 with a JSON body that quotes the header it got.
     `/html`     a valid card, but its endpoint answers every call with an HTML page;
                 `GET /html/page` is that page and `GET /html/health` is `{"status": "ok"}`
                 (for cards that are not JSON, or JSON but no card).
@@ -27,6 +27,7 @@ does (the rest, `ARG`, is the text it answers with):
     `fail ARG` / `reject ARG` / `cancel ARG` / `auth ARG`
                      failed / rejected / canceled / auth-required with ARG as the message
     `message ARG`    no task: a direct agent message ARG
+    `working ARG`    working with ARG as the message, and nothing after it
     `ids`            completed, the artifact being `context=CONTEXT_ID task=TASK_ID`
     `stream ARG`     working (message `thinking`), then ARG word by word as appended
                      artifact chunks, then completed
@@ -66,7 +67,7 @@ from a2a.types.a2a_pb2 import (
 )
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 
 __all__ = ["A2AServer", "Seen"]
@@ -119,6 +120,8 @@ class ScriptedExecutor(AgentExecutor):
             await updater.update_status(_END_STATES[command], reply(arg))
         elif command == "ask":
             await updater.requires_input(reply(arg))
+        elif command == "working":
+            await updater.start_work(reply(arg))
         elif command == "status":
             await updater.complete(reply(arg))
         elif command == "both":
@@ -220,7 +223,7 @@ class A2AServer:
             headers = dict(scope.get("headers") or [])
             got = headers.get(b"authorization", b"").decode()
             if got != f"Bearer {token}":
-                response = PlainTextResponse(f"unauthorized: got {got!r}", status_code=401)
+                response = JSONResponse({"error": f"unauthorized: got {got}"}, status_code=401)
                 await response(scope, receive, send)
                 return
             await secure(scope, receive, send)

@@ -154,7 +154,7 @@ class A2ATarget:
         except httpx.HTTPError as e:
             raise _transport_error(e, url, "its agent card", self._secrets) from None
         except _BadResponse as e:
-            raise TargetError(f"{e.message.format(url=url, what='the agent card')} {fix}",
+            raise TargetError(f"{e.url} (the agent card) {e.detail} {fix}",
                               status=e.status) from None
         return _parse_card(response, url, fix, self._secrets)
 
@@ -217,9 +217,8 @@ class _Connection:
             raise TargetTimeout(target=self._name, timeout_seconds=self._timeout_s,
                                 hint=TARGET_TIMEOUT_HINT) from None
         except _BadResponse as e:
-            raise TargetError(e.message.format(url=self.endpoint, what="the agent") + " Check "
-                              "`headers` and that the card names this agent's address",
-                              status=e.status) from None
+            raise TargetError(f"{e.url} (the agent) {e.detail} Check `headers`, and that the "
+                              "agent card names this agent's address", status=e.status) from None
         except A2AError as e:
             raise self._sdk_error(e) from None
         except (ParseError, ValueError) as e:
@@ -446,12 +445,17 @@ def _state_name(state: TaskState) -> str:
 
 
 class _BadResponse(Exception):
-    """An answer whose status or content type rules out reading it. `message` has
-    `{url}` and `{what}` fields for the caller to fill."""
+    """An answer whose status or content type rules out reading it.
 
-    def __init__(self, message: str, *, status: int) -> None:
-        self.message, self.status = message, status
-        super().__init__(message)
+    Args:
+        url: The request's address, masked for showing.
+        detail: What came back, e.g. `answered HTTP 401 Unauthorized. Body starts: ...`.
+        status: The HTTP status.
+    """
+
+    def __init__(self, url: str, detail: str, *, status: int) -> None:
+        self.url, self.detail, self.status = url, detail, status
+        super().__init__(f"{url} {detail}")
 
 
 class _CheckedTransport(httpx.AsyncBaseTransport):
@@ -472,11 +476,11 @@ class _CheckedTransport(httpx.AsyncBaseTransport):
                               stream=response.stream, extensions=response.extensions)
 
     async def _check(self, response: httpx.Response) -> None:
-        status = response.status_code
+        status, url = response.status_code, mask_url(str(response.request.url))
         if 300 <= status < 400:
             location = self._secrets.scrub(response.headers.get("location", "(none given)"))
-            raise _BadResponse(f"{{url}} ({{what}}) answered HTTP {status}, a redirect to "
-                               f"{location}; redirects are not followed.", status=status)
+            raise _BadResponse(url, f"answered HTTP {status}, a redirect to {location}; "
+                               "redirects are not followed.", status=status)
         media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         json_like = media in ("application/json", "text/json") or media.endswith("+json")
         if status < 400 and (json_like or media == "text/event-stream"):
@@ -486,11 +490,10 @@ class _CheckedTransport(httpx.AsyncBaseTransport):
         if status >= 400:
             hint = (" Check the credentials in `headers` (is the secret set and current?)."
                     if status in (401, 403) else "")
-            raise _BadResponse(f"{{url}} ({{what}}) answered HTTP {status} "
-                               f"{response.reason_phrase}. Body starts: {excerpt!r}.{hint}",
-                               status=status)
-        raise _BadResponse(f"{{url}} ({{what}}) answered Content-Type {media or '(none)'}, "
-                           f"not JSON. Body starts: {excerpt!r}.", status=status)
+            raise _BadResponse(url, f"answered HTTP {status} {response.reason_phrase}. Body "
+                               f"starts: {excerpt!r}.{hint}", status=status)
+        raise _BadResponse(url, f"answered Content-Type {media or '(none)'}, not JSON. Body "
+                           f"starts: {excerpt!r}.", status=status)
 
 
 def _parse_card(response: httpx.Response, url: str, fix: str, secrets: Secrets) -> AgentCard:
