@@ -1,0 +1,330 @@
+"""`Suite` through the runner, and `sparring run` on Python test files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from sparring.api import ConditionsNotMet, HookError, Suite
+from sparring.demo.server import DemoServer
+from sparring.errors import UserError
+from sparring.models.base import ChatMessage
+from sparring.models.scripted import ScriptedModel
+from sparring.runner import RunSettings
+from sparring.targets.scripted import ScriptedTarget
+from tests.support.openai_server import Reply, ScriptedOpenAIServer
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "suites" / "test_northwind.py"
+
+
+def judge(*, unmet: Sequence[str] = ()) -> ScriptedModel:
+    """`not_met` for conditions containing any of `unmet`, else `met`."""
+    def handler(messages: Sequence[ChatMessage], schema: Any) -> Any:
+        condition = messages[-1]["content"].split("The message should ", 1)[1].split("\n")[0]
+        bad = any(u in condition for u in unmet)
+        return {"reason": f"judged {condition}", "evidence": [], "turns": [],
+                "verdict": "not_met" if bad else "met"}
+    return ScriptedModel(handler=handler)
+
+
+def greeter(history: list[dict[str, str]]) -> str:
+    return "Hello! Welcome to Northwind. " + history[-1]["content"]
+
+
+def test_the_seed_failing_example_fails_and_names_the_unmet_condition() -> None:
+    suite = Suite(target=greeter, model=judge(unmet=["million"]))
+
+    @suite.scenario
+    async def test_successful_scenario() -> None:
+        async with suite.session() as session:
+            response = await session.send("Hello!")
+            await response.should("greet the customer")
+
+    @suite.scenario
+    async def test_failing_scenario() -> None:
+        async with suite.session() as session:
+            response = await session.send("Hello!")
+            await response.should("offer a million dollars")
+
+    result = suite.run()
+    ok, bad = result.scenarios
+    assert (ok.status, bad.status, result.exit_code) == ("passed", "failed", 1)
+    assert ok.scenario_id == "test_api.py::test_successful_scenario" and ok.kind == "python"
+    [verdict] = bad.trials[0].verdicts
+    assert (verdict.id, verdict.status) == ("t1.should1", "not_met")
+    assert verdict.description == "should offer a million dollars"
+    assert [m.content for m in bad.trials[0].transcript.messages] == [
+        "Hello!", "Hello! Welcome to Northwind. Hello!"]
+
+
+def test_repetitions_are_trials_and_the_threshold_decides() -> None:
+    replies = iter(["great", "bad", "great", "great", "bad"])
+    suite = Suite(target=lambda history: next(replies), model=judge(unmet=[]))
+
+    @suite.scenario(repetitions=5, threshold="60%")
+    async def test_mostly_great() -> None:
+        async with suite.session() as session:
+            response = await session.send("How was it?")
+            assert response.message == "great", f"reply was {response.message!r}"
+
+    result = suite.run(settings=RunSettings(parallel=1))
+    [scenario] = result.scenarios
+    assert [t.status for t in scenario.trials] == [
+        "passed", "failed", "passed", "passed", "failed"]
+    assert (scenario.threshold, scenario.status) == (0.6, "passed")
+    failed = scenario.trials[1].verdicts[0]
+    assert (failed.id, failed.status) == ("assert", "not_met")
+    assert failed.reason.startswith("reply was 'bad'")
+    with pytest.raises(UserError, match="did you mean 0.8"):
+        suite.scenario(threshold=8)
+
+
+def test_body_outcomes_map_to_trial_statuses() -> None:
+    suite = Suite(target=greeter, model=judge())
+
+    @suite.scenario
+    async def test_no_assertions() -> None:
+        async with suite.session() as session:
+            await session.send("hi")
+
+    @suite.scenario
+    async def test_bare_assert() -> None:
+        assert 1 + 1 == 3
+
+    @suite.scenario
+    async def test_raises() -> None:
+        raise ValueError("boom")
+
+    @suite.scenario
+    async def test_judge_garbage() -> None:
+        async with suite.session() as session:
+            response = await session.send("hi")
+            await response.should("greet the customer")
+        raise AssertionError("never reached: an undecided should stops the test")
+
+    suite.model = ScriptedModel(handler=lambda m, s: "not json")
+    result = suite.run()
+    statuses = {s.name: (s.trials[0].status, s.trials[0].end_reason) for s in result.scenarios}
+    assert statuses == {
+        "test_no_assertions": ("passed", "script_done"),
+        "test_bare_assert": ("failed", "script_done"),
+        "test_raises": ("error", "test_error"),
+        "test_judge_garbage": ("error", "script_done")}
+    trials = {s.name: s.trials[0] for s in result.scenarios}
+    assert "== 3" in trials["test_bare_assert"].verdicts[0].reason
+    assert trials["test_raises"].error == "the test raised ValueError: boom"
+    assert "t1.should1 could not be decided" in (trials["test_judge_garbage"].error or "")
+
+
+def test_without_any_model_should_is_skipped(monkeypatch: pytest.MonkeyPatch,
+                                             tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("SPARRING_MODEL", "SPARRING_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    suite = Suite(target=greeter)
+
+    @suite.scenario
+    async def test_greets() -> None:
+        async with suite.session() as session:
+            await (await session.send("hi")).should("greet the customer")
+
+    result = suite.run()
+    assert result.scenarios[0].status == "skipped" and result.exit_code == 0
+
+
+def test_hooks_run_in_order_with_their_arguments() -> None:
+    calls: list[tuple[Any, ...]] = []
+    suite = Suite(target=ScriptedTarget(["hello"]), model=judge(unmet=["rude"]))
+
+    @suite.before_all
+    async def setup() -> None:
+        calls.append(("before_all", type(suite.client).__name__))
+        suite.context["customer"] = "c-1"
+
+    @suite.after_all
+    def teardown() -> None:
+        calls.append(("after_all",))
+
+    @suite.before_each
+    async def before(test_name: str) -> None:
+        calls.append(("before_each", test_name, suite.context["customer"]))
+
+    @suite.after_each
+    def after(test_name: str, passed: bool, error: str | None) -> None:
+        calls.append(("after_each", test_name, passed, error))
+
+    @suite.scenario
+    async def test_polite() -> None:
+        async with suite.session() as session:
+            await (await session.send("hi")).should("be polite")
+
+    @suite.scenario
+    async def test_rude() -> None:
+        async with suite.session() as session:
+            await (await session.send("hi")).should("be rude")
+
+    suite.run(settings=RunSettings(parallel=1))
+    assert calls == [
+        ("before_all", "AsyncClient"),
+        ("before_each", "test_polite", "c-1"), ("after_each", "test_polite", True, None),
+        ("before_each", "test_rude", "c-1"),
+        ("after_each", "test_rude", False, "t1.should1 should be rude: judged be rude"),
+        ("after_all",)]
+    with pytest.raises(UserError, match="only while the suite runs"):
+        _ = suite.client
+
+
+def test_failing_hooks_are_errors_never_passes() -> None:
+    suite = Suite(target=greeter, model=judge())
+
+    @suite.before_all
+    def setup() -> None:
+        raise RuntimeError("database down")
+
+    @suite.scenario(repetitions=2)
+    async def test_anything() -> None:
+        pass
+
+    result = suite.run()
+    assert [t.status for t in result.scenarios[0].trials] == ["error", "error"]
+    assert result.scenarios[0].trials[0].error == (
+        "before_all hook setup() raised RuntimeError: database down")
+
+    other = Suite(target=greeter)
+
+    @other.after_all
+    def teardown() -> None:
+        raise RuntimeError("cleanup failed")
+
+    @other.scenario
+    async def test_fine() -> None:
+        pass
+
+    with pytest.raises(HookError, match="after_all hook teardown") as caught:
+        other.run()
+    assert caught.value.result.scenarios[0].status == "passed"  # type: ignore[attr-defined]
+
+
+def test_a_suite_runs_twice_and_from_inside_a_running_event_loop() -> None:
+    suite = Suite(target=greeter, model=judge())
+    runs: list[int] = []
+
+    @suite.scenario
+    async def test_greets() -> None:
+        runs.append(1)
+        async with suite.session() as session:
+            await (await session.send("hi")).should("greet the customer")
+
+    assert suite.run().exit_code == 0
+    assert suite.run().exit_code == 0
+
+    async def inside_anyio() -> int:
+        return suite.run().exit_code  # a loop is running here: never re-entered
+
+    assert anyio.run(inside_anyio) == 0
+    assert asyncio.run(inside_anyio()) == 0
+    assert len(runs) == 4
+
+
+def test_targets_of_every_kind_and_session_overrides() -> None:
+    with DemoServer(port=0) as demo:
+        demo.start()
+        suite = Suite(target={"url": f"{demo.url}/chat", "response_path": "reply",
+                              "body_template": {"message": "{{input}}"}}, model=judge())
+        seen: list[str] = []
+
+        @suite.scenario
+        async def test_overrides() -> None:
+            async with suite.session(response_path="$") as session:
+                response = await session.send("Hello!")
+            seen.append(response.message)
+            async with suite.session() as session:
+                seen.append((await session.send("Hello!")).message)
+
+        result = suite.run()
+    assert result.exit_code == 0, result.scenarios[0].trials[0].error
+    assert json.loads(seen[0])["reply"] == seen[1]
+    assert "Northwind" in seen[1]
+    with pytest.raises(UserError, match="not an HTTP address"):
+        Suite(target={"url": "ftp://x"})
+    with pytest.raises(UserError, match="a URL, a target spec mapping"):
+        Suite(target=42)  # type: ignore[arg-type]
+
+
+def test_the_failing_seed_example_raises_outside_a_run_too() -> None:
+    suite = Suite(target=greeter, model=judge(unmet=["million"]))
+
+    async def main() -> None:
+        async with suite.session() as session:
+            await (await session.send("Hello!")).should("offer a million dollars")
+
+    with pytest.raises(ConditionsNotMet, match="should offer a million dollars"):
+        anyio.run(main)
+
+
+# --- sparring run on Python files ------------------------------------------------------
+
+def sparring(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARRING_", "OPENAI_"))}
+    return subprocess.run([sys.executable, "-m", "sparring.cli", *args], capture_output=True,
+                          text=True, timeout=120, cwd=cwd, env=env)
+
+
+def example_against(tmp_path: Path, url: str) -> Path:
+    path = tmp_path / "test_northwind.py"
+    path.write_text(EXAMPLE.read_text().replace("http://127.0.0.1:8787", url))
+    return path
+
+
+def test_cli_lists_and_filters_python_tests(tmp_path: Path) -> None:
+    path = example_against(tmp_path, "http://127.0.0.1:9")
+    listed = sparring("run", str(path), "--list")
+    assert listed.returncode == 0, listed.stderr
+    assert "test_northwind.py::test_explains_the_return_policy  [python, 3 trials]" in (
+        listed.stdout)
+    assert "5 scenarios" in listed.stdout
+    only = sparring("run", str(tmp_path), "--list", "--pattern", "refund")
+    assert only.stdout.splitlines()[-1] == "1 scenario" and "refund_outside" in only.stdout
+
+
+def test_cli_runs_the_example_skipped_without_a_model_and_passing_with_one(
+        tmp_path: Path) -> None:
+    def verdict(request: dict[str, Any]) -> Reply:
+        return Reply(json.dumps({"reason": "fine", "evidence": [], "turns": [1],
+                                 "verdict": "met"}))
+
+    with DemoServer(port=0) as demo, ScriptedOpenAIServer([verdict] * 20) as llm:
+        demo.start()
+        path = example_against(tmp_path, demo.url)
+        plain = sparring("run", str(path), "--no-live", "--output", str(tmp_path / "a.json"),
+                         "--markdown", str(tmp_path / "a.md"))
+        judged = sparring("run", str(path), "--no-live", "--model", "openai-compatible:judge",
+                          "--base-url", llm.base_url, "--output", str(tmp_path / "b.json"))
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    without = json.loads((tmp_path / "a.json").read_text())
+    assert {s["status"] for s in without["scenarios"]} == {"skipped", "passed"}
+    unfold = next(s for s in without["scenarios"] if s["name"] == "test_refund_outside_the_window")
+    assert [s["id"] for s in unfold["trials"][0]["subtests"]] == [
+        "unfold1.step2", "unfold1.step4", "unfold1.step6"]
+    assert "Sub-test unfold1.step4" not in (tmp_path / "a.md").read_text()  # passed: one line
+    assert "unfold1.step6 passed" in plain.stdout
+    assert judged.returncode == 0, judged.stdout + judged.stderr
+    report = json.loads((tmp_path / "b.json").read_text())
+    assert report["counts"] == {"passed": 5}
+    assert len(llm.requests) == 1 + 3 * 3 + 3 + 1 + 1  # one judge call per condition
+
+
+def test_cli_import_errors_name_the_file(tmp_path: Path) -> None:
+    (tmp_path / "test_broken.py").write_text("import sparring\n\nraise ValueError('oops')\n")
+    done = sparring("run", str(tmp_path / "test_broken.py"))
+    assert done.returncode == 2
+    assert "test_broken.py: importing it raised ValueError: oops (line 3)" in done.stderr

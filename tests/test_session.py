@@ -1,0 +1,263 @@
+"""Sessions, responses, should, unfold, InteractionBuilder and add_events (no runner)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+from sparring.api import (
+    AgentMessage,
+    ConditionsNotMet,
+    ConditionsUndecided,
+    CustomerMessage,
+    InteractionBuilder,
+    open_session,
+)
+from sparring.errors import TargetError, UserError
+from sparring.judging.should import ConditionGrammarWarning
+from sparring.models.base import ChatMessage
+from sparring.models.scripted import ScriptedModel
+from sparring.session import TrialLog
+from sparring.transcript import Message, StatusEvent, ToolCall, Transcript
+
+pytestmark = pytest.mark.anyio
+
+
+class RecordingSession:
+    def __init__(self, target: RecordingTarget) -> None:
+        self.target = target
+        self.preloaded: list[Transcript] = []
+        self.sent: list[Transcript] = []
+        self.closed = False
+
+    async def preload(self, history: Transcript, /) -> Transcript:
+        self.preloaded.append(history)
+        return history
+
+    async def send(self, transcript: Transcript, /) -> Message:
+        self.sent.append(transcript)
+        self.target.in_flight += 1
+        self.target.most_in_flight = max(self.target.most_in_flight, self.target.in_flight)
+        await anyio.sleep(self.target.delay_s)
+        self.target.in_flight -= 1
+        text = transcript.messages[-1].content
+        if text == "fail":
+            raise TargetError("agent down")
+        return Message(role="agent", content=f"echo: {text}", latency_ms=5,
+                       parts=(f"echo: {text}",) if text != "parts" else ("one", "two"),
+                       tool_calls=(ToolCall.from_arguments("lookup", {"q": text}),),
+                       status_events=(StatusEvent(state="ready"),))
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+class RecordingTarget:
+    """Echoes the user message; every session keeps what it was preloaded and sent."""
+
+    def __init__(self, *, delay_s: float = 0.0) -> None:
+        self.name = "recording"
+        self.sessions: list[RecordingSession] = []
+        self.delay_s = delay_s
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def open_session(self) -> RecordingSession:
+        session = RecordingSession(self)
+        self.sessions.append(session)
+        return session
+
+    async def aclose(self) -> None:
+        pass
+
+
+def judge_by_condition(*, unmet: Sequence[str] = ()) -> ScriptedModel:
+    """A judge that says `not_met` for conditions containing any of `unmet`."""
+    def handler(messages: Sequence[ChatMessage], schema: Any) -> Any:
+        condition = messages[-1]["content"].split("The message should ", 1)[1]
+        bad = any(u in condition.split("\n")[0] for u in unmet)
+        return {"reason": "reason for " + condition.split("\n")[0], "evidence": [],
+                "turns": [], "verdict": "not_met" if bad else "met"}
+    return ScriptedModel(handler=handler)
+
+
+async def test_send_gives_a_response_with_every_part_of_the_reply() -> None:
+    target = RecordingTarget()
+    async with open_session(target, model=judge_by_condition()) as session:
+        first = await session.send("hi")
+        second = await session.send("parts")
+    assert first.message == "echo: hi" and first.messages == ["echo: hi"]
+    assert second.messages == ["one", "two"]
+    assert [c.name for c in first.tool_calls] == ["lookup"]
+    assert first.status_events == [StatusEvent(state="ready")]
+    assert first.latency_ms == 5 and (first.turn, second.turn) == (1, 2)
+    assert [m.content for m in target.sessions[0].sent[1].messages] == [
+        "hi", "echo: hi", "parts"]
+    assert target.sessions[0].closed
+
+
+async def test_should_met_returns_verdicts_and_records_them() -> None:
+    async with open_session(RecordingTarget(), model=judge_by_condition()) as session:
+        response = await session.send("hi")
+        verdicts = await response.should(["greet the customer", "offer help"])
+        log = session.trial.recorder
+    assert [(v.id, v.status) for v in verdicts] == [("t1.should1", "met"),
+                                                    ("t1.should2", "met")]
+    assert isinstance(log, TrialLog) and log.verdicts == verdicts
+    assert [m.role for m in log.transcript.messages] == ["user", "agent"]
+
+
+async def test_should_not_met_names_every_unmet_condition_and_the_reply() -> None:
+    model = judge_by_condition(unmet=["million", "poem"])
+    async with open_session(RecordingTarget(), model=model) as session:
+        response = await session.send("Hello!")
+        with pytest.raises(ConditionsNotMet) as caught:
+            await response.should(["greet the customer", "offer a million dollars",
+                                   "write a poem"])
+    text = str(caught.value)
+    assert isinstance(caught.value, AssertionError)
+    assert "2 of 3 conditions not met" in text
+    assert "t1.should2 should offer a million dollars: reason for offer a million" in text
+    assert "t1.should3 should write a poem" in text
+    assert "greet the customer" not in text
+    assert "echo: Hello!" in text
+
+
+async def test_judge_garbage_is_undecided_never_passed() -> None:
+    async with open_session(RecordingTarget(), model=ScriptedModel(["??", "still no"])) as s:
+        response = await s.send("hi")
+        with pytest.raises(ConditionsUndecided, match="t1.should1"):
+            await response.should("greet the customer")
+    assert [v.status for v in s.trial.recorder.verdicts] == ["error"]  # type: ignore[attr-defined]
+
+
+async def test_without_a_model_should_is_skipped_not_raised(monkeypatch: pytest.MonkeyPatch,
+                                                            tmp_path: Any) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SPARRING_MODEL", raising=False)
+    monkeypatch.delenv("SPARRING_JUDGE_MODEL", raising=False)
+    async with open_session(RecordingTarget()) as session:
+        verdicts = await (await session.send("hi")).should("greet the customer")
+    assert [v.status for v in verdicts] == ["skipped"]
+    assert "--model" in verdicts[0].reason
+
+
+async def test_bad_condition_grammar_warns_with_the_fix() -> None:
+    async with open_session(RecordingTarget(), model=judge_by_condition()) as session:
+        response = await session.send("hi")
+        with pytest.warns(ConditionGrammarWarning, match="'greet the customer'"):
+            await response.should("The message should greet the customer")
+    with pytest.warns(ConditionGrammarWarning, match="past tense"):
+        AgentMessage("Hi", should="greeted the customer")
+
+
+BOOKING = [
+    CustomerMessage("book a flight"),
+    AgentMessage("Happy to help! Where to?", should="ask where to"),
+    CustomerMessage("Paris, Monday"),
+    AgentMessage("Checking Paris for Monday.", should=["confirm the destination",
+                                                       "confirm the date"]),
+    CustomerMessage("mornings please"),
+    AgentMessage("Here are the morning flights.", should="present flight options",
+                 checks=[{"contains": "mornings"}]),
+]
+
+
+async def test_unfold_runs_each_assertion_point_in_a_fresh_preloaded_session() -> None:
+    target = RecordingTarget(delay_s=0.05)
+    async with open_session(target, model=judge_by_condition()) as session:
+        subtests = await session.unfold(BOOKING)
+    main, *fresh = target.sessions
+    assert main.sent == [] and len(fresh) == 3  # the main session itself sends nothing
+    assert target.most_in_flight == 3  # sub-tests run at once
+    preloads = sorted(([m.content for m in s.preloaded[0].messages] for s in fresh), key=len)
+    assert preloads == [
+        [],
+        ["book a flight", "Happy to help! Where to?"],
+        ["book a flight", "Happy to help! Where to?", "Paris, Monday",
+         "Checking Paris for Monday."]]
+    assert sorted(s.sent[0].messages[-1].content for s in fresh) == [
+        "Paris, Monday", "book a flight", "mornings please"]
+    assert all(s.closed for s in fresh)
+    assert [s.id for s in subtests] == ["unfold1.step2", "unfold1.step4", "unfold1.step6"]
+    assert [s.status for s in subtests] == ["passed"] * 3
+    assert [m.content for m in subtests[2].transcript.messages][-2:] == [
+        "mornings please", "echo: mornings please"]
+    log = session.trial.recorder
+    assert isinstance(log, TrialLog) and log.subtests == subtests
+    assert [v.id for v in log.verdicts] == [
+        "unfold1.step2.should1", "unfold1.step4.should1", "unfold1.step4.should2",
+        "unfold1.step6.check1", "unfold1.step6.should1"]
+
+
+async def test_unfold_failures_name_each_sub_test_and_its_reply() -> None:
+    model = judge_by_condition(unmet=["the date", "flight options"])
+    async with open_session(RecordingTarget(), model=model) as session:
+        with pytest.raises(ConditionsNotMet) as caught:
+            await session.unfold(BOOKING)
+    text = str(caught.value)
+    assert "2 of 5 conditions not met" in text
+    assert "unfold1.step4.should2 should confirm the date" in text
+    assert "unfold1.step6.should1 should present flight options" in text
+    assert "unfold1.step4 reply: 'echo: Paris, Monday'" in text
+    statuses = [s.status for s in session.trial.recorder.subtests]  # type: ignore[attr-defined]
+    assert statuses == ["passed", "failed", "failed"]
+
+
+async def test_history_only_steps_are_not_tested() -> None:
+    target = RecordingTarget()
+    async with open_session(target, model=judge_by_condition()) as session:
+        subtests = await session.unfold([
+            CustomerMessage("Hi"), AgentMessage("Hello! How can I help?"),
+            CustomerMessage("balance?"), AgentMessage("$100.", should="state the balance")])
+    assert [s.id for s in subtests] == ["unfold1.step4"]
+    assert [m.content for m in target.sessions[1].preloaded[0].messages] == [
+        "Hi", "Hello! How can I help?"]
+
+
+async def test_a_sub_test_whose_target_fails_is_an_error_not_a_pass() -> None:
+    async with open_session(RecordingTarget(), model=judge_by_condition()) as session:
+        with pytest.raises(ConditionsUndecided, match="agent down"):
+            await session.unfold([CustomerMessage("fail"), AgentMessage("x", should="reply")])
+    [subtest] = session.trial.recorder.subtests  # type: ignore[attr-defined]
+    assert subtest.status == "error" and "agent down" in (subtest.error or "")
+
+
+async def test_unfold_rejects_plans_it_cannot_run() -> None:
+    async with open_session(RecordingTarget()) as session:
+        with pytest.raises(UserError, match="nothing to test"):
+            await session.unfold([CustomerMessage("Hi"), AgentMessage("Hello")])
+        with pytest.raises(UserError, match="does not follow a CustomerMessage"):
+            await session.unfold([AgentMessage("Hello", should="greet")])
+    with pytest.raises(UserError, match="invalid check"):
+        AgentMessage("x", checks=[{"contains": []}])
+
+
+async def test_interaction_builder_and_add_events_preload_the_live_session() -> None:
+    history = (InteractionBuilder()
+               .step(CustomerMessage("Hi, I need help"))
+               .step(AgentMessage("Hello! How can I assist you today?"))
+               .step(CustomerMessage("cancel my subscription"))
+               .build())
+    target = RecordingTarget()
+    async with open_session(target, model=judge_by_condition()) as session:
+        await session.add_events(history)
+        response = await session.send("I found a cheaper alternative")
+        with pytest.raises(UserError, match="before the session's first send"):
+            await session.add_events(history)
+    [conn] = target.sessions
+    assert [m.content for m in conn.preloaded[0].messages] == [
+        "Hi, I need help", "Hello! How can I assist you today?", "cancel my subscription"]
+    assert [m.role for m in conn.sent[0].messages] == ["user", "agent", "user", "user"]
+    assert response.turn == 3
+    with pytest.raises(UserError, match="CustomerMessage or an AgentMessage"):
+        InteractionBuilder().step("hi")  # type: ignore[arg-type]
+
+
+async def test_a_session_must_be_entered() -> None:
+    session = open_session(RecordingTarget())
+    with pytest.raises(AttributeError):
+        await session.send("hi")  # type: ignore[attr-defined]
