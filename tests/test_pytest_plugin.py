@@ -220,6 +220,100 @@ def test_invalid_settings_stop_the_session_with_a_usage_error(
                                  "'booking'; did you mean 'threshold'?"])
 
 
+# --- Python tests -------------------------------------------------------------------------
+
+PYTHON_TESTS = '''
+import pytest
+
+from shop_agent import reply
+from sparring.api import Suite
+
+
+@pytest.mark.sparring(trials=3, threshold=0.6)
+async def test_async_trials_pass_at_the_threshold(sparring):
+    async with sparring.session(reply) as session:
+        response = await session.send("Book me a slot")
+        await response.should("confirm the booking")
+    assert sparring.trial.trial != 2, "trial 2 fails on purpose"
+
+
+@pytest.mark.sparring(trials=4, threshold="75%")
+async def test_below_the_threshold_fails(sparring):
+    async with sparring.session(reply) as session:
+        await session.send("Book me a slot")
+    assert sparring.trial.trial > 2, f"trial {sparring.trial.trial} fails on purpose"
+
+
+@pytest.mark.sparring(trials=2, live=False)
+def test_sync_without_a_model_runs_always(tmp_path):
+    assert tmp_path.exists()
+    assert reply([{"role": "user", "content": "book"}])[0].startswith("Booked")
+
+
+@pytest.mark.sparring(trails=2)
+def test_a_misspelt_option_is_an_error():
+    pass
+
+
+async def test_the_fixture_alone_makes_a_sparring_test(sparring):
+    async with sparring.session(reply) as session:
+        response = await session.send("Cancel it")
+        await response.should("confirm the cancellation")
+
+
+suite = Suite(target=reply)
+
+
+@suite.scenario(repetitions=2)
+async def test_suite_books():
+    async with suite.session() as session:
+        response = await session.send("Book please")
+        await response.should("confirm the booking")
+'''
+
+
+def test_python_tests_run_as_trials_against_their_threshold(
+        pytester: pytest.Pytester) -> None:
+    make_project(pytester, settings='model = "scripted:met"\n',
+                 files={"test_agent.py": PYTHON_TESTS})
+    result = pytester.runpytest("--sparring-live", "-v")
+    result.stdout.fnmatch_lines_random([
+        "*::test_async_trials_pass_at_the_threshold PASSED*",
+        "*::test_below_the_threshold_fails FAILED*",
+        "*::test_sync_without_a_model_runs_always PASSED*",
+        "*::test_a_misspelt_option_is_an_error FAILED*",
+        "*::test_the_fixture_alone_makes_a_sparring_test PASSED*",
+        "*::test_suite_books PASSED*"])
+    result.stdout.fnmatch_lines([
+        "*sparring test 'test_agent.py::test_below_the_threshold_fails' failed: 2/4 trials "
+        "passed (50%), threshold 75%",
+        "trial 1: failed*", "*trial 1 fails on purpose*", "trial 2: failed*"])
+    result.stdout.fnmatch_lines(["@pytest.mark.sparring on test_agent.py::"
+                                 "test_a_misspelt_option_is_an_error: unknown option 'trails'; "
+                                 "did you mean 'trials'?"])
+    assert "async def functions are not natively supported" not in result.stdout.str()
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_python_tests_skip_without_live_unless_marked_live_false(
+        pytester: pytest.Pytester) -> None:
+    make_project(pytester, settings='model = "scripted:met"\n',
+                 files={"test_agent.py": PYTHON_TESTS})
+    result = pytester.runpytest("-rs")
+    result.assert_outcomes(passed=1, failed=1, skipped=4)  # the misspelt option fails
+    result.stdout.fnmatch_lines(["*SKIPPED ?1? test_agent.py:8: sparring: it calls a model*"])
+
+
+def test_an_unmet_should_fails_the_test_with_the_judges_reason(
+        pytester: pytest.Pytester) -> None:
+    make_project(pytester, settings='model = "scripted:not_met"\n',
+                 files={"test_agent.py": PYTHON_TESTS})
+    result = pytester.runpytest("--sparring-live", "-k", "fixture_alone or suite_books")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*sparring test 'test_agent.py::test_suite_books' failed: 0/2 "
+                                 "trials passed*", "*the judge says not_met*"])
+
+
 # --- group gates --------------------------------------------------------------------------
 
 PLAIN_TESTS = '''

@@ -17,22 +17,29 @@ sessions without sparring tests must not pay for sparring.
 
 from __future__ import annotations
 
+import inspect
 import os
+import sys
 import time
 import tomllib
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
+    from sparring.api import Session
     from sparring.config import Settings
     from sparring.gates import GateReport, Outcome, TestRecord
     from sparring.models.base import Model
     from sparring.results import ScenarioResult
+    from sparring.runner import AnyRunnable
     from sparring.scenario import AnyScenario
+    from sparring.session import TargetLike, TrialContext
 
 LIVE_HINT = ("it calls a model (simulated user or judge), so it runs only when asked: pass "
              "--sparring-live, set SPARRING_LIVE=1, or put `live = true` in [tool.sparring]")
@@ -66,6 +73,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "sparring(trials=1, threshold=1.0, live=True): run the test as a sparring "
         "scenario, `trials` times, passing when at least `threshold` of them pass; "
         "live=False for tests that call no model (they then run without --sparring-live)")
+    config.addinivalue_line(
+        "markers", "sparring_suite: a test of a sparring Suite (added by sparring)")
     state = SparringState(config)
     config.stash[_STATE_KEY] = state
     config.pluginmanager.register(state, "sparring-state")
@@ -146,12 +155,57 @@ class SparringState:
         return ScenarioFile.from_parent(  # pyright: ignore[reportUnknownMemberType]
             parent, path=file_path)
 
+    def pytest_pycollect_makeitem(self, collector: pytest.Module | pytest.Class, name: str,
+                                  obj: object) -> list[pytest.Item] | None:
+        """A module-level `Suite` becomes one `SuiteTestItem` per test; the functions it
+        registered are not collected again as plain (possibly `async def`) tests."""
+        if "sparring.api" not in sys.modules or not isinstance(collector, pytest.Module):
+            return None  # no test module imported the authoring API
+        from sparring.api import Suite
+
+        if isinstance(obj, Suite):
+            return [SuiteTestItem.from_parent(  # pyright: ignore[reportUnknownMemberType]
+                collector, name=test.name, suite=obj) for test in obj.tests]
+        namespace = cast(dict[str, object], vars(collector.obj))
+        suites = [v for v in namespace.values() if isinstance(v, Suite)]
+        if any(test.fn is obj for suite in suites for test in suite.tests):
+            return []
+        return None
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Mark Python sparring tests that call models to skip unless the session is live."""
+        from sparring.errors import UserError
+
+        for item in items:
+            live = _live_option(item)
+            if live is None:
+                continue
+            try:
+                if isinstance(item, pytest.Function):
+                    _marker_options(item)
+            except UserError:
+                continue  # not skipped: running it reports the bad option
+            why = self.why_not_run(needs_model=live)
+            if why:
+                item.add_marker(pytest.mark.skip(reason=why))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> bool | None:
+        """Run a test with the `sparring` marker or fixture as trials (see `run_test`)."""
+        if _live_option(pyfuncitem) is None:
+            return None
+        run_test(pyfuncitem, self)
+        return True
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item,
                                   call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
-        """Put what the controller needs into the report: the test's markers (setup, when
-        groups are configured) and the sparring result (call)."""
+        """Show sparring failures as their message; put what the controller needs into
+        the report: the test's markers (setup, when groups are configured) and the sparring
+        result (call)."""
         report: pytest.TestReport = yield
+        if report.failed and call.excinfo is not None and _is_ours(call.excinfo.value):
+            report.longrepr = str(call.excinfo.value)  # the message says it all
         extra: list[tuple[str, object]] = []
         if call.when == "setup" and self.configured and self.settings.groups:
             extra.append((_MARKERS, sorted({m.name for m in item.iter_markers()})))
@@ -286,15 +340,6 @@ class ScenarioItem(pytest.Item):
         result = anyio.run(_run_scenario, self.scenario, state.settings, *models)
         conclude(self, result)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str | Any:
-        """Failures and misconfiguration as their message, without a traceback."""
-        from sparring.errors import UserError
-
-        if isinstance(excinfo.value, ScenarioFailed | UserError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
-
     def reportinfo(self) -> tuple[Path, int | None, str]:
         """Where the scenario starts in its file."""
         line = (self.scenario.source or "").rpartition(":")[2]
@@ -344,9 +389,10 @@ def _models(settings: Settings) -> tuple[Model, Model]:
     return user, user if judge_spec == user_spec else make(judge_spec)
 
 
-async def _run_scenario(scenario: AnyScenario, settings: Settings, user_model: Model | None,
+async def _run_scenario(scenario: AnyRunnable, settings: Settings, user_model: Model | None,
                         judge_model: Model | None) -> ScenarioResult:
-    """Run all trials of `scenario` against its target, then close the models."""
+    """Run all trials of `scenario` (a test file's, or a Python test's), then close the
+    models."""
     from sparring.cli.run import _run_settings  # pyright: ignore[reportPrivateUsage]
     from sparring.runner import TargetPool, run_scenarios
     from sparring.secrets import Secrets
@@ -362,6 +408,169 @@ async def _run_scenario(scenario: AnyScenario, settings: Settings, user_model: M
         for model in {id(m): m for m in (user_model, judge_model) if m}.values():
             await model.aclose()
     return run.scenarios[0]
+
+
+# --- Python tests ---------------------------------------------------------------------------
+
+_MARKER_OPTIONS = ("trials", "threshold", "live")
+
+
+def _live_option(item: pytest.Item) -> bool | None:
+    """`None` for tests that are not sparring tests; else whether the test calls models
+    (the marker's `live`, default True; tests using only the fixture count as marked)."""
+    marker = item.get_closest_marker("sparring")
+    if marker is not None:
+        return bool(marker.kwargs.get("live", True))
+    if isinstance(item, SuiteTestItem) or "sparring" in getattr(item, "fixturenames", ()):
+        return True
+    return None
+
+
+def _marker_options(item: pytest.Function) -> tuple[int, float, bool]:
+    """`(trials, threshold, live)` of the test's `sparring` marker (defaults 1, 1.0, True).
+
+    Raises:
+        UserError: an unknown option (with did-you-mean) or a bad value.
+    """
+    import difflib
+
+    from sparring.errors import UserError
+    from sparring.scenario import parse_threshold
+
+    marker = item.get_closest_marker("sparring")
+    options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
+    where = f"@pytest.mark.sparring on {item.nodeid}"
+    for key in options:
+        if key not in _MARKER_OPTIONS:
+            close = difflib.get_close_matches(key, _MARKER_OPTIONS, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"use {', '.join(_MARKER_OPTIONS)}"
+            raise UserError(f"{where}: unknown option {key!r}; {hint}")
+    trials = options.get("trials", 1)
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 100:
+        raise UserError(f"{where}: trials must be a whole number from 1 to 100, got {trials!r}")
+    try:
+        threshold = parse_threshold(options.get("threshold", 1.0))
+    except ValueError as e:
+        raise UserError(f"{where}: {e}") from None
+    return trials, threshold, bool(options.get("live", True))
+
+
+def run_test(item: pytest.Function, state: SparringState) -> None:
+    """Run a Python sparring test: its function (sync or async) once per trial, with its
+    fixtures, through `sparring.runner`; then `conclude`.
+
+    A failing `assert` or unmet `should` fails a trial, any other exception makes it
+    `error`; the test fails when the pass rate is below the threshold.
+
+    Raises:
+        UserError: bad marker options or model settings.
+        ScenarioFailed: the test did not reach its threshold.
+    """
+    import anyio
+
+    from sparring.session import CodeScenario, call_body
+
+    trials, threshold, live = _marker_options(item)
+    function = item.obj
+    arguments = {name: item.funcargs[name]
+                 for name in inspect.signature(function).parameters if name in item.funcargs}
+
+    async def body(trial: TrialContext) -> None:
+        await call_body(lambda: function(**arguments))
+
+    path, line, _ = item.reportinfo()
+    scenario = CodeScenario(id=item.nodeid, display_name=item.name, body=body,
+                            source=f"{os.path.relpath(path)}:{(line or 0) + 1}", trials=trials,
+                            threshold=threshold)
+    judge = _models(state.settings)[1] if live else None
+    conclude(item, anyio.run(_run_scenario, scenario, state.settings, None, judge))
+
+
+class SparringFixture:
+    """What the `sparring` fixture gives a test: sessions on targets, in the test's trial.
+
+    ```python
+    @pytest.mark.sparring(trials=3, threshold=0.66)
+    async def test_books(sparring):
+        async with sparring.session(my_agent) as session:
+            response = await session.send("Book me a slot tomorrow at 10am")
+            await response.should("confirm the booking")
+    ```
+    """
+
+    def session(self, target: TargetLike, *, model: Model | str | None = None,
+                response_timeout: float = 60) -> AbstractAsyncContextManager[Session]:
+        """A conversation with `target` (`async with sparring.session(target) as s:`).
+
+        Args:
+            target: An `http(s)://` URL, a target spec mapping as under `target:` in YAML,
+                a function `agent(history)`, or a `sparring.targets.base.Target`.
+            model: Judges this session's `should`s instead of the session's model.
+            response_timeout: Seconds to wait for one reply.
+
+        Raises:
+            UserError: the target or model cannot be used.
+        """
+        from sparring.session import open_session
+
+        return open_session(target, model=model, response_timeout=response_timeout)
+
+    @property
+    def trial(self) -> TrialContext:
+        """The running trial: `trial.trial` is its 1-based number.
+
+        Raises:
+            UserError: used outside the test's body.
+        """
+        from sparring.errors import UserError
+        from sparring.session import current_trial
+
+        trial = current_trial()
+        if trial is None:
+            raise UserError("sparring.trial exists only while the test runs")
+        return trial
+
+
+@pytest.fixture
+def sparring() -> SparringFixture:
+    """Sessions on targets for a sparring test; the test then runs as trials (see
+    `@pytest.mark.sparring`) and calls models only in live sessions."""
+    return SparringFixture()
+
+
+class SuiteTestItem(pytest.Item):
+    """One test of a module-level `sparring.api.Suite`, run with its repetitions and
+    threshold. Each pytest test is its own suite run, so `before_all` / `after_all` hooks
+    run around each test."""
+
+    def __init__(self, *, suite: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)  # pyright: ignore[reportUnknownMemberType]
+        self.suite = suite
+
+    def runtest(self) -> None:
+        """Run the test through `Suite.run` with the session's settings and judge."""
+        import re
+
+        from sparring.cli.run import _run_settings  # pyright: ignore[reportPrivateUsage]
+
+        settings = _state(self.config).settings
+        result = self.suite.run(pattern=f"^{re.escape(self.name)}$", settings=_run_settings(
+            settings, fail_fast=False, fail_on_skip=False))
+        conclude(self, result.scenarios[0])
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        """Where the test function is."""
+        test = next(t for t in self.suite.tests if t.name == self.name)
+        line = test.source.rpartition(":")[2]
+        return self.path, int(line) - 1 if line.isdigit() else None, f"suite test {self.name}"
+
+
+def _is_ours(error: BaseException) -> bool:
+    """A failed threshold or a misconfiguration: its message is the whole story."""
+    if isinstance(error, ScenarioFailed):
+        return True
+    errors = sys.modules.get("sparring.errors")
+    return errors is not None and isinstance(error, errors.UserError)
 
 
 # --- outcomes ---------------------------------------------------------------------------
@@ -396,7 +605,8 @@ def describe_failure(result: ScenarioResult) -> str:
     from sparring.reports import one_line, percent
 
     counted = len(result.counted)
-    lines = [f"sparring scenario {result.scenario_id!r} {result.status}: "
+    noun = "test" if result.kind == "python" else "scenario"
+    lines = [f"sparring {noun} {result.scenario_id!r} {result.status}: "
              f"{result.passed_trials}/{counted} trials passed ({percent(result.pass_rate)}), "
              f"threshold {percent(result.threshold)}"]
     if result.missing_trials:
