@@ -1,0 +1,58 @@
+"""Group gates (`sparring.gates`): membership, pass rates, must_pass and the exit code."""
+
+from __future__ import annotations
+
+from sparring.config import GroupGate
+from sparring.gates import Outcome, TestRecord, evaluate
+
+
+def record(nodeid: str, outcome: Outcome, *, tags: tuple[str, ...] = (),
+           markers: tuple[str, ...] = ()) -> TestRecord:
+    name = nodeid.rsplit("::", 1)[-1]
+    return TestRecord(nodeid=nodeid, outcome=outcome, names=frozenset({name, name.split("[")[0]}),
+                      tags=frozenset(tags), markers=frozenset(markers))
+
+
+def test_skipped_members_do_not_count_and_two_thirds_meets_a_066_threshold() -> None:
+    report = evaluate({"booking": GroupGate(threshold=0.66, tags=("booking",))}, [
+        record("a.yaml::one", "passed", tags=("booking",)),
+        record("a.yaml::two", "passed", tags=("booking", "smoke")),
+        record("a.yaml::three", "failed", tags=("booking",)),
+        record("a.yaml::four", "skipped", tags=("booking",)),
+        record("a.yaml::other", "passed", tags=("smoke",))])
+    gate = report.gates[0]
+    assert (gate.passed, gate.ran, gate.skipped, gate.failures) == (2, 3, 1, ("a.yaml::three",))
+    assert gate.met and report.overrides_exit_code
+    assert report.lines() == [
+        "booking: 2/3 passed (66.7%), 1 skipped, 66% required: PASSED",
+        "  failed: a.yaml::three",
+        "exit code overridden to 0: every gate is met and every failed test belongs to a group"]
+
+
+def test_a_group_whose_members_all_skipped_is_met_but_overrides_nothing() -> None:
+    report = evaluate({"g": GroupGate(markers=("slow",))},
+                      [record("t.py::test_a", "skipped", markers=("slow",))])
+    assert report.gates[0].met
+    assert not report.tests_failed and not report.overrides_exit_code
+    assert report.lines() == ["g: 0/0 passed (-), 1 skipped, 100% required: PASSED"]
+
+
+def test_must_pass_names_parametrized_tests_by_their_function_name() -> None:
+    gate = GroupGate(threshold=0.5, markers=("booking",), must_pass=("test_pinned",))
+    report = evaluate({"booking": gate}, [
+        record("t.py::test_pinned[1]", "passed"), record("t.py::test_pinned[2]", "failed"),
+        record("t.py::test_other", "passed", markers=("booking",))])
+    assert report.gates[0].must_pass == (("test_pinned", "failed"),)
+    assert report.gates[0].ran == 3  # must_pass tests are members too
+    assert not report.gates[0].met and not report.overrides_exit_code
+    assert report.lines()[-1] == "exit code stays 1: gate booking FAILED"
+
+
+def test_every_gate_must_be_met_for_the_override() -> None:
+    report = evaluate({"a": GroupGate(tags=("a",), threshold=0.5),
+                       "b": GroupGate(tags=("b",))}, [
+        record("x::1", "failed", tags=("a",)), record("x::2", "passed", tags=("a",)),
+        record("x::3", "failed", tags=("b",))])
+    assert [g.met for g in report.gates] == [True, False]
+    assert not report.overrides_exit_code
+    assert report.ungated_failures == ()
