@@ -405,9 +405,9 @@ def test_the_markdown_report_has_a_summary_and_every_verdicts_reason(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     make_project(pytester, settings='model = "scripted:alternate"\n',
                  files={"evals/booking.yaml": BOOKING, "evals/judged.yaml": JUDGED,
-                        "test_plain.py": PLAIN_TESTS})
+                        "test_plain.py": "def test_plain_passes():\n    pass\n"})
     result = pytester.runpytest("--sparring-live", "--sparring-report", "report.md",
-                                "-k", "judged_booking or cancel")
+                                "-k", "judged_booking or cancel or plain")
     assert result.ret == 1
     result.stdout.fnmatch_lines(["sparring report: report.md"])
     report = (pytester.path / "report.md").read_text(encoding="utf-8")
@@ -451,3 +451,14 @@ def test_the_plugin_is_registered_as_a_pytest11_entry_point() -> None:
     assert found == ["sparring.pytest_plugin"]
     assert Path(__file__).parent.parent.joinpath("pyproject.toml").read_text().count(
         'sparring = "sparring.pytest_plugin"') == 1
+
+
+def test_a_report_that_cannot_be_written_says_why_and_is_not_a_green_run(
+        pytester: pytest.Pytester) -> None:
+    make_project(pytester, files={"evals/booking.yaml": BOOKING})
+    (pytester.path / "taken").mkdir()
+    result = pytester.runpytest("-k", "book_slot", "--sparring-report", "taken")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["error: --sparring-report: could not write 'taken': *; give a "
+                                 "writable file path"])

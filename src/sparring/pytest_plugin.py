@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from sparring.gates import GateReport, Outcome, TestRecord
     from sparring.models.base import Model
     from sparring.results import ScenarioResult
-    from sparring.runner import AnyRunnable
+    from sparring.runner import AnyRunnable, RunSettings
     from sparring.scenario import AnyScenario
     from sparring.session import TargetLike, TrialContext
 
@@ -107,7 +107,8 @@ class SparringState:
         self.started = time.time()
         self.tests: dict[str, _Seen] = {}
         self.gate_report: GateReport | None = None
-        self.report_written: str | None = None
+        self.report_note: str | None = None
+        """Where the Markdown report went, or why it could not be written."""
         if self.configured:
             for name, gate in self._load_settings().groups.items():
                 for marker in gate.markers:
@@ -227,7 +228,9 @@ class SparringState:
             return
         path = self.config.getoption("sparring_report")
         if path:
-            self._write_report(Path(path))
+            self.report_note = self._write_report(Path(path))
+            if not self.report_note.startswith("sparring report:") and exitstatus == 0:
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
         if self.configured and self.settings.groups:
             from sparring.gates import evaluate
 
@@ -243,10 +246,13 @@ class SparringState:
             terminalreporter.write_sep("=", "sparring group summary")
             for line in self.gate_report.lines():
                 terminalreporter.write_line(line)
-        if self.report_written:
-            terminalreporter.write_line(f"sparring report: {self.report_written}")
+        if self.report_note:
+            terminalreporter.write_line(self.report_note)
 
-    def _write_report(self, path: Path) -> None:
+    def _write_report(self, path: Path) -> str:
+        """Write the Markdown report of every sparring test seen; say where, or why not."""
+        from datetime import UTC, datetime
+
         from sparring import __version__
         from sparring.reports.markdown import write_markdown
         from sparring.results import RunResult, ScenarioResult
@@ -256,8 +262,8 @@ class SparringState:
                      for nodeid, seen in self.tests.items() if seen.result]
         live = self.live
         run = RunResult(sparring_version=__version__, run_id=f"pytest-{os.getpid()}",
-                        started_at=time.strftime("%Y-%m-%dT%H:%M:%S+00:00",
-                                                 time.gmtime(self.started)),
+                        started_at=datetime.fromtimestamp(self.started, UTC).isoformat(
+                            timespec="seconds"),
                         duration_ms=(time.time() - self.started) * 1000,
                         user_model=self.settings.resolved_user_model if live else None,
                         judge_model=self.settings.resolved_judge_model if live else None,
@@ -265,9 +271,9 @@ class SparringState:
         try:
             write_markdown(run, path)
         except OSError as e:
-            raise pytest.UsageError(f"--sparring-report: cannot write {str(path)!r}: "
-                                    f"{e.strerror or e}") from None
-        self.report_written = str(path)
+            return (f"error: --sparring-report: could not write {str(path)!r}: "
+                    f"{e.strerror or e}; give a writable file path")
+        return f"sparring report: {path}"
 
 
 @dataclass
@@ -389,11 +395,17 @@ def _models(settings: Settings) -> tuple[Model, Model]:
     return user, user if judge_spec == user_spec else make(judge_spec)
 
 
+def _run_settings(settings: Settings) -> RunSettings:
+    """The run settings `sparring run` would use (parallel, timeouts, limits, temperatures)."""
+    from sparring.cli.run import _run_settings as of  # pyright: ignore[reportPrivateUsage]
+
+    return of(settings, fail_fast=False, fail_on_skip=False)
+
+
 async def _run_scenario(scenario: AnyRunnable, settings: Settings, user_model: Model | None,
                         judge_model: Model | None) -> ScenarioResult:
     """Run all trials of `scenario` (a test file's, or a Python test's), then close the
     models."""
-    from sparring.cli.run import _run_settings  # pyright: ignore[reportPrivateUsage]
     from sparring.runner import TargetPool, run_scenarios
     from sparring.secrets import Secrets
 
@@ -403,7 +415,7 @@ async def _run_scenario(scenario: AnyRunnable, settings: Settings, user_model: M
             run = await run_scenarios(
                 [scenario], targets=pool.for_scenario, user_model=user_model,
                 judge_model=judge_model, scrub=secrets.scrub,
-                settings=_run_settings(settings, fail_fast=False, fail_on_skip=False))
+                settings=_run_settings(settings))
     finally:
         for model in {id(m): m for m in (user_model, judge_model) if m}.values():
             await model.aclose()
@@ -551,11 +563,8 @@ class SuiteTestItem(pytest.Item):
         """Run the test through `Suite.run` with the session's settings and judge."""
         import re
 
-        from sparring.cli.run import _run_settings  # pyright: ignore[reportPrivateUsage]
-
-        settings = _state(self.config).settings
-        result = self.suite.run(pattern=f"^{re.escape(self.name)}$", settings=_run_settings(
-            settings, fail_fast=False, fail_on_skip=False))
+        settings = _run_settings(_state(self.config).settings)
+        result = self.suite.run(pattern=f"^{re.escape(self.name)}$", settings=settings)
         conclude(self, result.scenarios[0])
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
