@@ -43,13 +43,10 @@ from sparring.results import RunResult
 from sparring.runner import RunSettings, TargetPool, run_scenarios
 from sparring.scenario import parse_threshold
 from sparring.session import (
-    AgentMessage,
     CodeScenario,
     ConditionsNotMet,
     ConditionsUndecided,
-    CustomerMessage,
     HookError,
-    InteractionBuilder,
     Response,
     Session,
     TargetLike,
@@ -61,6 +58,7 @@ from sparring.session import (
     resolve_judge_model,
     with_overrides,
 )
+from sparring.steps import AgentMessage, CustomerMessage, InteractionBuilder
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -76,7 +74,9 @@ Hook = Callable[..., Any]
 
 
 @dataclass(frozen=True, slots=True)
-class _Test:
+class RegisteredTest:
+    """A test `@suite.scenario` registered: the function and its run settings."""
+
     fn: Callable[[], Any]
     name: str
     source: str
@@ -116,7 +116,7 @@ class Suite:
         self.model = model
         self.response_timeout = response_timeout
         self.context: dict[str, Any] = {}
-        self.tests: list[_Test] = []
+        self.tests: list[RegisteredTest] = []
         self._hooks: dict[str, list[Hook]] = {
             "before_all": [], "after_all": [], "before_each": [], "after_each": []}
         self._client: httpx.AsyncClient | None = None
@@ -157,7 +157,7 @@ class Suite:
             code = getattr(test, "__code__", None)
             source = (f"{code.co_filename}:{code.co_firstlineno}" if code is not None
                       else name)
-            self.tests.append(_Test(test, name, source, repetitions, fraction, timeout_s))
+            self.tests.append(RegisteredTest(test, name, source, repetitions, fraction, timeout_s))
             return test
 
         return register if fn is None else register(fn)
@@ -338,7 +338,7 @@ class SuiteRun:
                     out.append(scenario)
         return out
 
-    def _scenario(self, suite: Suite, test: _Test, model: Model | None) -> CodeScenario:
+    def _scenario(self, suite: Suite, test: RegisteredTest, model: Model | None) -> CodeScenario:
         fn = test.fn
 
         async def body(trial: TrialContext) -> None:

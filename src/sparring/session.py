@@ -15,7 +15,6 @@ a run, `open_session(target, model=...)` makes a context of its own (`TrialLog`)
 from __future__ import annotations
 
 import inspect
-import warnings
 from collections import Counter
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -28,16 +27,17 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from sparring.errors import RunError, TargetError, TargetTimeout, UserError
 from sparring.judging.checks import run_check
-from sparring.judging.should import (
-    Condition,
-    ConditionGrammarWarning,
-    JudgeSettings,
-    condition_problem,
-    judge_shoulds,
-)
+from sparring.judging.should import Condition, JudgeSettings, judge_shoulds
 from sparring.models.base import Model
 from sparring.results import SubtestResult, Usage, Verdict, trial_status
-from sparring.scenario import Check, expand_check_shorthand
+from sparring.steps import (
+    AgentMessage,
+    CustomerMessage,
+    Step,
+    transcript_of,
+    validation_summary,
+    warn_condition,
+)
 from sparring.target_specs import TargetSpec
 from sparring.targets.base import Target, TargetSession
 from sparring.transcript import Message, StatusEvent, ToolCall, Transcript
@@ -48,102 +48,6 @@ if TYPE_CHECKING:
 REPLY_TIMEOUT_HINT = ("raise the Suite's `response_timeout` (or --reply-timeout) if the agent "
                       "is just slow")
 _REPLY_CHARS = 600
-
-
-# --- steps of a written conversation ------------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class CustomerMessage:
-    """A user message in a written conversation (`unfold`, `InteractionBuilder`)."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True, init=False)
-class AgentMessage:
-    """An agent message in a written conversation.
-
-    `text` is what the agent is taken to have said when later steps are tested. With
-    `should` (a verb phrase, or a list of them) or `checks` (sparring check specs: `Check`
-    models or shorthand dicts like `{"contains": "refund"}`), `unfold` tests the agent's live
-    reply at this point; without them the step is history only.
-
-    Raises:
-        UserError: a check spec is invalid (the message says which and why).
-    """
-
-    text: str
-    should: tuple[str, ...]
-    checks: tuple[Check, ...]
-
-    def __init__(self, text: str, *, should: str | Sequence[str] = (),
-                 checks: Sequence[Check | Mapping[str, Any]] = ()) -> None:
-        conditions = (should,) if isinstance(should, str) else tuple(should)
-        for condition in conditions:
-            warn_condition(condition, stacklevel=3)
-        object.__setattr__(self, "text", text)
-        object.__setattr__(self, "should", conditions)
-        object.__setattr__(self, "checks", tuple(parse_check(c) for c in checks))
-
-    @property
-    def asserts(self) -> bool:
-        """Whether `unfold` tests this step (it has `should` or `checks`)."""
-        return bool(self.should or self.checks)
-
-
-Step = CustomerMessage | AgentMessage
-
-
-class InteractionBuilder:
-    """Builds a written conversation step by step, for `Session.add_events`.
-
-    `InteractionBuilder().step(CustomerMessage("Hi")).step(AgentMessage("Hello!")).build()`
-    """
-
-    def __init__(self) -> None:
-        self._steps: list[Step] = []
-
-    def step(self, step: Step) -> InteractionBuilder:
-        """Append one message; returns the builder, so calls chain."""
-        if not isinstance(step, CustomerMessage | AgentMessage):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UserError(f"InteractionBuilder.step takes a CustomerMessage or an "
-                            f"AgentMessage, got {type(step).__name__}")
-        self._steps.append(step)
-        return self
-
-    def build(self) -> tuple[Step, ...]:
-        """The steps so far, in order."""
-        return tuple(self._steps)
-
-
-_CHECK = TypeAdapter[Check](Check)
-
-
-def parse_check(spec: Check | Mapping[str, Any]) -> Check:
-    """A check spec as a `Check` model; shorthand like `{"contains": "x"}` is expanded.
-
-    Raises:
-        UserError: the spec is not a valid check.
-    """
-    try:
-        return _CHECK.validate_python(expand_check_shorthand(dict(spec)) if isinstance(
-            spec, Mapping) else spec)
-    except ValidationError as e:
-        raise UserError(f"invalid check {spec!r}: {_problems(e, skip=0)}; write it like "
-                        '{"contains": "refund"} or {"tool_called": ["lookup_order"]}') from None
-
-
-def warn_condition(condition: str, *, stacklevel: int) -> None:
-    """Warn (`ConditionGrammarWarning`) when `condition` is not a verb phrase."""
-    problem = condition_problem(condition)
-    if problem is not None:
-        warnings.warn(problem, ConditionGrammarWarning, stacklevel=stacklevel + 1)
-
-
-def _transcript_of(steps: Sequence[Step]) -> Transcript:
-    return Transcript(messages=tuple(
-        Message(role="user" if isinstance(s, CustomerMessage) else "agent", content=s.text)
-        for s in steps))
 
 
 # --- the trial a session records into ---------------------------------------------------
@@ -269,13 +173,8 @@ def with_overrides(target: Target | AnyTargetSpec,
         return TypeAdapter[Any](TargetSpec).validate_python(data)
     except ValidationError as e:
         raise UserError(f"session overrides {dict(overrides)!r} do not fit the "
-                        f"{spec.type} target: {_problems(e)}") from None
+                        f"{spec.type} target: {validation_summary(e)}") from None
 
-
-def _problems(error: ValidationError, *, skip: int = 1) -> str:
-    """The first validation problems on one line; `skip` drops the union tag from paths."""
-    return "; ".join(f"{'.'.join(str(p) for p in err['loc'][skip:]) or 'value'}: {err['msg']}"
-                     for err in error.errors(include_url=False)[:3])
 
 
 CURRENT_TRIAL: ContextVar[TrialContext | None] = ContextVar("sparring_trial", default=None)
@@ -453,7 +352,7 @@ class Session:
         if self.transcript.messages:
             raise UserError("add_events must come before the session's first send; open a "
                             "new session for another history")
-        loaded = await connection.preload(_transcript_of(history))
+        loaded = await connection.preload(transcript_of(history))
         self.transcript = loaded
         for message in loaded.messages:
             self.trial.recorder.add_message(message)
@@ -504,7 +403,7 @@ class Session:
         step = steps[position - 1]
         assert isinstance(step, AgentMessage)
         live = steps[position - 2].text
-        history = _transcript_of(steps[:position - 2])
+        history = transcript_of(steps[:position - 2])
         name = f"{live!r} -> " + "; ".join(
             [f"should {s}" for s in step.should] + [c.type for c in step.checks])
         user = Message(role="user", content=live)
@@ -586,7 +485,7 @@ def coerce_target(value: TargetLike, *, timeout_s: float = 60) -> Target | AnyTa
     from sparring.targets.callable import CallableTarget
 
     if isinstance(value, Target | BaseModel):
-        return cast(Target | AnyTargetSpec, value)
+        return cast("Target | AnyTargetSpec", value)
     if isinstance(value, str):
         value = {"type": "http", "url": value, "timeout_s": timeout_s}
     if isinstance(value, Mapping):
@@ -594,7 +493,7 @@ def coerce_target(value: TargetLike, *, timeout_s: float = 60) -> Target | AnyTa
         try:
             return TypeAdapter[Any](TargetSpec).validate_python(dict(data))
         except ValidationError as e:
-            raise UserError(f"invalid target {dict(data)!r}: {_problems(e)}") from None
+            raise UserError(f"invalid target {dict(data)!r}: {validation_summary(e)}") from None
     if callable(value):
         return CallableTarget(value, timeout_s=timeout_s)
     raise UserError(f"a target is a URL, a target spec mapping, a function agent(history) or "
