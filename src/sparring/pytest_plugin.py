@@ -12,17 +12,17 @@
   `--sparring-report FILE.md` writes the Markdown report of every sparring test.
 
 Importing this module imports nothing but pytest: it loads in every pytest session, and
-sessions without sparring tests must not pay for sparring.
+sessions without sparring tests must not pay for sparring. The tests it makes live in
+`sparring.pytest_items`, imported when there are some.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 import sys
 import time
 import tomllib
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -37,8 +37,6 @@ if TYPE_CHECKING:
     from sparring.gates import GateReport, Outcome, TestRecord
     from sparring.models.base import Model
     from sparring.results import ScenarioResult
-    from sparring.runner import AnyRunnable, RunSettings
-    from sparring.scenario import AnyScenario
     from sparring.session import TargetLike, TrialContext
 
 LIVE_HINT = ("it calls a model (simulated user or judge), so it runs only when asked: pass "
@@ -48,12 +46,13 @@ NO_MODEL_HINT = ("no model configured for sparring: set `model = \"provider:name
                  "SPARRING_MODEL")
 _SUFFIXES = (".yaml", ".yml", ".json")
 # what the plugin puts in `report.user_properties` for the controller (xdist)
-_TAGS = "sparring.tags"
-_MARKERS = "sparring.markers"
-_ID = "sparring.id"
-_RESULT = "sparring.result"
-_RESULT_KEY = pytest.StashKey["ScenarioResult"]()
-_STATE_KEY = pytest.StashKey["SparringState"]()
+TAGS_PROPERTY = "sparring.tags"
+MARKERS_PROPERTY = "sparring.markers"
+ID_PROPERTY = "sparring.id"
+RESULT_PROPERTY = "sparring.result"
+RESULT_KEY: pytest.StashKey[ScenarioResult] = pytest.StashKey()
+"""Where a sparring test keeps its result for `pytest_runtest_makereport`."""
+_STATE_KEY: pytest.StashKey[SparringState] = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -73,8 +72,6 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "sparring(trials=1, threshold=1.0, live=True): run the test as a sparring "
         "scenario, `trials` times, passing when at least `threshold` of them pass; "
         "live=False for tests that call no model (they then run without --sparring-live)")
-    config.addinivalue_line(
-        "markers", "sparring_suite: a test of a sparring Suite (added by sparring)")
     state = SparringState(config)
     config.stash[_STATE_KEY] = state
     config.pluginmanager.register(state, "sparring-state")
@@ -153,6 +150,8 @@ class SparringState:
             return None
         if not any(file_path.is_relative_to(d) for d in self.settings.yaml_dirs):
             return None
+        from sparring.pytest_items import ScenarioFile
+
         return ScenarioFile.from_parent(  # pyright: ignore[reportUnknownMemberType]
             parent, path=file_path)
 
@@ -163,6 +162,7 @@ class SparringState:
         if "sparring.api" not in sys.modules or not isinstance(collector, pytest.Module):
             return None  # no test module imported the authoring API
         from sparring.api import Suite
+        from sparring.pytest_items import SuiteTestItem
 
         if isinstance(obj, Suite):
             return [SuiteTestItem.from_parent(  # pyright: ignore[reportUnknownMemberType]
@@ -176,6 +176,7 @@ class SparringState:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         """Mark Python sparring tests that call models to skip unless the session is live."""
         from sparring.errors import UserError
+        from sparring.pytest_items import marker_options
 
         for item in items:
             live = _live_option(item)
@@ -183,7 +184,7 @@ class SparringState:
                 continue
             try:
                 if isinstance(item, pytest.Function):
-                    _marker_options(item)
+                    marker_options(item)
             except UserError:
                 continue  # not skipped: running it reports the bad option
             why = self.why_not_run(needs_model=live)
@@ -195,6 +196,8 @@ class SparringState:
         """Run a test with the `sparring` marker or fixture as trials (see `run_test`)."""
         if _live_option(pyfuncitem) is None:
             return None
+        from sparring.pytest_items import run_test
+
         run_test(pyfuncitem, self)
         return True
 
@@ -209,9 +212,9 @@ class SparringState:
             report.longrepr = str(call.excinfo.value)  # the message says it all
         extra: list[tuple[str, object]] = []
         if call.when == "setup" and self.configured and self.settings.groups:
-            extra.append((_MARKERS, sorted({m.name for m in item.iter_markers()})))
-        if call.when == "call" and _RESULT_KEY in item.stash:
-            extra.append((_RESULT, item.stash[_RESULT_KEY].model_dump_json()))
+            extra.append((MARKERS_PROPERTY, sorted({m.name for m in item.iter_markers()})))
+        if call.when == "call" and RESULT_KEY in item.stash:
+            extra.append((RESULT_PROPERTY, item.stash[RESULT_KEY].model_dump_json()))
         if extra:  # a new list: item.user_properties itself goes to the JUnit XML
             report.user_properties = [*report.user_properties, *extra]
         return report
@@ -290,141 +293,24 @@ class _Seen:
         elif report.when == "call" and report.passed and self.outcome != "failed":
             self.outcome = "passed"
         self.properties.update(dict(report.user_properties))
-        self.result = self.properties.get(_RESULT, self.result)
+        self.result = self.properties.get(RESULT_PROPERTY, self.result)
 
     def record(self, nodeid: str) -> TestRecord:
         from sparring.gates import TestRecord
 
         name = nodeid.rsplit("::", 1)[-1]
-        names = {name, name.split("[", 1)[0], *([self.properties[_ID]]
-                                                 if _ID in self.properties else [])}
+        names = {name, name.split("[", 1)[0], *([self.properties[ID_PROPERTY]]
+                                                 if ID_PROPERTY in self.properties else [])}
         return TestRecord(nodeid=nodeid, outcome=self.outcome, names=frozenset(names),
-                          tags=frozenset(self.properties.get(_TAGS, ())),
-                          markers=frozenset(self.properties.get(_MARKERS, ())))
+                          tags=frozenset(self.properties.get(TAGS_PROPERTY, ())),
+                          markers=frozenset(self.properties.get(MARKERS_PROPERTY, ())))
 
 
-# --- YAML test files ----------------------------------------------------------------------
+# --- helpers of the hooks, and the `sparring` fixture ----------------------------------------
 
-class ScenarioFile(pytest.File):
-    """A sparring test file: one `ScenarioItem` per scenario; those that call a model are
-    marked to skip unless the session is live."""
-
-    def collect(self) -> Iterator[ScenarioItem]:
-        """Load the file; a bad file is a collection error listing `path:line: problem`s."""
-        from sparring.errors import UserError
-        from sparring.loaders.yaml import load_paths
-
-        try:
-            scenarios = load_paths([os.path.relpath(self.path)])
-        except UserError as e:
-            raise self.CollectError(str(e)) from None
-        state = _state(self.config)
-        for scenario in scenarios:
-            item = ScenarioItem.from_parent(  # pyright: ignore[reportUnknownMemberType]
-                self, name=scenario.id, scenario=scenario)
-            why = state.why_not_run(needs_model=_needs_model(scenario))
-            if why:
-                item.add_marker(pytest.mark.skip(reason=why))
-            yield item
-
-
-class ScenarioItem(pytest.Item):
-    """One scenario of a test file, run with all its trials (`sparring.runner`)."""
-
-    def __init__(self, *, scenario: AnyScenario, **kwargs: Any) -> None:
-        super().__init__(**kwargs)  # pyright: ignore[reportUnknownMemberType]
-        self.scenario = scenario
-        self.extra_keyword_matches.update(scenario.tags)  # `-k booking` selects by tag
-        self.user_properties += [(_ID, scenario.id), (_TAGS, list(scenario.tags))]
-
-    def runtest(self) -> None:
-        """Run every trial; fail below the threshold, skip when nothing could run."""
-        import anyio
-
-        state = _state(self.config)
-        models = _models(state.settings) if _needs_model(self.scenario) else (None, None)
-        result = anyio.run(_run_scenario, self.scenario, state.settings, *models)
-        conclude(self, result)
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        """Where the scenario starts in its file."""
-        line = (self.scenario.source or "").rpartition(":")[2]
-        return self.path, int(line) - 1 if line.isdigit() else None, \
-            f"scenario {self.scenario.id}"
-
-
-def _state(config: pytest.Config) -> SparringState:
+def plugin_state(config: pytest.Config) -> SparringState:
+    """The session's `SparringState` (set in `pytest_configure`)."""
     return config.stash[_STATE_KEY]
-
-
-def _needs_model(scenario: AnyScenario) -> bool:
-    """Whether any step calls a model: a simulated user, criteria, `should`s, expected
-    output. Scenarios with checks only are deterministic."""
-    from sparring.scenario import ScriptedScenario, SimulatedScenario, SingleTurnScenario
-
-    if isinstance(scenario, SimulatedScenario) or scenario.all_criteria:
-        return True
-    if isinstance(scenario, ScriptedScenario):
-        return any(turn.should for turn in scenario.turns)
-    assert isinstance(scenario, SingleTurnScenario)
-    return bool(scenario.should or scenario.expected_output)
-
-
-def _models(settings: Settings) -> tuple[Model, Model]:
-    """The simulated user's and the judge's model (tests without them are skipped at
-    collection, `SparringState.why_not_run`).
-
-    Raises:
-        UserError: a model spec cannot be resolved (unknown provider, missing key).
-    """
-    from sparring.errors import UserError
-    from sparring.models.pricing import set_prices
-    from sparring.models.registry import resolve_model
-
-    set_prices(settings.prices)
-    user_spec, judge_spec = settings.resolved_user_model, settings.resolved_judge_model
-    if user_spec is None or judge_spec is None:
-        raise UserError(NO_MODEL_HINT)
-
-    def make(spec: str) -> Model:
-        return resolve_model(spec, base_url=settings.base_url, api_key=settings.api_key,
-                             timeout_s=settings.model_timeout_s,
-                             max_retries=settings.model_max_retries)
-
-    user = make(user_spec)
-    return user, user if judge_spec == user_spec else make(judge_spec)
-
-
-def _run_settings(settings: Settings) -> RunSettings:
-    """The run settings `sparring run` would use (parallel, timeouts, limits, temperatures)."""
-    from sparring.cli.run import _run_settings as of  # pyright: ignore[reportPrivateUsage]
-
-    return of(settings, fail_fast=False, fail_on_skip=False)
-
-
-async def _run_scenario(scenario: AnyRunnable, settings: Settings, user_model: Model | None,
-                        judge_model: Model | None) -> ScenarioResult:
-    """Run all trials of `scenario` (a test file's, or a Python test's), then close the
-    models."""
-    from sparring.runner import TargetPool, run_scenarios
-    from sparring.secrets import Secrets
-
-    secrets = Secrets.load(file=Path(settings.secrets_file) if settings.secrets_file else None)
-    try:
-        async with TargetPool(secrets=secrets) as pool:
-            run = await run_scenarios(
-                [scenario], targets=pool.for_scenario, user_model=user_model,
-                judge_model=judge_model, scrub=secrets.scrub,
-                settings=_run_settings(settings))
-    finally:
-        for model in {id(m): m for m in (user_model, judge_model) if m}.values():
-            await model.aclose()
-    return run.scenarios[0]
-
-
-# --- Python tests ---------------------------------------------------------------------------
-
-_MARKER_OPTIONS = ("trials", "threshold", "live")
 
 
 def _live_option(item: pytest.Item) -> bool | None:
@@ -433,69 +319,12 @@ def _live_option(item: pytest.Item) -> bool | None:
     marker = item.get_closest_marker("sparring")
     if marker is not None:
         return bool(marker.kwargs.get("live", True))
-    if isinstance(item, SuiteTestItem) or "sparring" in getattr(item, "fixturenames", ()):
+    items = sys.modules.get("sparring.pytest_items")
+    if items is not None and isinstance(item, items.SuiteTestItem):
+        return True
+    if "sparring" in getattr(item, "fixturenames", ()):
         return True
     return None
-
-
-def _marker_options(item: pytest.Function) -> tuple[int, float, bool]:
-    """`(trials, threshold, live)` of the test's `sparring` marker (defaults 1, 1.0, True).
-
-    Raises:
-        UserError: an unknown option (with did-you-mean) or a bad value.
-    """
-    import difflib
-
-    from sparring.errors import UserError
-    from sparring.scenario import parse_threshold
-
-    marker = item.get_closest_marker("sparring")
-    options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
-    where = f"@pytest.mark.sparring on {item.nodeid}"
-    for key in options:
-        if key not in _MARKER_OPTIONS:
-            close = difflib.get_close_matches(key, _MARKER_OPTIONS, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"use {', '.join(_MARKER_OPTIONS)}"
-            raise UserError(f"{where}: unknown option {key!r}; {hint}")
-    trials = options.get("trials", 1)
-    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 100:
-        raise UserError(f"{where}: trials must be a whole number from 1 to 100, got {trials!r}")
-    try:
-        threshold = parse_threshold(options.get("threshold", 1.0))
-    except ValueError as e:
-        raise UserError(f"{where}: {e}") from None
-    return trials, threshold, bool(options.get("live", True))
-
-
-def run_test(item: pytest.Function, state: SparringState) -> None:
-    """Run a Python sparring test: its function (sync or async) once per trial, with its
-    fixtures, through `sparring.runner`; then `conclude`.
-
-    A failing `assert` or unmet `should` fails a trial, any other exception makes it
-    `error`; the test fails when the pass rate is below the threshold.
-
-    Raises:
-        UserError: bad marker options or model settings.
-        ScenarioFailed: the test did not reach its threshold.
-    """
-    import anyio
-
-    from sparring.session import CodeScenario, call_body
-
-    trials, threshold, live = _marker_options(item)
-    function = item.obj
-    arguments = {name: item.funcargs[name]
-                 for name in inspect.signature(function).parameters if name in item.funcargs}
-
-    async def body(trial: TrialContext) -> None:
-        await call_body(lambda: function(**arguments))
-
-    path, line, _ = item.reportinfo()
-    scenario = CodeScenario(id=item.nodeid, display_name=item.name, body=body,
-                            source=f"{os.path.relpath(path)}:{(line or 0) + 1}", trials=trials,
-                            threshold=threshold)
-    judge = _models(state.settings)[1] if live else None
-    conclude(item, anyio.run(_run_scenario, scenario, state.settings, None, judge))
 
 
 class SparringFixture:
@@ -550,84 +379,8 @@ def sparring() -> SparringFixture:
     return SparringFixture()
 
 
-class SuiteTestItem(pytest.Item):
-    """One test of a module-level `sparring.api.Suite`, run with its repetitions and
-    threshold. Each pytest test is its own suite run, so `before_all` / `after_all` hooks
-    run around each test."""
-
-    def __init__(self, *, suite: Any, **kwargs: Any) -> None:
-        super().__init__(**kwargs)  # pyright: ignore[reportUnknownMemberType]
-        self.suite = suite
-
-    def runtest(self) -> None:
-        """Run the test through `Suite.run` with the session's settings and judge."""
-        import re
-
-        settings = _run_settings(_state(self.config).settings)
-        result = self.suite.run(pattern=f"^{re.escape(self.name)}$", settings=settings)
-        conclude(self, result.scenarios[0])
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        """Where the test function is."""
-        test = next(t for t in self.suite.tests if t.name == self.name)
-        line = test.source.rpartition(":")[2]
-        return self.path, int(line) - 1 if line.isdigit() else None, f"suite test {self.name}"
-
-
 def _is_ours(error: BaseException) -> bool:
     """A failed threshold or a misconfiguration: its message is the whole story."""
-    if isinstance(error, ScenarioFailed):
-        return True
-    errors = sys.modules.get("sparring.errors")
-    return errors is not None and isinstance(error, errors.UserError)
-
-
-# --- outcomes ---------------------------------------------------------------------------
-
-class ScenarioFailed(AssertionError):
-    """A sparring test's pass rate is below its threshold, or its trials could not run."""
-
-
-def conclude(item: pytest.Item, result: ScenarioResult) -> None:
-    """Turn a scenario result into the test's outcome; keep it for reports and gates.
-
-    Returns when the scenario passed; calls `pytest.skip` when every trial was skipped
-    (with why).
-
-    Raises:
-        ScenarioFailed: the scenario failed, errored or did not run; the message names k/N
-            trials passed, the threshold, and every failed verdict with reason and turn.
-    """
-    item.stash[_RESULT_KEY] = result
-    status = result.status
-    if status == "passed":
-        return
-    if status == "skipped":
-        why = next((t.error for t in result.trials if t.error), "every trial was skipped")
-        pytest.skip(f"sparring: {why}")
-    raise ScenarioFailed(describe_failure(result))
-
-
-def describe_failure(result: ScenarioResult) -> str:
-    """`k/N trials passed (rate), threshold T`, then each trial that did not pass with its
-    error and failed verdicts (`turn N: id (kind: description) not met: reason`)."""
-    from sparring.reports import one_line, percent
-
-    counted = len(result.counted)
-    noun = "test" if result.kind == "python" else "scenario"
-    lines = [f"sparring {noun} {result.scenario_id!r} {result.status}: "
-             f"{result.passed_trials}/{counted} trials passed ({percent(result.pass_rate)}), "
-             f"threshold {percent(result.threshold)}"]
-    if result.missing_trials:
-        lines.append(f"{result.missing_trials} planned trials did not run")
-    for trial in result.trials:
-        if trial.status == "passed":
-            continue
-        lines.append(f"trial {trial.trial}: {trial.status} (end reason {trial.end_reason})"
-                     + (f": {one_line(trial.error, 1000)}" if trial.error else ""))
-        for v in trial.failures:
-            at = f"turn {v.turn}: " if v.turn is not None else ""
-            status = "not met" if v.status == "not_met" else v.status
-            lines.append(f"  {at}{v.id} ({one_line(v.description, 200)}) {status}: "
-                         f"{one_line(v.reason, 1000)}")
-    return "\n".join(lines)
+    items, errors = sys.modules.get("sparring.pytest_items"), sys.modules.get("sparring.errors")
+    return (items is not None and isinstance(error, items.ScenarioFailed)) or (
+        errors is not None and isinstance(error, errors.UserError))

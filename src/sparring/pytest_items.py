@@ -1,0 +1,289 @@
+"""The tests the pytest plugin makes and runs: scenarios of test files, Python tests with the
+`sparring` marker or fixture, and the tests of module-level `Suite`s.
+
+Imported by `sparring.pytest_plugin` only once a session has sparring tests. Every test runs
+through `sparring.runner` (all its trials, its threshold); `conclude` turns the result into
+pass, skip (with why) or a `ScenarioFailed` whose message names every failed verdict.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from sparring.pytest_plugin import (
+    ID_PROPERTY,
+    NO_MODEL_HINT,
+    RESULT_KEY,
+    TAGS_PROPERTY,
+    SparringState,
+    plugin_state,
+)
+
+if TYPE_CHECKING:
+    from sparring.config import Settings
+    from sparring.models.base import Model
+    from sparring.results import ScenarioResult
+    from sparring.runner import AnyRunnable, RunSettings
+    from sparring.scenario import AnyScenario
+    from sparring.session import TrialContext
+
+
+# --- YAML test files ----------------------------------------------------------------------
+
+class ScenarioFile(pytest.File):
+    """A sparring test file: one `ScenarioItem` per scenario; those that call a model are
+    marked to skip unless the session is live."""
+
+    def collect(self) -> Iterator[ScenarioItem]:
+        """Load the file; a bad file is a collection error listing `path:line: problem`s."""
+        from sparring.errors import UserError
+        from sparring.loaders.yaml import load_paths
+
+        try:
+            scenarios = load_paths([os.path.relpath(self.path)])
+        except UserError as e:
+            raise self.CollectError(str(e)) from None
+        state = plugin_state(self.config)
+        for scenario in scenarios:
+            item = ScenarioItem.from_parent(  # pyright: ignore[reportUnknownMemberType]
+                self, name=scenario.id, scenario=scenario)
+            why = state.why_not_run(needs_model=needs_model(scenario))
+            if why:
+                item.add_marker(pytest.mark.skip(reason=why))
+            yield item
+
+
+class ScenarioItem(pytest.Item):
+    """One scenario of a test file, run with all its trials (`sparring.runner`)."""
+
+    def __init__(self, *, scenario: AnyScenario, **kwargs: Any) -> None:
+        super().__init__(**kwargs)  # pyright: ignore[reportUnknownMemberType]
+        self.scenario = scenario
+        self.extra_keyword_matches.update(scenario.tags)  # `-k booking` selects by tag
+        self.user_properties += [(ID_PROPERTY, scenario.id), (TAGS_PROPERTY, list(scenario.tags))]
+
+    def runtest(self) -> None:
+        """Run every trial; fail below the threshold, skip when nothing could run."""
+        import anyio
+
+        state = plugin_state(self.config)
+        models = _models(state.settings) if needs_model(self.scenario) else (None, None)
+        result = anyio.run(_run_scenario, self.scenario, state.settings, *models)
+        conclude(self, result)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        """Where the scenario starts in its file."""
+        line = (self.scenario.source or "").rpartition(":")[2]
+        return self.path, int(line) - 1 if line.isdigit() else None, \
+            f"scenario {self.scenario.id}"
+
+
+def needs_model(scenario: AnyScenario) -> bool:
+    """Whether any step calls a model: a simulated user, criteria, `should`s, expected
+    output. Scenarios with checks only are deterministic."""
+    from sparring.scenario import ScriptedScenario, SimulatedScenario, SingleTurnScenario
+
+    if isinstance(scenario, SimulatedScenario) or scenario.all_criteria:
+        return True
+    if isinstance(scenario, ScriptedScenario):
+        return any(turn.should for turn in scenario.turns)
+    assert isinstance(scenario, SingleTurnScenario)
+    return bool(scenario.should or scenario.expected_output)
+
+
+def _models(settings: Settings) -> tuple[Model, Model]:
+    """The simulated user's and the judge's model (tests without them are skipped at
+    collection, `SparringState.why_not_run`).
+
+    Raises:
+        UserError: a model spec cannot be resolved (unknown provider, missing key).
+    """
+    from sparring.errors import UserError
+    from sparring.models.pricing import set_prices
+    from sparring.models.registry import resolve_model
+
+    set_prices(settings.prices)
+    user_spec, judge_spec = settings.resolved_user_model, settings.resolved_judge_model
+    if user_spec is None or judge_spec is None:
+        raise UserError(NO_MODEL_HINT)
+
+    def make(spec: str) -> Model:
+        return resolve_model(spec, base_url=settings.base_url, api_key=settings.api_key,
+                             timeout_s=settings.model_timeout_s,
+                             max_retries=settings.model_max_retries)
+
+    user = make(user_spec)
+    return user, user if judge_spec == user_spec else make(judge_spec)
+
+
+def _run_settings(settings: Settings) -> RunSettings:
+    """The run settings `sparring run` would use (parallel, timeouts, limits, temperatures)."""
+    from sparring.cli.run import _run_settings as of  # pyright: ignore[reportPrivateUsage]
+
+    return of(settings, fail_fast=False, fail_on_skip=False)
+
+
+async def _run_scenario(scenario: AnyRunnable, settings: Settings, user_model: Model | None,
+                        judge_model: Model | None) -> ScenarioResult:
+    """Run all trials of `scenario` (a test file's, or a Python test's), then close the
+    models."""
+    from sparring.runner import TargetPool, run_scenarios
+    from sparring.secrets import Secrets
+
+    secrets = Secrets.load(file=Path(settings.secrets_file) if settings.secrets_file else None)
+    try:
+        async with TargetPool(secrets=secrets) as pool:
+            run = await run_scenarios(
+                [scenario], targets=pool.for_scenario, user_model=user_model,
+                judge_model=judge_model, scrub=secrets.scrub,
+                settings=_run_settings(settings))
+    finally:
+        for model in {id(m): m for m in (user_model, judge_model) if m}.values():
+            await model.aclose()
+    return run.scenarios[0]
+
+
+# --- Python tests ---------------------------------------------------------------------------
+
+_MARKER_OPTIONS = ("trials", "threshold", "live")
+
+
+def marker_options(item: pytest.Function) -> tuple[int, float, bool]:
+    """`(trials, threshold, live)` of the test's `sparring` marker (defaults 1, 1.0, True).
+
+    Raises:
+        UserError: an unknown option (with did-you-mean) or a bad value.
+    """
+    import difflib
+
+    from sparring.errors import UserError
+    from sparring.scenario import parse_threshold
+
+    marker = item.get_closest_marker("sparring")
+    options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
+    where = f"@pytest.mark.sparring on {item.nodeid}"
+    for key in options:
+        if key not in _MARKER_OPTIONS:
+            close = difflib.get_close_matches(key, _MARKER_OPTIONS, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"use {', '.join(_MARKER_OPTIONS)}"
+            raise UserError(f"{where}: unknown option {key!r}; {hint}")
+    trials = options.get("trials", 1)
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 100:
+        raise UserError(f"{where}: trials must be a whole number from 1 to 100, got {trials!r}")
+    try:
+        threshold = parse_threshold(options.get("threshold", 1.0))
+    except ValueError as e:
+        raise UserError(f"{where}: {e}") from None
+    return trials, threshold, bool(options.get("live", True))
+
+
+def run_test(item: pytest.Function, state: SparringState) -> None:
+    """Run a Python sparring test: its function (sync or async) once per trial, with its
+    fixtures, through `sparring.runner`; then `conclude`.
+
+    A failing `assert` or unmet `should` fails a trial, any other exception makes it
+    `error`; the test fails when the pass rate is below the threshold.
+
+    Raises:
+        UserError: bad marker options or model settings.
+        ScenarioFailed: the test did not reach its threshold.
+    """
+    import anyio
+
+    from sparring.session import CodeScenario, call_body
+
+    trials, threshold, live = marker_options(item)
+    function = item.obj
+    arguments = {name: item.funcargs[name]
+                 for name in inspect.signature(function).parameters if name in item.funcargs}
+
+    async def body(trial: TrialContext) -> None:
+        await call_body(lambda: function(**arguments))
+
+    path, line, _ = item.reportinfo()
+    scenario = CodeScenario(id=item.nodeid, display_name=item.name, body=body,
+                            source=f"{os.path.relpath(path)}:{(line or 0) + 1}", trials=trials,
+                            threshold=threshold)
+    judge = _models(state.settings)[1] if live else None
+    conclude(item, anyio.run(_run_scenario, scenario, state.settings, None, judge))
+
+
+class SuiteTestItem(pytest.Item):
+    """One test of a module-level `sparring.api.Suite`, run with its repetitions and
+    threshold. Each pytest test is its own suite run, so `before_all` / `after_all` hooks
+    run around each test."""
+
+    def __init__(self, *, suite: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)  # pyright: ignore[reportUnknownMemberType]
+        self.suite = suite
+
+    def runtest(self) -> None:
+        """Run the test through `Suite.run` with the session's settings and judge."""
+        import re
+
+        settings = _run_settings(plugin_state(self.config).settings)
+        result = self.suite.run(pattern=f"^{re.escape(self.name)}$", settings=settings)
+        conclude(self, result.scenarios[0])
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        """Where the test function is."""
+        test = next(t for t in self.suite.tests if t.name == self.name)
+        line = test.source.rpartition(":")[2]
+        return self.path, int(line) - 1 if line.isdigit() else None, f"suite test {self.name}"
+
+
+# --- outcomes ---------------------------------------------------------------------------
+
+class ScenarioFailed(AssertionError):
+    """A sparring test's pass rate is below its threshold, or its trials could not run."""
+
+
+def conclude(item: pytest.Item, result: ScenarioResult) -> None:
+    """Turn a scenario result into the test's outcome; keep it for reports and gates.
+
+    Returns when the scenario passed; calls `pytest.skip` when every trial was skipped
+    (with why).
+
+    Raises:
+        ScenarioFailed: the scenario failed, errored or did not run; the message names k/N
+            trials passed, the threshold, and every failed verdict with reason and turn.
+    """
+    item.stash[RESULT_KEY] = result
+    status = result.status
+    if status == "passed":
+        return
+    if status == "skipped":
+        why = next((t.error for t in result.trials if t.error), "every trial was skipped")
+        pytest.skip(f"sparring: {why}")
+    raise ScenarioFailed(describe_failure(result))
+
+
+def describe_failure(result: ScenarioResult) -> str:
+    """`k/N trials passed (rate), threshold T`, then each trial that did not pass with its
+    error and failed verdicts (`turn N: id (kind: description) not met: reason`)."""
+    from sparring.reports import one_line, percent
+
+    counted = len(result.counted)
+    noun = "test" if result.kind == "python" else "scenario"
+    lines = [f"sparring {noun} {result.scenario_id!r} {result.status}: "
+             f"{result.passed_trials}/{counted} trials passed ({percent(result.pass_rate)}), "
+             f"threshold {percent(result.threshold)}"]
+    if result.missing_trials:
+        lines.append(f"{result.missing_trials} planned trials did not run")
+    for trial in result.trials:
+        if trial.status == "passed":
+            continue
+        lines.append(f"trial {trial.trial}: {trial.status} (end reason {trial.end_reason})"
+                     + (f": {one_line(trial.error, 1000)}" if trial.error else ""))
+        for v in trial.failures:
+            at = f"turn {v.turn}: " if v.turn is not None else ""
+            status = "not met" if v.status == "not_met" else v.status
+            lines.append(f"  {at}{v.id} ({one_line(v.description, 200)}) {status}: "
+                         f"{one_line(v.reason, 1000)}")
+    return "\n".join(lines)
