@@ -231,11 +231,11 @@ def _redirect(exchange: Exchange, *, followed: bool) -> Finding:
                    "really answers on")
 
 
+_CREDENTIALS_FIX = ("the agent refused the credentials: check the Authorization / key "
+                    "headers (shown masked above) and that the secret is set and current")
 _STATUS_FIXES = {
-    401: "the agent refused the credentials: check the Authorization / key headers (shown "
-         "masked above) and that the secret is set and current",
-    403: "the agent refused the credentials: check the Authorization / key headers (shown "
-         "masked above) and that the secret is set and current",
+    401: _CREDENTIALS_FIX,
+    403: _CREDENTIALS_FIX,
     404: "there is no endpoint at this path: check the path in the url (e.g. /chat vs "
          "/api/chat)",
     405: "the endpoint does not take this method: set the target's `method`",

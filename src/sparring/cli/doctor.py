@@ -16,7 +16,12 @@ import anyio
 from rich.console import Console
 from rich.text import Text
 
+from sparring.config import load_settings
 from sparring.diagnosis import Finding, Probe, diagnose, is_healthy
+from sparring.loaders.target_file import load_target
+from sparring.probe import probe
+from sparring.secrets import Secrets, mask_url
+from sparring.target_specs import CallableTargetSpec, HttpTargetSpec, OpenAIChatTargetSpec
 from sparring.targets.registry import AnyTargetSpec
 
 EXIT_OK = 0
@@ -34,11 +39,6 @@ def doctor_command(*, file: str, message: str, secrets_file: str | None,
         UserError: the file cannot be read or holds no valid target, `--scenario` names no
             scenario in it, a secret the target uses is not set (exit code 2).
     """
-    from sparring.config import load_settings
-    from sparring.loaders.target_file import load_target
-    from sparring.probe import probe
-    from sparring.secrets import Secrets
-
     settings = load_settings({"secrets_file": secrets_file})
     secrets = Secrets.load(file=Path(settings.secrets_file) if settings.secrets_file else None)
     spec, source = load_target(file, scenario_id=scenario)
@@ -54,12 +54,7 @@ def doctor_command(*, file: str, message: str, secrets_file: str | None,
     return EXIT_OK if is_healthy(findings) else EXIT_TARGET_FAILED
 
 
-# --- the target ----------------------------------------------------------------------------
-
 def _describe(spec: AnyTargetSpec) -> str:
-    from sparring.secrets import mask_url
-    from sparring.target_specs import CallableTargetSpec, HttpTargetSpec, OpenAIChatTargetSpec
-
     match spec:
         case HttpTargetSpec():
             return f"http target, {spec.method} {spec.url}"
