@@ -7,6 +7,10 @@ SDK; a provider's SDK is imported only when a model of that provider is resolved
   `OPENAI_API_KEY`, required.
 - `ollama:NAME`: `base_url`, else `OLLAMA_HOST`, else http://localhost:11434/v1; no key.
 - `openai-compatible:NAME`: `base_url` (or `OPENAI_BASE_URL`), required; key optional.
+- `anthropic:NAME`: Anthropic, or `base_url` / `ANTHROPIC_BASE_URL`; key from `api_key` or
+  `ANTHROPIC_API_KEY`, required (extra `anthropic`).
+- `local:PATH.gguf`: a GGUF file run in this process by llama-cpp-python (extra `local`);
+  no key, no URL.
 """
 
 from __future__ import annotations
@@ -98,12 +102,25 @@ def _compatible(spec: str, model: str, o: ModelOptions) -> Model:
                            timeout_s=o.timeout_s, max_retries=o.max_retries)
 
 
-_EXAMPLE_MODEL = {"openai": "gpt-4o-mini", "ollama": "qwen2.5:7b"}
+def _anthropic(spec: str, model: str, o: ModelOptions) -> Model:
+    cls = import_module("sparring.models.anthropic").AnthropicModel
+    return cls(name=spec, model=model, base_url=o.base_url, api_key=o.api_key,
+               timeout_s=o.timeout_s, max_retries=o.max_retries)
+
+
+def _local(spec: str, model: str, o: ModelOptions) -> Model:
+    return import_module("sparring.models.local").LocalModel(name=spec, path=model)
+
+
+_EXAMPLE_MODEL = {"openai": "gpt-4o-mini", "ollama": "qwen2.5:7b",
+                  "anthropic": "claude-haiku-4-5", "local": "models/qwen2.5-0.5b.gguf"}
 
 PROVIDERS: dict[str, ProviderLoader] = {
     "openai": _openai,
     "ollama": _ollama,
     "openai-compatible": _compatible,
+    "anthropic": _anthropic,
+    "local": _local,
 }
 
 
@@ -128,8 +145,9 @@ def resolve_model(
         max_retries: Retries of a failed attempt (429, 5xx, timeouts).
 
     Raises:
-        UserError: malformed spec, unknown provider (with a did-you-mean), or a missing
-            key / base_url the provider needs.
+        UserError: malformed spec, unknown provider (with a did-you-mean), a missing
+            key / base_url / extra the provider needs, or a `local:` path that is not a
+            GGUF file.
     """
     provider, sep, name = spec.strip().partition(":")
     if not sep and provider in PROVIDERS:
