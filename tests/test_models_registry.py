@@ -95,7 +95,7 @@ def test_openai_compatible_requires_base_url() -> None:
 @pytest.mark.parametrize(("spec", "pattern"), [
     ("opanai:gpt-4o", r"unknown model provider 'opanai'.*Did you mean 'openai:gpt-4o'\?"),
     ("olama:qwen2.5:7b", r"Did you mean 'ollama:qwen2.5:7b'\?"),
-    ("zzz:x", r"use one of: ollama, openai, openai-compatible\.$"),
+    ("zzz:x", r"use one of: anthropic, local, ollama, openai, openai-compatible\.$"),
     ("gpt-4o-mini", r"not 'provider:name'; write e.g. 'openai:gpt-4o-mini'"),
     ("openai:", r"names no model"),
     (":x", r"not 'provider:name'"),
