@@ -67,11 +67,11 @@ def test_settings_file_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> Non
 
 
 def test_transcript_limits_override_only_what_is_set(tmp_path: Path) -> None:
-    from sparring.cli.run import _limits
     from sparring.rendering import Limits
+    from sparring.runner import RunSettings
 
     settings = load_settings({}, cwd=tmp_path, env={"SPARRING_JUDGE_CHARS_TOTAL": "4000"})
-    assert _limits(settings) == Limits(judge_chars_total=4000)
+    assert RunSettings.from_settings(settings).limits == Limits(judge_chars_total=4000)
 
 
 def test_a_sub_table_is_not_silently_ignored(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from sparring.config import Settings
     from sparring.models.base import Model
     from sparring.results import ScenarioResult
-    from sparring.runner import AnyRunnable, RunSettings
+    from sparring.runner import AnyRunnable
     from sparring.scenario import AnyScenario
     from sparring.session import TrialContext
 
@@ -102,38 +102,23 @@ def _models(settings: Settings) -> tuple[Model, Model]:
     collection, `SparringState.why_not_run`).
 
     Raises:
-        UserError: a model spec cannot be resolved (unknown provider, missing key).
+        UserError: no model is configured, or a spec cannot be resolved (unknown provider,
+            missing key).
     """
     from sparring.errors import UserError
-    from sparring.models.pricing import set_prices
-    from sparring.models.registry import resolve_model
+    from sparring.models.registry import models_from_settings
 
-    set_prices(settings.prices)
-    user_spec, judge_spec = settings.resolved_user_model, settings.resolved_judge_model
-    if user_spec is None or judge_spec is None:
+    user, judge = models_from_settings(settings)
+    if user is None or judge is None:
         raise UserError(NO_MODEL_HINT)
-
-    def make(spec: str) -> Model:
-        return resolve_model(spec, base_url=settings.base_url, api_key=settings.api_key,
-                             timeout_s=settings.model_timeout_s,
-                             max_retries=settings.model_max_retries)
-
-    user = make(user_spec)
-    return user, user if judge_spec == user_spec else make(judge_spec)
-
-
-def _run_settings(settings: Settings) -> RunSettings:
-    """The run settings `sparring run` would use (parallel, timeouts, limits, temperatures)."""
-    from sparring.cli.run import _run_settings as of  # pyright: ignore[reportPrivateUsage]
-
-    return of(settings, fail_fast=False, fail_on_skip=False)
+    return user, judge
 
 
 async def _run_scenario(scenario: AnyRunnable, settings: Settings, user_model: Model | None,
                         judge_model: Model | None) -> ScenarioResult:
     """Run all trials of `scenario` (a test file's, or a Python test's), then close the
     models."""
-    from sparring.runner import TargetPool, run_scenarios
+    from sparring.runner import RunSettings, TargetPool, run_scenarios
     from sparring.secrets import Secrets
 
     secrets = Secrets.load(file=Path(settings.secrets_file) if settings.secrets_file else None)
@@ -142,7 +127,7 @@ async def _run_scenario(scenario: AnyRunnable, settings: Settings, user_model: M
             run = await run_scenarios(
                 [scenario], targets=pool.for_scenario, user_model=user_model,
                 judge_model=judge_model, scrub=secrets.scrub,
-                settings=_run_settings(settings))
+                settings=RunSettings.from_settings(settings))
     finally:
         for model in {id(m): m for m in (user_model, judge_model) if m}.values():
             await model.aclose()
@@ -227,7 +212,9 @@ class SuiteTestItem(pytest.Item):
         """Run the test through `Suite.run` with the session's settings and judge."""
         import re
 
-        settings = _run_settings(plugin_state(self.config).settings)
+        from sparring.runner import RunSettings
+
+        settings = RunSettings.from_settings(plugin_state(self.config).settings)
         result = self.suite.run(pattern=f"^{re.escape(self.name)}$", settings=settings)
         conclude(self, result.scenarios[0])
 

@@ -14,7 +14,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -25,6 +25,7 @@ from pydantic_core import PydanticSerializationError
 if TYPE_CHECKING:
     import httpx
 
+    from sparring.config import Settings
     from sparring.secrets import Secrets
 
 from sparring import __version__
@@ -115,6 +116,20 @@ class RunSettings:
     limits: Limits = field(default_factory=Limits)
     user_temperature: float = 0.7
     judge_temperature: float = 0.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, fail_fast: bool = False,
+                      fail_on_skip: bool = False) -> RunSettings:
+        """The run settings `settings` give (parallel, trials, timeouts, temperatures,
+        limits: DESIGN.md section 3 defaults where a limit is not set)."""
+        limits = Limits(**{f.name: getattr(settings, f.name) for f in fields(Limits)
+                           if getattr(settings, f.name) is not None})
+        return cls(
+            parallel=settings.parallel, trials=settings.trials,
+            reply_timeout_s=settings.reply_timeout_s,
+            conversation_timeout_s=settings.conversation_timeout_s, fail_fast=fail_fast,
+            fail_on_skip=fail_on_skip, user_temperature=settings.user_temperature,
+            judge_temperature=settings.judge_temperature, limits=limits)
 
 
 @dataclass(kw_only=True)

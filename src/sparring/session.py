@@ -544,15 +544,13 @@ async def resolve_judge_model(model: Model | str | None, stack: AsyncExitStack, 
     if model is None and not fallback:
         return None
     from sparring.config import load_settings
-    from sparring.models.registry import resolve_model
+    from sparring.models.registry import model_from_settings
 
     settings = load_settings({})
     spec = model or settings.resolved_judge_model
     if spec is None:
         return None
-    made = resolve_model(spec, base_url=settings.base_url, api_key=settings.api_key,
-                         timeout_s=settings.model_timeout_s,
-                         max_retries=settings.model_max_retries)
+    made = model_from_settings(spec, settings)
     stack.push_async_callback(made.aclose)
     return made
 

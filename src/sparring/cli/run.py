@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +14,6 @@ from sparring.config import Settings, load_settings
 from sparring.errors import UserError
 from sparring.events import Event, RunFinished
 from sparring.models.base import Model
-from sparring.rendering import Limits
 from sparring.results import RunResult
 from sparring.runner import NO_MODEL_HINT, AnyRunnable, RunSettings, TargetPool, run_scenarios
 from sparring.scenario import AnyScenario
@@ -57,7 +55,8 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
     # a second Ctrl-C or SIGTERM cannot break off the reports of an interrupted run.
     # An interrupted run keeps ignoring them until the process exits.
     previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    run_settings = _run_settings(settings, fail_fast=fail_fast, fail_on_skip=fail_on_skip)
+    run_settings = RunSettings.from_settings(settings, fail_fast=fail_fast,
+                                          fail_on_skip=fail_on_skip)
     result = anyio.run(_run, scenarios, suites, pattern, settings.secrets_file, run_settings,
                        user_model, judge_model, live)
     written = _write_reports(result, reports)
@@ -104,36 +103,15 @@ def _print_list(scenarios: list[AnyRunnable], *, trials: int | None) -> None:
 
 
 def _resolve_models(settings: Settings) -> tuple[Model | None, Model | None]:
-    from sparring.models.pricing import set_prices
-    from sparring.models.registry import resolve_model
+    from sparring.models.registry import models_from_settings
 
-    set_prices(settings.prices)
-
-    def make(spec: str | None) -> Model | None:
-        if spec is None:
-            return None
-        return resolve_model(spec, base_url=settings.base_url, api_key=settings.api_key,
-                             timeout_s=settings.model_timeout_s,
-                             max_retries=settings.model_max_retries)
-
-    user_spec, judge_spec = settings.resolved_user_model, settings.resolved_judge_model
-    user = make(user_spec)
-    judge = user if judge_spec == user_spec else make(judge_spec)
+    user, judge = models_from_settings(settings)
     if user is None or judge is None:
         missing = " and ".join(r for r, m in (("simulated user", user), ("judge", judge))
                                if m is None)
         click.secho(f"note: {missing} steps will be skipped; {NO_MODEL_HINT}", fg="yellow",
                     err=True)
     return user, judge
-
-
-def _run_settings(settings: Settings, *, fail_fast: bool, fail_on_skip: bool) -> RunSettings:
-    return RunSettings(
-        parallel=settings.parallel, trials=settings.trials,
-        reply_timeout_s=settings.reply_timeout_s,
-        conversation_timeout_s=settings.conversation_timeout_s, fail_fast=fail_fast,
-        fail_on_skip=fail_on_skip, user_temperature=settings.user_temperature,
-        judge_temperature=settings.judge_temperature, limits=_limits(settings))
 
 
 async def _run(scenarios: list[AnyScenario], suites: SuiteRun, pattern: str | None,
@@ -196,13 +174,6 @@ def _check_writable(path: Path) -> None:
     if not parent.is_dir() or not os.access(parent, os.W_OK):
         raise UserError(f"cannot write a report to {str(path)!r}: {str(parent)!r} is not a "
                         "writable directory; pick another path")
-
-
-def _limits(settings: Settings) -> Limits:
-    """The transcript limits for models: DESIGN.md section 3 defaults, unless overridden."""
-    given = {f.name: getattr(settings, f.name) for f in fields(Limits)
-             if getattr(settings, f.name) is not None}
-    return Limits(**given)
 
 
 def _write_reports(result: RunResult, reports: dict[str, str | None]) -> bool:

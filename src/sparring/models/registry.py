@@ -20,10 +20,13 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparring.errors import UserError
 from sparring.models.base import Model
+
+if TYPE_CHECKING:
+    from sparring.config import Settings
 
 OLLAMA_DEFAULT_URL = "http://localhost:11434/v1"
 _NO_KEY = "not-needed"
@@ -168,3 +171,32 @@ def resolve_model(
     options = ModelOptions(base_url=base_url, api_key=api_key, timeout_s=timeout_s,
                            max_retries=max_retries)
     return loader(spec.strip(), name, options)
+
+
+def model_from_settings(spec: str, settings: Settings) -> Model:
+    """The model `spec` names, connected with the settings' `base_url`, `api_key`, model
+    timeout and retries; the settings' `prices` are applied first (`pricing.set_prices`).
+
+    Raises:
+        UserError: as `resolve_model`; a price that is not [input, output].
+    """
+    from sparring.models.pricing import set_prices
+
+    set_prices(settings.prices)
+    return resolve_model(spec, base_url=settings.base_url, api_key=settings.api_key,
+                         timeout_s=settings.model_timeout_s,
+                         max_retries=settings.model_max_retries)
+
+
+def models_from_settings(settings: Settings) -> tuple[Model | None, Model | None]:
+    """The simulated user's and the judge's model (`None` where none is configured); one
+    object when both name the same spec.
+
+    Raises:
+        UserError: as `model_from_settings`.
+    """
+    user_spec, judge_spec = settings.resolved_user_model, settings.resolved_judge_model
+    user = model_from_settings(user_spec, settings) if user_spec is not None else None
+    if judge_spec == user_spec:
+        return user, user
+    return user, model_from_settings(judge_spec, settings) if judge_spec is not None else None
