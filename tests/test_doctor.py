@@ -344,12 +344,12 @@ def test_secrets_are_masked_in_requests_and_responses(tmp_path: Path, stage: Sta
 def test_secrets_file_option_and_unset_secret(tmp_path: Path, stage: Stage) -> None:
     file = target_file(tmp_path, {"url": f"{stage.base}/echo", "response_path": "reply",
                                   "headers": {"X-Api-Key": "{{secrets.BOT_KEY}}"}})
-    unset = doctor(file, env={"BOT_KEY": None})  # type: ignore[dict-item]
+    unset = doctor(file, env={"BOT_KEY": None})
     assert isinstance(unset.exception, UserError)
     assert "secret 'BOT_KEY'" in str(unset.exception)
     secrets = tmp_path / "secrets.env"
     secrets.write_text(f"BOT_KEY={SECRET}\n", encoding="utf-8")
-    ok = doctor(file, "--secrets-file", str(secrets), env={"BOT_KEY": None})  # type: ignore[dict-item]
+    ok = doctor(file, "--secrets-file", str(secrets), env={"BOT_KEY": None})
     assert ok.exit_code == 0, ok.output
     assert "X-Api-Key: ***" in ok.output
 
