@@ -14,11 +14,18 @@ import pytest
 from ruamel.yaml import YAML
 
 from sparring.demo import ORDERS, DemoReply, DemoServer, respond, serve
+from sparring.demo.agent import chat as chat_fn
 from sparring.demo.agent import find_card_numbers
 from sparring.judging.checks import run_check
 from sparring.scenario import CHECK_TYPES, ScriptedScenario, SingleTurnScenario, TestFile
 from sparring.secrets import Secrets
-from sparring.target_specs import HttpTargetSpec, OpenAIChatTargetSpec, ParlantTargetSpec
+from sparring.target_specs import (
+    A2ATargetSpec,
+    CallableTargetSpec,
+    HttpTargetSpec,
+    OpenAIChatTargetSpec,
+    ParlantTargetSpec,
+)
 from sparring.targets.registry import build_target
 from sparring.transcript import Message, Transcript
 
@@ -379,12 +386,15 @@ def test_examples_use_every_scenario_kind_check_type_and_target() -> None:
     urls = {f.target.url for f in files if isinstance(f.target, HttpTargetSpec)}
     assert {u.rsplit("/", 1)[-1] for u in urls} == {"chat", "stream"}
     assert any(isinstance(f.target, OpenAIChatTargetSpec) for f in files)
-    assert any(isinstance(f.target, ParlantTargetSpec) for f in files)
+    kinds = {type(f.target) for f in files}
+    assert {OpenAIChatTargetSpec, ParlantTargetSpec, A2ATargetSpec, CallableTargetSpec} <= kinds
 
 
 def _local(spec: Any, server: DemoServer) -> Any:
     if isinstance(spec, OpenAIChatTargetSpec):
         return spec.model_copy(update={"base_url": f"{server.url}/v1"})
+    if isinstance(spec, CallableTargetSpec):
+        return spec
     return spec.model_copy(update={"url": spec.url.replace("http://127.0.0.1:8787", server.url)})
 
 
@@ -420,3 +430,9 @@ async def test_every_example_check_passes_against_the_demo_agent(server: DemoSer
                     ran += 1
     assert ran >= 10
     assert failures == []
+
+
+def test_chat_is_the_demo_agent_as_a_callable_target() -> None:
+    text, calls = chat_fn([{"role": "user", "content": "Where is order 10237?"}])
+    assert "delay" in text.lower()
+    assert calls == [{"name": "lookup_order", "arguments": {"order_id": "10237"}}]

@@ -257,6 +257,13 @@ def respond(history: Sequence[Mapping[str, Any]]) -> DemoReply:
     return DemoReply(prefix + answer.reply, answer.tool_calls, answer.handover)
 
 
+def chat(history: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The demo agent as a `callable` target (`ref: sparring.demo.agent:chat`): `respond`'s
+    reply text and tool calls, in the `(text, tool_calls)` shape callable targets return."""
+    answer = respond(history)
+    return answer.reply, answer.tool_calls
+
+
 def _answer(current: str, earlier: Sequence[str], turns: Sequence[tuple[str, str]]) -> DemoReply:
     if find_card_numbers(current):
         return _refuse_card()
