@@ -79,7 +79,8 @@ EXIT_HOOK_FAILED = 3
 def _load(paths: tuple[str, ...], *, pattern: str | None) -> tuple[list[AnyScenario], SuiteRun]:
     """YAML scenarios (filtered by `pattern`) and the Python test files' suites."""
     from sparring.api import SuiteRun
-    from sparring.loaders.python import load_suites, split_paths
+    from sparring.loaders.files import split_paths
+    from sparring.loaders.python import load_suites
     from sparring.loaders.yaml import load_paths
 
     yaml_files, py_files = split_paths(paths)

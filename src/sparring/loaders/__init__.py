@@ -4,8 +4,9 @@
     scenarios = load_paths(["tests/conversations"], pattern="refund")
 """
 
+from sparring.loaders.files import TEST_FILE_SUFFIXES, discover_files
 from sparring.loaders.schema import test_file_json_schema
-from sparring.loaders.yaml import TEST_FILE_SUFFIXES, discover_files, load_paths, load_text
+from sparring.loaders.yaml import load_paths, load_text
 
 __all__ = ["TEST_FILE_SUFFIXES", "discover_files", "load_paths", "load_text",
            "test_file_json_schema"]

@@ -10,9 +10,8 @@ documents. Every problem found in any file is reported in one `ConfigError`, one
 from __future__ import annotations
 
 import functools
-import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,6 +26,7 @@ from sparring.loaders.errors import (
     config_error,
     validation_problems,
 )
+from sparring.loaders.files import discover_files
 from sparring.loaders.schema import test_file_json_schema
 from sparring.scenario import (
     AnyScenario,
@@ -39,11 +39,7 @@ from sparring.scenario import (
 )
 from sparring.target_specs import HttpTargetSpec
 
-__all__ = ["TEST_FILE_SUFFIXES", "discover_files", "load_paths", "load_text",
-           "test_file_json_schema"]
-
-TEST_FILE_SUFFIXES = (".yaml", ".yml", ".json")
-"""File names searched for in directories."""
+__all__ = ["load_paths", "load_text", "test_file_json_schema"]
 
 
 def load_paths(paths: Sequence[str | Path], *, pattern: str | None = None) -> list[AnyScenario]:
@@ -106,41 +102,6 @@ class _Loaded(NamedTuple):
     path: str
     line: int
     column: int
-
-
-def discover_files(paths: Sequence[str | Path]) -> list[Path]:
-    """The test files named by `paths`: files as given, directories searched recursively.
-
-    Returns:
-        Files in the order of `paths`, each directory's files sorted; no file twice.
-
-    Raises:
-        UserError: a path does not exist, or no test file was found at all.
-    """
-    files: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if not path.exists():
-            raise UserError(f"test path {str(raw)!r} does not exist; give a test file or a "
-                            "directory of test files (*.yaml, *.yml, *.json)")
-        files += sorted(_walk(path)) if path.is_dir() else [path]
-    if not files:
-        searched = ", ".join(repr(str(p)) for p in paths) or "(no paths given)"
-        raise UserError(f"no test files found under {searched}: looked for *.yaml, *.yml and "
-                        "*.json files (hidden directories skipped); `sparring init` writes an "
-                        "example")
-    unique: dict[Path, Path] = {}
-    for file in files:
-        unique.setdefault(file.resolve(), file)
-    return list(unique.values())
-
-
-def _walk(root: Path) -> Iterator[Path]:
-    for directory, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        for name in filenames:
-            if not name.startswith(".") and name.endswith(TEST_FILE_SUFFIXES):
-                yield Path(directory, name)
 
 
 def _compile(pattern: str | None) -> re.Pattern[str] | None:
