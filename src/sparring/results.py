@@ -101,14 +101,15 @@ class UsageTotals(Usage):
     def add_totals(self, other: UsageTotals) -> None:
         """Add `other` into this one; a target count stays `None` only if both are."""
         self.add(other)
-        self.target_input_tokens = _add_known(self.target_input_tokens,
+        self.target_input_tokens = add_tokens(self.target_input_tokens,
                                               other.target_input_tokens)
-        self.target_output_tokens = _add_known(self.target_output_tokens,
+        self.target_output_tokens = add_tokens(self.target_output_tokens,
                                                other.target_output_tokens)
 
 
-def _add_known(a: int | None, b: int | None) -> int | None:
-    return a if b is None else b if a is None else a + b
+def add_tokens(total: int | None, more: int | None) -> int | None:
+    """Sum token counts where `None` means "not reported": `None` only if both are."""
+    return total if more is None else more if total is None else total + more
 
 
 def usage_totals(trials: Iterable[TrialResult]) -> UsageTotals:
@@ -184,9 +185,9 @@ class TrialResult(BaseModel):
         (`None` when no reply carried one)."""
         total = UsageTotals(**self.usage.model_dump())
         for _, reply in self.transcript.agent_replies():
-            total.target_input_tokens = _add_known(total.target_input_tokens,
+            total.target_input_tokens = add_tokens(total.target_input_tokens,
                                                    reply.input_tokens)
-            total.target_output_tokens = _add_known(total.target_output_tokens,
+            total.target_output_tokens = add_tokens(total.target_output_tokens,
                                                     reply.output_tokens)
         return total
 

@@ -126,13 +126,6 @@ def reply_content(output: object) -> tuple[str, JsonValue]:
     return content_text(data), data
 
 
-def add_tokens(total: int | None, more: int | None) -> int | None:
-    """Sum token counts where `None` means "not reported": `None` only if both are."""
-    if more is None:
-        return total
-    return more if total is None else total + more
-
-
 def missing_extra(feature: str, extra: str) -> UserError:
     """The error for a framework that is not installed; raise it `from` the ImportError."""
     return UserError(f'{feature} needs: pip install "sparring[{extra}]"')

@@ -17,7 +17,8 @@ from uuid import uuid4
 
 from pydantic import JsonValue
 
-from sparring.adapters._base import FrameworkAdapter, Turn, add_tokens, jsonable, missing_extra
+from sparring.adapters._base import FrameworkAdapter, Turn, jsonable, missing_extra
+from sparring.results import add_tokens
 from sparring.targets.templates import History
 from sparring.transcript import Message, ToolCall
 

@@ -15,11 +15,11 @@ from typing import Any
 from sparring.adapters._base import (
     FrameworkAdapter,
     Turn,
-    add_tokens,
     jsonable,
     missing_extra,
     reply_content,
 )
+from sparring.results import add_tokens
 from sparring.targets.templates import History
 from sparring.transcript import Message, ToolCall
 

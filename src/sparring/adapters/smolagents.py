@@ -26,11 +26,11 @@ from pydantic import JsonValue
 from sparring.adapters._base import (
     FrameworkAdapter,
     Turn,
-    add_tokens,
     jsonable,
     missing_extra,
     reply_content,
 )
+from sparring.results import add_tokens
 from sparring.targets.templates import History
 from sparring.transcript import Message, ToolCall
 
