@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, TypeGuard
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -54,6 +55,11 @@ def check_http_url(url: str, *, key: str) -> str:
                      f"http:// or https://, e.g. {example}")
 
 
+HttpAddress = Annotated[str, AfterValidator(
+    lambda url, info: check_http_url(url, key=info.field_name or "url"))]
+"""A `str` field holding an HTTP address, checked by `check_http_url` (errors name the field)."""
+
+
 class HttpTargetSpec(BaseModel):
     """An agent behind a JSON-over-HTTP endpoint (DESIGN.md section 4, `http`).
 
@@ -65,18 +71,13 @@ class HttpTargetSpec(BaseModel):
 
     model_config = FROZEN
     type: Literal["http"] = "http"
-    url: str
+    url: HttpAddress
     method: Literal["POST", "PUT", "PATCH", "GET", "HEAD"] = "POST"
     headers: dict[str, str] = Field(default_factory=dict)
     body_template: JsonValue = Field(default_factory=lambda: {"message": "{{input}}"})
     response_path: str = "$"
     tool_calls_path: str | None = None
     timeout_s: float = Field(default=60, gt=0, le=3600)
-
-    @field_validator("url")
-    @classmethod
-    def _http_url(cls, url: str) -> str:
-        return check_http_url(url, key="url")
 
     @field_validator("response_path", "tool_calls_path")
     @classmethod
@@ -98,18 +99,13 @@ class OpenAIChatTargetSpec(BaseModel):
 
     model_config = FROZEN
     type: Literal["openai_chat"] = "openai_chat"
-    base_url: str
+    base_url: HttpAddress
     model: str
     api_key: str = "{{secrets.OPENAI_API_KEY}}"
     system_prompt: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     temperature: float | None = None
     timeout_s: float = Field(default=60, gt=0, le=3600)
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, url: str) -> str:
-        return check_http_url(url, key="base_url")
 
 
 class CallableTargetSpec(BaseModel):
@@ -134,7 +130,7 @@ class A2ATargetSpec(BaseModel):
 
     model_config = FROZEN
     type: Literal["a2a"]
-    url: str
+    url: HttpAddress
     card_path: str = "/.well-known/agent-card.json"
     headers: dict[str, str] = Field(default_factory=dict)
     streaming: bool = False
@@ -142,12 +138,12 @@ class A2ATargetSpec(BaseModel):
 
     @field_validator("url")
     @classmethod
-    def _http_url(cls, url: str) -> str:
+    def _no_placeholders(cls, url: str) -> str:
         if "{{" in url:
             raise ValueError(f"url {url!r} cannot use placeholders on an a2a target; put "
                              "credentials in `headers`, e.g. Authorization: Bearer "
                              "{{secrets.AGENT_TOKEN}}")
-        return check_http_url(url, key="url")
+        return url
 
     @field_validator("card_path")
     @classmethod
@@ -165,16 +161,11 @@ class ParlantTargetSpec(BaseModel):
 
     model_config = FROZEN
     type: Literal["parlant"]
-    url: str
+    url: HttpAddress
     agent_id: str = Field(min_length=1)
     customer_id: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = Field(default=60, gt=0, le=3600)
-
-    @field_validator("url")
-    @classmethod
-    def _http_url(cls, url: str) -> str:
-        return check_http_url(url, key="url")
 
 
 def _target_type(value: Any) -> str | None:
