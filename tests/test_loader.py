@@ -798,6 +798,26 @@ def test_tool_checks_need_a_tool_calls_path_on_http_targets() -> None:
     assert "'b'" not in str(info.value)
 
 
+def test_tool_checks_need_a_tool_calls_path_on_a2a_targets_too() -> None:
+    text = textwrap.dedent("""\
+        scenarios:
+          - id: a
+            target: {type: a2a, url: "http://127.0.0.1:9/a2a"}
+            prompt: hi
+            checks: [{tool_called: [lookup_order]}]
+          - id: b
+            target: {type: a2a, url: "http://127.0.0.1:9/a2a", tool_calls_path: metadata.toolCalls}
+            prompt: hi
+            checks: [{tool_called: [lookup_order]}]
+        """)
+    with pytest.raises(ConfigError) as info:
+        load_text(text, path="t.yaml")
+    assert str(info.value).startswith("t.yaml:2:5: scenario 'a' checks tool calls, but its "
+                                      "a2a target does not say where they are")
+    assert "`tool_calls_path: metadata.toolCalls`" in str(info.value)
+    assert "'b'" not in str(info.value)
+
+
 def test_a_json_report_saved_among_the_tests_is_skipped(tmp_path: Path) -> None:
     (tmp_path / "t.yaml").write_text(textwrap.dedent("""\
         target: {url: "http://127.0.0.1:9/chat"}

@@ -110,6 +110,54 @@ async def test_an_answer_that_ends_while_the_task_is_still_working_is_an_error(
         await reply(http, server.url("agent"), "working Looking it up", streaming=streaming)
 
 
+# --- tool calls ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
+async def test_tool_calls_are_read_from_the_task_at_tool_calls_path(
+        server: A2AServer, http: httpx.AsyncClient, streaming: bool) -> None:
+    message = await reply(http, server.url("agent"), "tools Order 10234 has shipped",
+                          streaming=streaming, tool_calls_path="metadata.toolCalls")
+    assert message.content == "Order 10234 has shipped"
+    [call] = message.tool_calls
+    assert (call.name, call.arguments) == ("lookup_order", {"order_id": "10234", "count": 2})
+
+
+async def test_without_tool_calls_path_no_tool_calls_are_read(
+        server: A2AServer, http: httpx.AsyncClient) -> None:
+    message = await reply(http, server.url("agent"), "tools Order 10234 has shipped")
+    assert message.tool_calls == ()
+    assert isinstance(message.raw, dict) and "toolCalls" in message.raw["metadata"]
+
+
+@pytest.mark.parametrize("command", ["artifact", "message"])
+async def test_a_reply_without_metadata_has_no_tool_calls(
+        server: A2AServer, http: httpx.AsyncClient, command: str) -> None:
+    message = await reply(http, server.url("agent"), f"{command} no tools here",
+                          tool_calls_path="metadata.toolCalls")
+    assert isinstance(message.raw, dict) and "metadata" not in message.raw
+    assert (message.content, message.tool_calls) == ("no tools here", ())
+
+
+@pytest.mark.parametrize(("path", "error"), [
+    ("metadata.toolCall", "tool_calls_path 'metadata.toolCall' not found in the reply: "
+                          "at 'toolCall', no key 'toolCall'; did you mean 'toolCalls'?"),
+    ("status", "tool_calls_path 'status': tool call 1 is not an object with a `name`"),
+])
+async def test_a_wrong_tool_calls_path_is_an_error_not_no_calls(
+        server: A2AServer, http: httpx.AsyncClient, path: str, error: str) -> None:
+    with pytest.raises(TargetError) as caught:
+        await reply(http, server.url("agent"), "tools hi", tool_calls_path=path)
+    assert error in str(caught.value)
+
+
+def test_tool_calls_path_is_checked_when_the_test_file_loads() -> None:
+    with pytest.raises(UserError, match="tool_calls_path: response path 'calls\\[' is not "
+                                        "valid"):
+        load_text('target: {type: a2a, url: "http://127.0.0.1:9/a2a", '
+                  'tool_calls_path: "calls["}\n'
+                  'scenarios: [{id: a, prompt: hi, checks: [{contains: x}]}]\n')
+
+
 # --- conversations ---------------------------------------------------------------------
 
 async def test_input_required_is_continued_in_the_same_task_then_a_new_task_starts(

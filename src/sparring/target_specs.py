@@ -60,6 +60,19 @@ HttpAddress = Annotated[str, AfterValidator(
 """A `str` field holding an HTTP address, checked by `check_http_url` (errors name the field)."""
 
 
+def _check_response_path(path: str, info: ValidationInfo) -> str:
+    try:
+        ResponsePath(path, option=info.field_name or "response_path")
+    except UserError as e:
+        raise ValueError(str(e)) from None
+    return path
+
+
+ResponsePathText = Annotated[str, AfterValidator(_check_response_path)]
+"""A `str` field holding a response path (`sparring.response_paths`), parsed at load time so
+a wrong path is reported with the test file's line, not on the first reply."""
+
+
 class HttpTargetSpec(BaseModel):
     """An agent behind a JSON-over-HTTP endpoint (DESIGN.md section 4, `http`).
 
@@ -75,19 +88,9 @@ class HttpTargetSpec(BaseModel):
     method: Literal["POST", "PUT", "PATCH", "GET", "HEAD"] = "POST"
     headers: dict[str, str] = Field(default_factory=dict)
     body_template: JsonValue = Field(default_factory=lambda: {"message": "{{input}}"})
-    response_path: str = "$"
-    tool_calls_path: str | None = None
+    response_path: ResponsePathText = "$"
+    tool_calls_path: ResponsePathText | None = None
     timeout_s: float = Field(default=60, gt=0, le=3600)
-
-    @field_validator("response_path", "tool_calls_path")
-    @classmethod
-    def _path_parses(cls, path: str | None, info: ValidationInfo) -> str | None:
-        if path is not None:
-            try:
-                ResponsePath(path, option=info.field_name or "response_path")
-            except UserError as e:
-                raise ValueError(str(e)) from None
-        return path
 
 
 class OpenAIChatTargetSpec(BaseModel):
@@ -126,6 +129,10 @@ class A2ATargetSpec(BaseModel):
     `streaming: true` uses streaming (`SendStreamingMessage`, `message/stream` in A2A 0.3)
     when the card says the agent streams. `headers` may use `{{secrets.NAME}}` (e.g. an
     Authorization header); they go with every request, the card's included.
+
+    A2A has no standard place for tool calls: `tool_calls_path` (optional) picks them from
+    the final task (or the agent's direct message) as A2A JSON, camelCase as on the wire,
+    e.g. `metadata.toolCalls`; items as for http (`name` and `arguments`).
     """
 
     model_config = FROZEN
@@ -134,6 +141,7 @@ class A2ATargetSpec(BaseModel):
     card_path: str = "/.well-known/agent-card.json"
     headers: dict[str, str] = Field(default_factory=dict)
     streaming: bool = False
+    tool_calls_path: ResponsePathText | None = None
     timeout_s: float = Field(default=60, gt=0, le=3600)
 
     @field_validator("url")

@@ -32,6 +32,9 @@ does (the rest, `ARG`, is the text it answers with):
     `stream ARG`     working (message `thinking`), then ARG word by word as appended
                      artifact chunks, then completed
     `sleep SECONDS`  waits, then completes with `slept`
+    `tools ARG`      completed, ARG as an artifact, the final status update's metadata being
+                     `{"toolCalls": [{"name": "lookup_order", "arguments": {"order_id":
+                     "10234", "count": 2}}]}` (no A2A standard; the demo agent's shape)
     anything else    completed, artifact `echo: TEXT`
 
 Each request's user text, context id and task id are recorded in `A2AServer.seen`.
@@ -129,6 +132,11 @@ class ScriptedExecutor(AgentExecutor):
             await updater.complete(reply(arg))
         elif command == "stream":
             await self._stream(updater, arg)
+        elif command == "tools":
+            await self._artifact(updater, arg)
+            await updater.update_status(TaskState.TASK_STATE_COMPLETED, metadata={
+                "toolCalls": [{"name": "lookup_order",
+                               "arguments": {"order_id": "10234", "count": 2}}]})
         else:
             await self._complete_other(updater, command, arg, text, task.context_id)
 

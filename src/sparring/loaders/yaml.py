@@ -37,7 +37,7 @@ from sparring.scenario import (
     TestFile,
     has_something_to_check,
 )
-from sparring.target_specs import HttpTargetSpec
+from sparring.target_specs import A2ATargetSpec, HttpTargetSpec
 
 __all__ = ["load_paths", "load_text", "test_file_json_schema"]
 
@@ -216,8 +216,9 @@ def _scenario_problems(loaded: list[_Loaded], *, path: str, single: bool) -> lis
     """Scenarios with nothing to check, and scenarios with no target anywhere."""
     problems = [Problem(path, item.line, item.column, _nothing_to_check(item.scenario))
                 for item in loaded if not has_something_to_check(item.scenario)]
-    problems += [Problem(path, item.line, item.column, _unseen_tools(item.scenario))
-                 for item in loaded if _checks_tools_it_cannot_see(item.scenario)]
+    problems += [Problem(path, item.line, item.column, _unseen_tools(item.scenario, target))
+                 for item in loaded
+                 if (target := _target_hiding_tools(item.scenario)) is not None]
     untargeted = [item for item in loaded if item.scenario.target is None]
     if untargeted:
         first = untargeted[0]
@@ -226,22 +227,28 @@ def _scenario_problems(loaded: list[_Loaded], *, path: str, single: bool) -> lis
     return problems
 
 
-def _checks_tools_it_cannot_see(scenario: AnyScenario) -> bool:
-    """A tool check against an http target that reports no tool calls would pass or fail on
-    nothing (`exclude` always passes), so it is a configuration error."""
+def _target_hiding_tools(scenario: AnyScenario) -> HttpTargetSpec | A2ATargetSpec | None:
+    """The scenario's http or a2a target when it has tool checks but no `tool_calls_path`:
+    such a check would pass or fail on nothing (`exclude` always passes), so it is a
+    configuration error. `None` when there is no such problem."""
     target = scenario.target
-    if not isinstance(target, HttpTargetSpec) or target.tool_calls_path is not None:
-        return False
+    if (not isinstance(target, HttpTargetSpec | A2ATargetSpec)
+            or target.tool_calls_path is not None):
+        return None
     checks = [*scenario.checks,
               *(c for t in getattr(scenario, "turns", []) for c in t.checks)]
-    return any(c.type in ("tool_called", "tool_args") for c in checks)
+    return target if any(c.type in ("tool_called", "tool_args") for c in checks) else None
 
 
-def _unseen_tools(scenario: AnyScenario) -> str:
-    return (f"scenario {scenario.id!r} checks tool calls, but its http target does not say "
-            "where they are in the reply; add `tool_calls_path:` to the target (e.g. "
-            "`tool_calls_path: tool_calls` for a reply like {\"reply\": ..., \"tool_calls\": "
-            "[{\"name\": ..., \"arguments\": {...}}]})")
+def _unseen_tools(scenario: AnyScenario, target: HttpTargetSpec | A2ATargetSpec) -> str:
+    call = '{"name": ..., "arguments": {...}}'
+    example = (f'`tool_calls_path: tool_calls` for a reply like {{"reply": ..., "tool_calls": '
+               f"[{call}]}}" if isinstance(target, HttpTargetSpec) else
+               "`tool_calls_path: metadata.toolCalls` for a task (A2A JSON, camelCase) whose "
+               f'metadata is {{"toolCalls": [{call}]}}; A2A has no standard place for them')
+    return (f"scenario {scenario.id!r} checks tool calls, but its {target.type} target does "
+            "not say where they are in the reply; add `tool_calls_path:` to the target (e.g. "
+            f"{example})")
 
 
 def _nothing_to_check(scenario: AnyScenario) -> str:

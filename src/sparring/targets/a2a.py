@@ -23,6 +23,12 @@ several, each is also kept in `Message.parts`. Every task state seen is recorded
 `Message.status_events` (detail: the status message), and `raw` is the final task, or the
 agent's direct message, as A2A 1.0 JSON.
 
+Tool calls: A2A has no standard for them, so they are read only when the spec has a
+`tool_calls_path`, applied to `raw` (camelCase, as on the wire; `metadata` is an object even
+when the agent sent none, so `metadata.toolCalls` on a reply without tool calls means none,
+not an error). When streaming, the metadata of status updates is merged into the task's, as
+the SDK's own task store does.
+
 History: A2A has no way to hand an agent a conversation it did not take part in, so
 `preload` replays it: each user message of the history is sent live in the session's
 context, and the replayed conversation, with the agent's real replies, is returned.
@@ -40,11 +46,17 @@ import httpx
 from pydantic import JsonValue
 
 from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, UserError
+from sparring.response_paths import ResponsePath
 from sparring.secrets import Secrets, mask_url
 from sparring.target_specs import A2ATargetSpec, is_raw_mapping
 from sparring.targets.headers import HeaderTemplate
-from sparring.targets.templates import last_user_message, misspelt_placeholders, placeholder_names
-from sparring.transcript import Message, StatusEvent, Transcript, content_text
+from sparring.targets.templates import (
+    last_user_message,
+    misspelt_placeholders,
+    placeholder_names,
+    tool_calls_from,
+)
+from sparring.transcript import Message, StatusEvent, ToolCall, Transcript, content_text
 
 try:
     from a2a.client import Client, ClientConfig, ClientFactory
@@ -86,8 +98,8 @@ class A2ATarget:
     """Target for `type: a2a` (see `A2ATargetSpec` and the module docstring).
 
     Args:
-        spec: The agent's base url, card path, headers, streaming and `timeout_s` (limit for
-            one reply, and for reading the card, in seconds).
+        spec: The agent's base url, card path, headers, streaming, `tool_calls_path` and
+            `timeout_s` (limit for one reply, and for reading the card, in seconds).
         client: The run's shared HTTP client (`follow_redirects=False`); every request goes
             through it. The target never closes it.
         secrets: Fills `{{secrets.NAME}}` in `headers`; its values are scrubbed from errors.
@@ -172,8 +184,11 @@ class A2ATarget:
                 "over JSONRPC or HTTP+JSON") from None
         endpoint = next((i.url for i in card.supported_interfaces
                          if i.protocol_binding in _BINDINGS), self.spec.url)
+        tool_calls = (ResponsePath(self.spec.tool_calls_path, option="tool_calls_path")
+                      if self.spec.tool_calls_path is not None else None)
         return _Connection(client, endpoint=mask_url(endpoint), name=self.name,
-                           timeout_s=self.spec.timeout_s, secrets=self._secrets)
+                           timeout_s=self.spec.timeout_s, secrets=self._secrets,
+                           tool_calls=tool_calls)
 
 
 class _Connection:
@@ -185,12 +200,13 @@ class _Connection:
         name: The target's name, for timeouts.
         timeout_s: Limit for one reply, in seconds.
         secrets: Scrubbed from errors.
+        tool_calls: The spec's `tool_calls_path`, compiled (`None`: no tool calls read).
     """
 
     def __init__(self, client: Client, *, endpoint: str, name: str, timeout_s: float,
-                 secrets: Secrets) -> None:
+                 secrets: Secrets, tool_calls: ResponsePath | None) -> None:
         self.client, self.endpoint, self._name = client, endpoint, name
-        self._timeout_s, self._secrets = timeout_s, secrets
+        self._timeout_s, self._secrets, self._tool_calls = timeout_s, secrets, tool_calls
 
     async def send(self, text: str, *, context_id: str, task_id: str) -> _Answer:
         """Send one user message; return the agent's answer, folded from its events.
@@ -202,8 +218,9 @@ class _Connection:
 
         Raises:
             TargetError: an HTTP error, a non-JSON answer, a JSON-RPC error, a connection
-                error, or a task that ended failed / rejected / canceled / auth-required or
-                still working. Messages never contain secrets.
+                error, a task that ended failed / rejected / canceled / auth-required or
+                still working, or a `tool_calls_path` that is not in the answer or does not
+                lead to tool calls. Messages never contain secrets.
             TargetTimeout: no complete answer within `timeout_s`.
         """
         message = A2AMessage(message_id=str(uuid.uuid4()), role=Role.ROLE_USER,
@@ -227,7 +244,16 @@ class _Connection:
                 "that the agent speaks the protocol version its card says")) from None
         answer.latency_ms = round((time.perf_counter() - start) * 1000, 3)
         answer.check(self.endpoint, self._secrets)
+        if self._tool_calls is not None:
+            answer.tool_calls = self._read_tool_calls(self._tool_calls, answer.raw())
         return answer
+
+    def _read_tool_calls(self, path: ResponsePath, raw: dict[str, JsonValue]
+                         ) -> tuple[ToolCall, ...]:
+        # `metadata` is left out of the JSON when empty; it is still the place to look.
+        # A misspelt path must not pass for "no tool calls" (see `extract_optional`).
+        value = path.extract_optional({"metadata": {}, **raw}, scrub=self._secrets.scrub)
+        return tool_calls_from(_whole_numbers(value), where=f"tool_calls_path {path.path!r}")
 
     async def _receive(self, request: SendMessageRequest, answer: _Answer, start: float) -> None:
         stream = self.client.send_message(request)
@@ -303,6 +329,7 @@ class _Answer:
         self.direct: A2AMessage | None = None
         self.events: list[StatusEvent] = []
         self.latency_ms: float | None = None
+        self.tool_calls: tuple[ToolCall, ...] = ()
 
     def add(self, event: StreamResponse, *, at_ms: float) -> None:
         """Fold in one event: a task, a status or artifact update, or a direct message."""
@@ -315,7 +342,10 @@ class _Answer:
             self._status(self.task.status, at_ms)
         elif kind == "status_update":
             update = event.status_update
-            self._task(update.task_id, update.context_id).status.CopyFrom(update.status)
+            task = self._task(update.task_id, update.context_id)
+            task.status.CopyFrom(update.status)
+            if update.HasField("metadata"):
+                task.metadata.MergeFrom(update.metadata)
             self._status(update.status, at_ms)
         elif kind == "artifact_update":
             update = event.artifact_update
@@ -369,19 +399,25 @@ class _Answer:
                               "'completed' or 'input-required'. The agent may have stopped "
                               "mid-task or answered before finishing; check its logs")
 
+    def raw(self) -> dict[str, JsonValue]:
+        """The direct message, or else the task, as A2A 1.0 JSON (call after `check`)."""
+        source = self.direct if self.direct is not None else self.task
+        assert source is not None
+        return MessageToDict(source)
+
     def message(self) -> Message:
         """The reply as a sparring agent `Message` (call after `check`)."""
         if self.direct is not None:
-            pieces, raw = [_text(self.direct.parts)], MessageToDict(self.direct)
+            pieces = [_text(self.direct.parts)]
         else:
             assert self.task is not None
             pieces = [_text(a.parts) for a in self.task.artifacts]
             pieces.append(_text(self.task.status.message.parts))
-            raw = MessageToDict(self.task)
         pieces = [p for p in pieces if p]
         return Message(role="agent", content="\n".join(pieces),
-                       parts=tuple(pieces) if len(pieces) > 1 else (), raw=raw,
-                       latency_ms=self.latency_ms, status_events=tuple(self.events))
+                       parts=tuple(pieces) if len(pieces) > 1 else (), raw=self.raw(),
+                       tool_calls=self.tool_calls, latency_ms=self.latency_ms,
+                       status_events=tuple(self.events))
 
 
 def _merge_artifact(task: Task, update: TaskArtifactUpdateEvent) -> None:
