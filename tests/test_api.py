@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import subprocess
@@ -13,12 +14,16 @@ from typing import Any
 
 import anyio
 import pytest
+from rich.console import Console
 
-from sparring.api import ConditionsNotMet, HookError, Suite
+from sparring.api import AgentMessage, ConditionsNotMet, CustomerMessage, HookError, Suite
 from sparring.demo.server import DemoServer
 from sparring.errors import UserError
+from sparring.judging.should import NO_MODEL_HINT
 from sparring.models.base import ChatMessage
 from sparring.models.scripted import ScriptedModel
+from sparring.reports.console import ConsoleView
+from sparring.reports.json import write_json
 from sparring.runner import RunSettings
 from sparring.targets.scripted import ScriptedTarget
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
@@ -139,6 +144,33 @@ def test_without_any_model_should_is_skipped(monkeypatch: pytest.MonkeyPatch,
 
     result = suite.run()
     assert result.scenarios[0].status == "skipped" and result.exit_code == 0
+    [trial] = result.scenarios[0].trials
+    assert trial.end_reason == "skipped"  # as for YAML scenarios without a model
+    assert trial.error == NO_MODEL_HINT
+
+
+def test_unfold_only_trial_reports_its_sub_tests_and_each_undecided_verdict_once(
+        tmp_path: Path) -> None:
+    suite = Suite(target=greeter, model=ScriptedModel(handler=lambda m, s: "not json"))
+
+    @suite.scenario
+    async def test_unfold() -> None:
+        async with suite.session() as session:
+            await session.unfold([CustomerMessage("hi"), AgentMessage("hello", should="greet"),
+                                  CustomerMessage("bye"), AgentMessage("bye", should="say bye")])
+
+    out = io.StringIO()
+    with ConsoleView(console=Console(file=out, width=300), live=False) as view:
+        result = suite.run(observer=view)
+    text = out.getvalue()
+    assert "error (script_done, 2 sub-tests, " in text
+    summary = text[text.index("sparring results"):]
+    assert "Errors (2)" in summary
+    assert summary.count("unfold1.step2.should1") == summary.count("unfold1.step4.should1") == 1
+    write_json(result, tmp_path / "r.json")
+    [trial] = json.loads((tmp_path / "r.json").read_text())["scenarios"][0]["trials"]
+    assert [v["id"] for v in trial["verdicts"]] == [
+        "unfold1.step2.should1", "unfold1.step4.should1"]
 
 
 def test_hooks_run_in_order_with_their_arguments() -> None:

@@ -19,7 +19,7 @@ from sparring.events import (
 )
 from sparring.reports.console import ConsoleView, print_summary
 from sparring.results import RunResult, Verdict
-from tests.test_reports import NO_MODEL, sample_run
+from tests.test_reports import NO_MODEL, sample_run, unfold_run
 
 
 def run_events(run: RunResult) -> list[Event]:
@@ -95,6 +95,19 @@ def test_summary_lists_failures_errors_skips_once_and_the_exit_code() -> None:
             "1 failed, 1 timed out, 1 error, 2 skipped) · 4.3 s") in summary
     assert summary.rstrip().endswith(
         "exit code 1: at least one scenario failed: the agent did not meet its criteria")
+
+
+def test_sub_tests_are_counted_and_an_undecided_verdict_is_listed_once() -> None:
+    console, out = _plain_console()
+    with ConsoleView(console=console) as view:
+        for event in run_events(unfold_run()):
+            view(event)
+    text = out.getvalue()
+    assert "⚠ py: trial 1/1 error (script_done, 2 sub-tests, 0.0 s): unfold1.step4.should1" \
+        in text
+    summary = text[text.index("sparring results"):]
+    assert "Errors (1)" in summary
+    assert summary.count("unfold1.step4.should1") == 1
 
 
 def test_without_with_the_summary_prints_when_the_run_finishes() -> None:

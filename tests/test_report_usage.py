@@ -77,7 +77,8 @@ def test_json_report_has_totals_per_run_scenario_and_trial_and_reads_back() -> N
 def test_markdown_has_a_usage_line_naming_unpriced_calls() -> None:
     text = render_markdown(_run())
     assert ("Usage: 6 model calls, 4,010 input + 401 output tokens, $0.50 + 2 unpriced calls"
-            " · target 300 input + 60 output tokens") in text
+            " (set prices in [tool.sparring.prices]) · target 300 input + 60 output tokens"
+            ) in text
 
 
 def test_junit_scenarios_carry_usage_properties() -> None:
@@ -101,7 +102,8 @@ def test_console_summary_has_the_usage_line() -> None:
 def test_usage_text_cases() -> None:
     assert usage_text(UsageTotals()) is None
     assert usage_text(UsageTotals(model_calls=2, unpriced_calls=2)) == (
-        "2 model calls, 0 input + 0 output tokens, cost unknown (2 unpriced calls)")
+        "2 model calls, 0 input + 0 output tokens, cost unknown (2 unpriced calls: set "
+        "prices in [tool.sparring.prices])")
     assert usage_text(UsageTotals(model_calls=1, input_tokens=5, output_tokens=1,
                                   cost_usd=0.00042)) == (
         "1 model call, 5 input + 1 output tokens, $0.0004")

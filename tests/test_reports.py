@@ -17,9 +17,11 @@ from sparring.results import (
     ReplyNote,
     RunResult,
     ScenarioResult,
+    SubtestResult,
     TrialResult,
     Verdict,
     trial_status,
+    undecided_text,
 )
 from sparring.transcript import Message, ToolCall, Transcript
 
@@ -91,6 +93,23 @@ def sample_run() -> RunResult:
                      started_at="2024-05-01T12:00:00+00:00", duration_ms=4321,
                      user_model="openai:gpt-4o-mini", judge_model="openai:gpt-4o",
                      scenarios=[refund, faq, nomodel, pipes])
+
+
+def unfold_run() -> RunResult:
+    """A Python test whose body only used `unfold`: no main transcript, two sub-tests, one
+    left undecided by the judge (so the trial is `error` because of that verdict)."""
+    verdicts = [_v("unfold1.step2.should1", "met", kind="should", desc="should greet"),
+                _v("unfold1.step4.should1", "error", kind="should", desc="should say bye",
+                   reason="the judge's answer could not be read")]
+    subtests = [SubtestResult(id=f"unfold1.step{k}", name=f"step {k}", status=status,
+                              transcript=_chat(("hi", "hello")))
+                for k, status in ((2, "passed"), (4, "error"))]
+    trial = _trial("py", 1, verdicts, end_reason="script_done", subtests=subtests,
+                   error=undecided_text(verdicts))
+    return RunResult(sparring_version="0.1.0", run_id="run-2",
+                     started_at="2024-05-01T12:00:00+00:00", scenarios=[
+        ScenarioResult(scenario_id="py", name="py", kind="python", threshold=1.0,
+                       trials=[trial])])
 
 
 def test_sample_run_statuses() -> None:
@@ -233,6 +252,14 @@ def test_markdown_trials_verdicts_and_transcripts() -> None:
     assert "Done &lt;script>" in md and "tool call `lookup({\"id\": 1})`" in md
     assert "pass^k k=1: 0.33, k=2: 0.00, k=3: 0.00" in render_markdown(sample_run())
     assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", md)
+
+
+def test_markdown_counts_sub_tests_and_names_an_undecided_verdict_once() -> None:
+    md = render_markdown(unfold_run())
+    assert "end reason `script_done` · 2 sub-tests · 0.0 s" in md
+    assert "0 turns" not in md
+    assert md.count("unfold1.step4.should1") == 1  # the verdict line, not the trial error too
+    assert "- ⚠️ **unfold1.step4.should1** should" in md
 
 
 def test_markdown_cuts_long_messages(tmp_path: Path) -> None:

@@ -136,6 +136,14 @@ def trial_status(verdicts: list[Verdict] | tuple[Verdict, ...]) -> TrialStatus:
     return "skipped"
 
 
+def undecided_text(verdicts: list[Verdict] | tuple[Verdict, ...]) -> str | None:
+    """Why verdicts made a trial `error`: `"<id> could not be decided: <reason>"` for the
+    first `error` verdict; `None` when none is `error`. Kept as the trial's `error`, so
+    reports can tell it from a failure of the trial itself and name the verdict once."""
+    first = next((v for v in verdicts if v.status == "error"), None)
+    return None if first is None else f"{first.id} could not be decided: {first.reason}"
+
+
 class SubtestResult(BaseModel):
     """One sub-test of a trial (a Python test's `session.unfold` step): a fresh conversation
     of its own, reported in order after the trial's main transcript.

@@ -57,6 +57,7 @@ from sparring.results import (
     Usage,
     Verdict,
     trial_status,
+    undecided_text,
 )
 from sparring.scenario import (
     EXPECTED_OUTPUT_ID,
@@ -459,10 +460,9 @@ async def _play(state: _TrialState, target: Target | None) -> Outcome:
     status = trial_status(state.verdicts)
     if isinstance(scenario, CodeScenario) and not state.verdicts:
         status = "passed"  # a Python test that returns without failing passes, like pytest
-    first_error = next((v for v in state.verdicts if v.status == "error"), None)
-    why = (f"{first_error.id} could not be decided: {first_error.reason}"
-           if status == "error" and first_error is not None else None)
-    return status, end_reason, why
+    if status == "skipped":  # every verdict skipped (no judge model): say so, not how it ended
+        return status, "skipped", next((v.reason for v in state.verdicts if v.reason), None)
+    return status, end_reason, undecided_text(state.verdicts) if status == "error" else None
 
 
 async def _after(state: _TrialState, after: Callable[[bool, str | None], Awaitable[None]],

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sparring.results import UsageTotals
+    from sparring.results import TrialResult, UsageTotals
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SPACES = re.compile(r"\s+")
@@ -53,6 +53,15 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
+def trial_size(trial: TrialResult) -> str:
+    """How much a trial talked: `3 turns` of its main conversation, and its sub-tests
+    (`session.unfold` steps, each a conversation of its own): `2 sub-tests`, or
+    `1 turn, 2 sub-tests` when it had both."""
+    turns, subtests = trial.transcript.user_turns, len(trial.subtests)
+    parts = [plural(turns, "turn")] if turns or not subtests else []
+    return ", ".join(parts + ([plural(subtests, "sub-test")] if subtests else []))
+
+
 def percent(fraction: float | None) -> str:
     """`0.8` -> `80%`, `2/3` -> `66.7%`; `None` -> `-`."""
     if fraction is None:
@@ -74,8 +83,9 @@ EXIT_CODE_MEANING: dict[int, str] = {
 def usage_text(totals: UsageTotals) -> str | None:
     """One line on what a run (or scenario) spent, `None` when it spent nothing measurable:
     `40 model calls, 12,345 input + 2,345 output tokens, $0.0123 · target 5,000 input + 800
-    output tokens`. Calls at unknown prices are named (`$0.0123 + 3 unpriced calls`), so a
-    partial sum is never shown as the whole cost."""
+    output tokens`. Calls at unknown prices are named, with where to set prices (`$0.0123 + 3
+    unpriced calls (set prices in [tool.sparring.prices])`), so a partial sum is never shown
+    as the whole cost."""
     parts: list[str] = []
     if totals.model_calls:
         parts.append(f"{plural(totals.model_calls, 'model call')}, {totals.input_tokens:,} "
@@ -89,10 +99,13 @@ def usage_text(totals: UsageTotals) -> str | None:
 def _cost_text(totals: UsageTotals) -> str:
     unpriced = plural(totals.unpriced_calls, "unpriced call")
     if totals.unpriced_calls == totals.model_calls:
-        return f"cost unknown ({unpriced})"
+        return f"cost unknown ({unpriced}: {_PRICES_FIX})"
     if totals.unpriced_calls:
-        return f"{usd(totals.cost_usd)} + {unpriced}"
+        return f"{usd(totals.cost_usd)} + {unpriced} ({_PRICES_FIX})"
     return usd(totals.cost_usd)
+
+
+_PRICES_FIX = "set prices in [tool.sparring.prices]"
 
 
 def usd(amount: float) -> str:

@@ -36,8 +36,15 @@ from sparring.events import (
     TrialStarted,
     VerdictAdded,
 )
-from sparring.reports import EXIT_CODE_MEANING, one_line, percent, plural, usage_text
-from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict
+from sparring.reports import (
+    EXIT_CODE_MEANING,
+    one_line,
+    percent,
+    plural,
+    trial_size,
+    usage_text,
+)
+from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict, undecided_text
 from sparring.transcript import Message
 
 _SYMBOLS = {"passed": "✔", "failed": "✘", "error": "⚠", "timed_out": "⚠", "skipped": "⏭",
@@ -222,8 +229,7 @@ class ConsoleView:
             self._done += 1
             self._counts[trial.status] = self._counts.get(trial.status, 0) + 1
         label = self._trial_label(trial.scenario_id, trial.trial)
-        facts = (f"{trial.end_reason}, {plural(trial.transcript.user_turns, 'turn')}, "
-                 f"{trial.duration_ms / 1000:.1f} s")
+        facts = f"{trial.end_reason}, {trial_size(trial)}, {trial.duration_ms / 1000:.1f} s"
         line = f"{self._sym[trial.status]} {label} {_status_text(trial.status)} ({facts})"
         reason = _first_problem(trial)
         if reason:
@@ -405,7 +411,9 @@ def _problems(result: RunResult, sym: dict[str, str]) -> tuple[list[str], list[s
     for s in result.scenarios:
         for t in s.trials:
             where = f"{s.scenario_id} · trial {t.trial}"
-            if t.status in ("error", "timed_out") and t.error:
+            # an error its verdicts decided is listed once, as the verdict line below
+            if t.status in ("error", "timed_out") and t.error and \
+                    t.error != undecided_text(t.verdicts):
                 errors.append(one_line(f"{sym[t.status]} {where} ({t.end_reason}): {t.error}",
                                        1000))
             for v in t.failures:

@@ -23,6 +23,7 @@ from sparring.reports import (
     percent,
     plural,
     strip_control,
+    trial_size,
     usage_text,
 )
 from sparring.reports import write_report_text as _write
@@ -33,6 +34,7 @@ from sparring.results import (
     TrialResult,
     Verdict,
     pass_hat_k,
+    undecided_text,
 )
 from sparring.transcript import Message, Transcript
 
@@ -145,14 +147,14 @@ def _scenario_section(s: ScenarioResult, *, max_message_chars: int) -> list[str]
 
 
 def _trial_section(trial: TrialResult, *, of: int, max_message_chars: int) -> list[str]:
-    facts = [f"end reason `{trial.end_reason}`", plural(trial.transcript.user_turns, "turn"),
+    facts = [f"end reason `{trial.end_reason}`", trial_size(trial),
              f"{trial.duration_ms / 1000:.1f} s"]
     if trial.status == "passed":  # details are for what went wrong; keep the rest short
         return [f"- Trial {trial.trial} of {of}: {_status(trial.status)} · "
                 + " · ".join(facts), ""]
     out = [f"### Trial {trial.trial} of {of}: {_status(trial.status)}", "",
            " · ".join(facts), ""]
-    if trial.error:
+    if trial.error and trial.error != undecided_text(trial.verdicts):  # else: its verdicts
         out += [f"> **{_status(trial.status)}**: {_text(one_line(trial.error, 2000))}", ""]
     verdicts = sorted((v for v in trial.verdicts  # a skip the trial error explains: once
                        if not (v.status == "skipped" and v.reason == trial.error)),
