@@ -236,6 +236,24 @@ async def test_unfold_rejects_plans_it_cannot_run() -> None:
         AgentMessage("x", checks=[{"contains": []}])
 
 
+async def test_unfold_tool_checks_need_a_target_that_records_tool_calls() -> None:
+    steps = [CustomerMessage("refund order 1"), AgentMessage("Refunded.", should="confirm"),
+             CustomerMessage("thanks"),
+             AgentMessage("Bye.", checks=[{"tool_args": {"tool": "refund", "args": {}}}])]
+    async with open_session({"type": "http", "url": "http://127.0.0.1:9/chat"}) as session:
+        with pytest.raises(UserError) as caught:  # before anything is sent (port 9: nothing)
+            await session.unfold(steps)
+    assert str(caught.value).startswith(
+        "unfold step 4 (AgentMessage 'Bye.') checks tool calls, but its http target does not "
+        "say where they are in the reply, so it records none; add `tool_calls_path:` to the "
+        "target (e.g. `tool_calls_path: tool_calls`")
+    assert session.trial.recorder.subtests == []  # type: ignore[attr-defined]
+    spec = {"type": "http", "url": "http://127.0.0.1:9/chat", "tool_calls_path": "tool_calls"}
+    async with open_session(spec) as session:
+        with pytest.raises(ConditionsUndecided, match="could not run"):  # runs: port 9 refuses
+            await session.unfold(steps)
+
+
 async def test_interaction_builder_and_add_events_preload_the_live_session() -> None:
     history = (InteractionBuilder()
                .step(CustomerMessage("Hi, I need help"))

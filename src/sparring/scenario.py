@@ -7,6 +7,7 @@ These pydantic models are the test-file schema: the YAML loader validates agains
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal, TypeGuard
 from urllib.parse import unquote
 
@@ -22,7 +23,13 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from sparring.target_specs import FROZEN, TargetSpec, is_raw_mapping
+from sparring.target_specs import (
+    FROZEN,
+    A2ATargetSpec,
+    HttpTargetSpec,
+    TargetSpec,
+    is_raw_mapping,
+)
 
 
 def _is_list(value: object) -> TypeGuard[list[Any]]:
@@ -584,6 +591,35 @@ def has_something_to_check(scenario: AnyScenario) -> bool:
     if isinstance(scenario, SingleTurnScenario):
         return bool(scenario.should or scenario.expected_output)
     return False
+
+
+def unseen_tool_calls(target: object, checks: Iterable[Check]) -> str | None:
+    """Why `checks` cannot see tool calls on `target`, or `None` when they can.
+
+    An http or a2a target spec without `tool_calls_path` records no tool calls, so a
+    `tool_called` / `tool_args` check on it would pass or fail on nothing (`exclude` always
+    passes): a configuration error, in test files and Python tests alike.
+
+    Args:
+        target: A target spec; anything else (a Target object, `None`) is never a problem.
+        checks: The checks run on the target's replies.
+
+    Returns:
+        The reason and the fix, to follow "... checks tool calls, but ": "its http target
+        does not say where they are in the reply, so it records none; add
+        `tool_calls_path:` to the target (e.g. ...)".
+    """
+    if (not isinstance(target, HttpTargetSpec | A2ATargetSpec)
+            or target.tool_calls_path is not None
+            or not any(c.type in ("tool_called", "tool_args") for c in checks)):
+        return None
+    call = '{"name": ..., "arguments": {...}}'
+    example = (f'`tool_calls_path: tool_calls` for a reply like {{"reply": ..., "tool_calls": '
+               f"[{call}]}}" if isinstance(target, HttpTargetSpec) else
+               "`tool_calls_path: metadata.toolCalls` for a task (A2A JSON, camelCase) whose "
+               f'metadata is {{"toolCalls": [{call}]}}; A2A has no standard place for them')
+    return (f"its {target.type} target does not say where they are in the reply, so it "
+            f"records none; add `tool_calls_path:` to the target (e.g. {example})")
 
 
 class TestFile(BaseModel):

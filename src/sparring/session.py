@@ -30,6 +30,7 @@ from sparring.judging.checks import run_check
 from sparring.judging.should import Condition, JudgeSettings, judge_shoulds
 from sparring.models.base import Model
 from sparring.results import SubtestResult, Usage, Verdict, trial_status
+from sparring.scenario import unseen_tool_calls
 from sparring.steps import (
     AgentMessage,
     CustomerMessage,
@@ -369,12 +370,14 @@ class Session:
             The sub-tests, in order.
 
         Raises:
-            UserError: an asserting agent step does not follow a customer message, or no
-                step asserts anything.
+            UserError: an asserting agent step does not follow a customer message, no step
+                asserts anything, or a step checks tool calls on a target that records none
+                (an http or a2a target without `tool_calls_path`).
             ConditionsNotMet: some condition or check was not met (all are named).
             ConditionsUndecided: none failed, but some could not be decided.
         """
         plan = _plan(steps)
+        _check_tools_seen(self.target, steps)
         prefix = self.trial.next_id("unfold")
         outcomes: dict[int, tuple[SubtestResult, list[Verdict]]] = {}
 
@@ -452,6 +455,19 @@ def _plan(steps: Sequence[Step]) -> list[int]:
         raise UserError("unfold has nothing to test: give at least one AgentMessage "
                         "`should=` or `checks=`")
     return positions
+
+
+def _check_tools_seen(target: Target, steps: Sequence[Step]) -> None:
+    """The rule test files follow at load time (`unseen_tool_calls`), for `unfold`.
+
+    Raises:
+        UserError: a step checks tool calls, but `target` records none.
+    """
+    spec: object = getattr(target, "spec", None)  # the spec a built http / a2a target keeps
+    for position, step in enumerate(steps, start=1):
+        if isinstance(step, AgentMessage) and (why := unseen_tool_calls(spec, step.checks)):
+            raise UserError(f"unfold step {position} (AgentMessage {step.text!r}) checks tool "
+                            f"calls, but {why}")
 
 
 def _unrun(sub_id: str, step: AgentMessage, reason: str) -> list[Verdict]:

@@ -30,14 +30,15 @@ from sparring.loaders.files import discover_files
 from sparring.loaders.schema import test_file_json_schema
 from sparring.scenario import (
     AnyScenario,
+    Check,
     Scenario,
     ScriptedScenario,
     SimulatedScenario,
     SingleTurnScenario,
     TestFile,
     has_something_to_check,
+    unseen_tool_calls,
 )
-from sparring.target_specs import A2ATargetSpec, HttpTargetSpec
 
 __all__ = ["load_paths", "load_text", "test_file_json_schema"]
 
@@ -216,9 +217,10 @@ def _scenario_problems(loaded: list[_Loaded], *, path: str, single: bool) -> lis
     """Scenarios with nothing to check, and scenarios with no target anywhere."""
     problems = [Problem(path, item.line, item.column, _nothing_to_check(item.scenario))
                 for item in loaded if not has_something_to_check(item.scenario)]
-    problems += [Problem(path, item.line, item.column, _unseen_tools(item.scenario, target))
+    problems += [Problem(path, item.line, item.column,
+                         f"scenario {item.scenario.id!r} checks tool calls, but {why}")
                  for item in loaded
-                 if (target := _target_hiding_tools(item.scenario)) is not None]
+                 if (why := unseen_tool_calls(item.scenario.target, _checks(item.scenario)))]
     untargeted = [item for item in loaded if item.scenario.target is None]
     if untargeted:
         first = untargeted[0]
@@ -227,28 +229,9 @@ def _scenario_problems(loaded: list[_Loaded], *, path: str, single: bool) -> lis
     return problems
 
 
-def _target_hiding_tools(scenario: AnyScenario) -> HttpTargetSpec | A2ATargetSpec | None:
-    """The scenario's http or a2a target when it has tool checks but no `tool_calls_path`:
-    such a check would pass or fail on nothing (`exclude` always passes), so it is a
-    configuration error. `None` when there is no such problem."""
-    target = scenario.target
-    if (not isinstance(target, HttpTargetSpec | A2ATargetSpec)
-            or target.tool_calls_path is not None):
-        return None
-    checks = [*scenario.checks,
-              *(c for t in getattr(scenario, "turns", []) for c in t.checks)]
-    return target if any(c.type in ("tool_called", "tool_args") for c in checks) else None
-
-
-def _unseen_tools(scenario: AnyScenario, target: HttpTargetSpec | A2ATargetSpec) -> str:
-    call = '{"name": ..., "arguments": {...}}'
-    example = (f'`tool_calls_path: tool_calls` for a reply like {{"reply": ..., "tool_calls": '
-               f"[{call}]}}" if isinstance(target, HttpTargetSpec) else
-               "`tool_calls_path: metadata.toolCalls` for a task (A2A JSON, camelCase) whose "
-               f'metadata is {{"toolCalls": [{call}]}}; A2A has no standard place for them')
-    return (f"scenario {scenario.id!r} checks tool calls, but its {target.type} target does "
-            "not say where they are in the reply; add `tool_calls_path:` to the target (e.g. "
-            f"{example})")
+def _checks(scenario: AnyScenario) -> list[Check]:
+    """Every check of the scenario: its own and its turns'."""
+    return [*scenario.checks, *(c for t in getattr(scenario, "turns", []) for c in t.checks)]
 
 
 def _nothing_to_check(scenario: AnyScenario) -> str:
