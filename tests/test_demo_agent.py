@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,11 +13,14 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from click.testing import CliRunner
 from ruamel.yaml import YAML
 
+from sparring.cli.main import cli
 from sparring.demo import ORDERS, DemoReply, DemoServer, respond, serve
 from sparring.demo.agent import chat as chat_fn
 from sparring.demo.agent import find_card_numbers
+from sparring.demo.server import main as server_main
 from sparring.judging.checks import run_check
 from sparring.scenario import CHECK_TYPES, ScriptedScenario, SingleTurnScenario, TestFile
 from sparring.secrets import Secrets
@@ -300,6 +305,32 @@ def test_serve_binds_a_free_port_and_stops_cleanly() -> None:
     server.wait()
     with httpx.Client() as c, pytest.raises(httpx.ConnectError):
         c.get(f"{server.url}/health")
+
+
+def test_demo_agent_command_lists_every_endpoint_and_the_examples_port() -> None:
+    done = CliRunner().invoke(cli, ["demo-agent", "--port", "0", "--", sys.executable, "-c",
+                                    "pass"])
+    assert done.exit_code == 0, done.output
+    assert re.search(r"Demo agent listening on http://127\.0\.0\.1:\d+ \(GET /health, POST "
+                     r"/chat, POST /chat/stream, POST /v1/chat/completions, Parlant's "
+                     r"/sessions, POST /a2a\)", done.stderr)
+    assert "Note: the examples in examples/ point at port 8787" in done.stderr
+
+
+def test_a_port_in_use_is_explained_with_the_examples_port() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = CliRunner().invoke(cli, ["demo-agent", "--port", str(port)])
+        with pytest.raises(SystemExit) as exited:
+            server_main(["--port", str(port)])
+    assert done.exit_code == 2
+    for said in (done.stderr, str(exited.value.code)):
+        assert said.startswith(f"error: cannot listen on 127.0.0.1:{port} (")
+        assert ("pick another port with --port, or stop what is using it (the examples in "
+                "examples/ point at port 8787: to run them against another port, change the "
+                "8787 in their urls)") in said
 
 
 # --- the Parlant session API ------------------------------------------------------------

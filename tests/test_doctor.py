@@ -272,6 +272,53 @@ def test_404_names_the_path(tmp_path: Path, stage: Stage) -> None:
     assert "check the path in the url" in diagnosis(result)
 
 
+def test_a_404_of_a2a_and_parlant_defers_to_the_targets_own_advice(
+        tmp_path: Path, demo: DemoServer) -> None:
+    a2a = doctor(target_file(tmp_path, {"type": "a2a", "url": f"{demo.url}/nope"}))
+    parlant = doctor(target_file(tmp_path, {"type": "parlant", "url": demo.url,
+                                            "agent_id": "nobody"}))
+    assert (a2a.exit_code, parlant.exit_code) == (3, 3)
+    assert "set `url` to the agent's base address" in a2a.output  # the target's error
+    assert "fix: follow the error above: `url` is the agent's base address, its card is " \
+        "read from `url` + `card_path`" in diagnosis(a2a)
+    assert "GET " + demo.url + "/agents lists the agents" in parlant.output
+    assert "fix: follow the error above: check `agent_id`" in diagnosis(parlant)
+    for result in (a2a, parlant):
+        assert "HTTP 404" in diagnosis(result)
+        assert "check the path in the url" not in diagnosis(result)
+
+
+@pytest.mark.parametrize("response_path", ["reply", "$"])
+def test_http_target_on_a_json_rpc_endpoint_is_told_to_use_type_a2a(
+        tmp_path: Path, demo: DemoServer, response_path: str) -> None:
+    result = doctor(target_file(tmp_path, {"url": f"{demo.url}/a2a",
+                                           "response_path": response_path}))
+    assert result.exit_code == 3, result.output
+    found = diagnosis(result)
+    assert "PROBLEM: the url answered a JSON-RPC 2.0 error (-32600: send a JSON-RPC 2.0 " \
+        "request" in found
+    assert f"use `type: a2a` with `url:` the agent's base address, the one whose " \
+        f"/.well-known/agent-card.json serves its card (often this url: `url: {demo.url}/a2a`)" \
+        in found
+    assert "OK:" not in found and "check its logs" not in found
+
+
+def test_http_target_on_an_agent_card_or_parlants_sessions_api(tmp_path: Path,
+                                                              demo: DemoServer) -> None:
+    card = doctor(target_file(tmp_path, {
+        "url": f"{demo.url}/a2a/.well-known/agent-card.json?q={{{{input}}}}", "method": "GET"}))
+    assert card.exit_code == 3, card.output
+    assert "PROBLEM: the url answered an A2A agent card ('Northwind Outfitters support " \
+        "(demo)'), not a reply" in diagnosis(card)
+    assert f"fix: use `type: a2a` with `url: {demo.url}/a2a`: sparring reads the card" in \
+        diagnosis(card)
+    sessions = doctor(target_file(tmp_path, {"url": f"{demo.url}/sessions"}))
+    assert sessions.exit_code == 3, sessions.output
+    assert "PROBLEM: the url is a Parlant server's sessions API" in diagnosis(sessions)
+    assert f"fix: use `type: parlant` with `url: {demo.url}` (the server's base address) " \
+        f"and `agent_id:` (GET {demo.url}/agents lists the agents)" in diagnosis(sessions)
+
+
 def test_web_page_is_a_problem_even_though_it_is_a_reply(tmp_path: Path, stage: Stage) -> None:
     url = stage.route("/", 200, "<!DOCTYPE html><html><head><title>Acme Support</title></head>"
                       "<body>Chat with us</body></html>", content_type="text/html")
@@ -416,6 +463,30 @@ def test_followed_redirect_is_a_warning_and_a_stalled_body_a_timeout() -> None:
     timeout = diagnose(Probe(target_type="http", message="Hi", failure="timeout",
                              exchanges=(stalled,), timeout_s=5))
     assert "answered HTTP 200 but did not finish its body within 5 s" in timeout[0].what
+
+
+def test_json_rpc_request_and_a2a_0_2_card_path() -> None:
+    rpc = exchange(status=200, request_body='{"jsonrpc": "2.0", "method": "x"}',
+                   response_body='{"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, '
+                                 '"message": "no such method"}}')
+    [finding] = diagnose(Probe(target_type="http", message="Hi", exchanges=(rpc,),
+                               reply=Message(role="agent", content="{...}")))
+    assert finding.what == "the agent answered a JSON-RPC error (-32601: no such method)"
+    assert finding.fix.startswith("fix what it names in `body_template`; for an A2A agent")
+
+    card = Exchange(method="GET", url="http://agent.example/x/.well-known/agent.json?q=Hi",
+                    status=200, response_body='{"name": "Old", "url": "http://agent.example/x",'
+                                              ' "skills": []}')
+    [finding] = diagnose(Probe(target_type="http", message="Hi", exchanges=(card,),
+                               reply=Message(role="agent", content="{...}")))
+    assert "use `type: a2a` with `url: http://agent.example/x` and `card_path: " \
+        "/.well-known/agent.json`" in finding.fix
+    elsewhere = Exchange(method="GET", url="http://agent.example/card", status=200,
+                         response_body='{"supportedInterfaces": []}')
+    [finding] = diagnose(Probe(target_type="http", message="Hi", exchanges=(elsewhere,),
+                               reply=Message(role="agent", content="{...}")))
+    assert finding.what == "the url answered an A2A agent card, not a reply"
+    assert "`url: http://agent.example/` and `card_path: /card`" in finding.fix
 
 
 def test_reply_candidates_skip_echoes_ids_and_roles() -> None:

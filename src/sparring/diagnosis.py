@@ -4,8 +4,9 @@ Pure functions over a `Probe`: the HTTP exchanges the target made (secrets alrea
 the reply it produced or the error it raised. `diagnose` turns that into `Finding`s, each a
 plain sentence of what happened and what to change in the test file, for the usual
 mistakes: nothing listening, a timeout, a redirect, an HTTP error, a web page instead of an
-API, a wrong `response_path` (with the paths of the strings that are in the body), an empty
-reply, tool calls the target does not read. Nothing here sends anything, so every rule is
+API, an http target pointed at an A2A agent or a Parlant server (which have target types of
+their own), a wrong `response_path` (with the paths of the strings that are in the body), an
+empty reply, tool calls the target does not read. Nothing here sends anything, so every rule is
 testable with hand-made probes.
 """
 
@@ -131,7 +132,9 @@ def diagnose(probe: Probe) -> list[Finding]:
     """What went wrong in `probe`, most important first; ends with an `ok` finding when
     the target answered with a non-empty reply and nothing is a `problem`.
 
-    The first rule that explains a failure decides the main finding: a request that got no
+    An http target that got an answer in another protocol (a JSON-RPC error, an A2A agent
+    card, a Parlant sessions API asking for `agent_id`) is the main finding, reply or not.
+    Otherwise the first rule that explains a failure decides it: a request that got no
     response, a timeout, a redirect, an HTTP error, a wrong `response_path`, any other
     target error; then the reply is looked at (empty, a web page, the whole JSON body) and
     notes are added (tool calls the http target does not read).
@@ -140,7 +143,10 @@ def diagnose(probe: Probe) -> list[Finding]:
     last = relevant[-1] if relevant else None
     findings = [_redirect(e, followed=True) for e in relevant[:-1]
                 if e.status is not None and 300 <= e.status < 400]
-    if probe.failure is not None:
+    other_protocol = _other_protocol(probe, last)
+    if other_protocol is not None:
+        findings.append(other_protocol)
+    elif probe.failure is not None:
         findings.append(_failure(probe, last))
     elif probe.reply is not None:
         findings += _reply_findings(probe, probe.reply, last)
@@ -233,6 +239,15 @@ def _redirect(exchange: Exchange, *, followed: bool) -> Finding:
 
 _CREDENTIALS_FIX = ("the agent refused the credentials: check the Authorization / key "
                     "headers (shown masked above) and that the secret is set and current")
+_OWN_404_FIXES = {
+    "openai_chat": "check base_url (it usually ends in /v1) and the model name",
+    "a2a": "follow the error above: `url` is the agent's base address, its card is read from "
+           "`url` + `card_path`",
+    "parlant": "follow the error above: check `agent_id` (GET /agents on the server lists "
+               "the agents) and that `url` is the server's base address",
+}
+"""404 fixes of target types that know which address they built (their error says more
+than "wrong path")."""
 _STATUS_FIXES = {
     401: _CREDENTIALS_FIX,
     403: _CREDENTIALS_FIX,
@@ -249,8 +264,8 @@ def _http_error(exchange: Exchange, target_type: str) -> Finding:
     excerpt = _excerpt(exchange.response_body)
     what = f"the agent answered HTTP {status} {exchange.reason}".rstrip()
     what += f"; body starts: {excerpt!r}" if excerpt else " with an empty body"
-    if target_type == "openai_chat" and status == 404:
-        fix = "check base_url (it usually ends in /v1) and the model name"
+    if status == 404 and target_type in _OWN_404_FIXES:
+        fix = _OWN_404_FIXES[target_type]
     elif status in _STATUS_FIXES:
         fix = _STATUS_FIXES[status]
     elif status in (400, 409, 422):
@@ -280,6 +295,64 @@ def _path_fix(body: JsonValue, message: str) -> str:
     others = "; ".join(f"{p} = {_excerpt(v, 60)!r}" for p, v in candidates[1:4])
     return (f"set `response_path: {best}` (it holds {_excerpt(value, 80)!r})"
             + (f"; other texts in the body: {others}" if others else ""))
+
+
+# --- other protocols -----------------------------------------------------------------------
+
+_CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+
+
+def _other_protocol(probe: Probe, last: Exchange | None) -> Finding | None:
+    """An http target whose answer is in a protocol sparring has a target type for: a
+    JSON-RPC 2.0 error (an A2A agent's endpoint), an A2A agent card, or a Parlant sessions
+    API that asks for `agent_id`. `None` for anything else."""
+    if probe.target_type != "http" or last is None or last.status is None:
+        return None
+    body = _json_body(last)
+    if not isinstance(body, dict):
+        return None
+    url = httpx.URL(last.url).copy_with(query=None, fragment=None)
+    error = body.get("error")
+    if body.get("jsonrpc") == "2.0" and isinstance(error, dict):
+        return _json_rpc_error(last, error, url)
+    if "supportedInterfaces" in body or {"name", "url", "skills"} <= body.keys():
+        return _agent_card(body, url)
+    if (url.path.rstrip("/").endswith("/sessions") and last.status >= 400
+            and "agent_id" in last.response_body):
+        base = str(url.copy_with(path=url.path.rstrip("/").removesuffix("/sessions")))
+        return Finding("problem", "the url is a Parlant server's sessions API (it asks for "
+                       "an `agent_id`), which does not take a chat message",
+                       f"use `type: parlant` with `url: {base}` (the server's base address) "
+                       f"and `agent_id:` (GET {base}/agents lists the agents)")
+    return None
+
+
+def _json_rpc_error(exchange: Exchange, error: dict[str, JsonValue], url: httpx.URL
+                    ) -> Finding:
+    said = f"{error.get('code')}: {_excerpt(str(error.get('message', '')), 160)}"
+    a2a = (f"`type: a2a` with `url:` the agent's base address, the one whose "
+           f"{_CARD_PATHS[0]} serves its card (often this url: `url: {url}`)")
+    if '"jsonrpc"' in exchange.request_body:
+        return Finding("problem", f"the agent answered a JSON-RPC error ({said})",
+                       "fix what it names in `body_template`; for an A2A agent, use "
+                       f"{a2a}: sparring then speaks the protocol for you")
+    return Finding("problem", f"the url answered a JSON-RPC 2.0 error ({said}): it is a "
+                   "JSON-RPC endpoint (an A2A agent's?), which does not take a plain chat "
+                   "message", f"for an A2A agent, use {a2a}: sparring then reads the card "
+                   "and speaks A2A for you")
+
+
+def _agent_card(card: dict[str, JsonValue], url: httpx.URL) -> Finding:
+    name = card.get("name")
+    what = f"the url answered an A2A agent card{f' ({name!r})' if name else ''}, not a reply"
+    suffix = next((p for p in _CARD_PATHS if url.path.endswith(p)), None)
+    if suffix is None:
+        spec = f"`url: {url.copy_with(path='/')}` and `card_path: {url.path}`"
+    else:
+        spec = f"`url: {url.copy_with(path=url.path.removesuffix(suffix) or '/')}`"
+        spec += f" and `card_path: {suffix}`" if suffix != _CARD_PATHS[0] else ""
+    return Finding("problem", what, f"use `type: a2a` with {spec}: sparring reads the card "
+                   "and sends each message where it says")
 
 
 # --- replies -------------------------------------------------------------------------------

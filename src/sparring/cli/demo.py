@@ -14,18 +14,16 @@ def demo_agent_command(*, host: str, port: int, command: tuple[str, ...]) -> int
     Without `command`, serve until Ctrl-C and return 0. With it, start the server in the
     background, run `command`, stop the server and return the command's exit code.
     """
-    from sparring.demo.server import DemoServer
+    from sparring.demo.server import DemoServer, banner, listen_error
 
     args = list(command[1:] if command[:1] == ("--",) else command)
     try:
         server = DemoServer(host=host, port=port)
         server.start()
     except OSError as e:
-        click.secho(f"error: cannot listen on {host}:{port} ({e.strerror}); pick another "
-                    "port with --port, or stop what is using it", fg="red", err=True)
+        click.secho(listen_error(host, port, e), fg="red", err=True)
         return 2
-    click.echo(f"Demo agent listening on {server.url} (POST /chat, /chat/stream, "
-               "/v1/chat/completions)", err=True)
+    click.echo(banner(server), err=True)
     try:
         if not args:
             click.echo("Press Ctrl-C to stop.", err=True)

@@ -42,8 +42,11 @@ from sparring.demo.parlant import ParlantApi
 MAX_BODY_BYTES = 1_000_000
 _CHAT_EXAMPLE = '{"message": "Where is my order?", "history": []}'
 _OPENAI_EXAMPLE = '{"model": "demo", "messages": [{"role": "user", "content": "Hi"}]}'
-_ENDPOINTS = ("GET /health, POST /chat, POST /chat/stream, POST /v1/chat/completions, "
-              "Parlant's /sessions, POST /a2a")
+ENDPOINTS = ("GET /health, POST /chat, POST /chat/stream, POST /v1/chat/completions, "
+             "Parlant's /sessions, POST /a2a")
+"""The endpoints, as named in 404 answers and in the startup banner."""
+EXAMPLES_PORT = 8787
+"""The port the example suite in `examples/` points its urls at."""
 
 
 class BadRequest(Exception):
@@ -145,6 +148,23 @@ class DemoServer:
 def serve(*, host: str = "127.0.0.1", port: int, log_requests: bool = False) -> DemoServer:
     """Bind the demo agent; call `.serve_forever()` (blocking) or `.start()` (background)."""
     return DemoServer(host=host, port=port, log_requests=log_requests)
+
+
+_EXAMPLES_NOTE = (f"the examples in examples/ point at port {EXAMPLES_PORT}: to run them "
+                  f"against another port, change the {EXAMPLES_PORT} in their urls")
+
+
+def banner(server: DemoServer) -> str:
+    """The startup message: where the agent listens and its endpoints, plus, on another
+    port than `EXAMPLES_PORT`, that the examples' urls must be changed to match."""
+    text = f"Demo agent listening on {server.url} ({ENDPOINTS})"
+    return text if server.port == EXAMPLES_PORT else f"{text}\nNote: {_EXAMPLES_NOTE}"
+
+
+def listen_error(host: str, port: int, error: OSError) -> str:
+    """What to say when the agent cannot bind `host:port` (e.g. the port is in use)."""
+    return (f"error: cannot listen on {host}:{port} ({error.strerror or error}); pick another "
+            f"port with --port, or stop what is using it ({_EXAMPLES_NOTE})")
 
 
 # --- request bodies --------------------------------------------------------------------
@@ -293,7 +313,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif path in ("/chat", "/chat/stream", "/v1/chat/completions"):
             self._error(405, f"{path} takes POST with a JSON body, e.g. {_CHAT_EXAMPLE}")
         else:
-            self._error(404, f"no endpoint {path or '/'}; try {_ENDPOINTS}")
+            self._error(404, f"no endpoint {path or '/'}; try {ENDPOINTS}")
 
     def do_POST(self) -> None:  # noqa: N802 (stdlib name)
         path = self.path.split("?", 1)[0].rstrip("/")
@@ -305,7 +325,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if path not in routes:
                 self._drain()
-                self._error(404, f"no endpoint POST {path or '/'}; try {_ENDPOINTS}")
+                self._error(404, f"no endpoint POST {path or '/'}; try {ENDPOINTS}")
                 return
             routes[path](self._body())
         except BadRequest as e:
@@ -409,11 +429,14 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=f"Run the {SHOP} demo support agent.")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8787)
+    parser.add_argument("--port", type=int, default=EXAMPLES_PORT)
     parser.add_argument("--log", action="store_true", help="log one line per request")
     args = parser.parse_args(argv)
-    server = serve(host=args.host, port=args.port, log_requests=args.log)
-    print(f"{SHOP} demo agent on {server.url} (Ctrl-C to stop)", file=sys.stderr)
+    try:
+        server = serve(host=args.host, port=args.port, log_requests=args.log)
+    except OSError as e:
+        sys.exit(listen_error(args.host, args.port, e))
+    print(f"{banner(server)}\nPress Ctrl-C to stop.", file=sys.stderr)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
