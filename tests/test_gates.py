@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sparring.config import GroupGate
-from sparring.gates import Outcome, TestRecord, evaluate
+from sparring.gates import MustPass, Outcome, TestRecord, evaluate
 
 
 def record(nodeid: str, outcome: Outcome, *, tags: tuple[str, ...] = (),
@@ -42,7 +42,7 @@ def test_must_pass_names_parametrized_tests_by_their_function_name() -> None:
     report = evaluate({"booking": gate}, [
         record("t.py::test_pinned[1]", "passed"), record("t.py::test_pinned[2]", "failed"),
         record("t.py::test_other", "passed", markers=("booking",))])
-    assert report.gates[0].must_pass == (("test_pinned", "failed"),)
+    assert report.gates[0].must_pass == (MustPass(entry="test_pinned", status="failed"),)
     assert report.gates[0].ran == 3  # must_pass tests are members too
     assert not report.gates[0].met and not report.overrides_exit_code
     assert report.lines()[-1] == "exit code stays 1: gate booking FAILED"
@@ -56,3 +56,36 @@ def test_every_gate_must_be_met_for_the_override() -> None:
     assert [g.met for g in report.gates] == [True, False]
     assert not report.overrides_exit_code
     assert report.ungated_failures == ()
+
+
+def test_a_must_pass_entry_that_matches_no_test_fails_the_gate_and_names_close_ones() -> None:
+    gate = GroupGate(threshold=0.5, tags=("booking",), must_pass=("confirm_slott", "zzz"))
+    report = evaluate({"booking": gate}, [
+        record("a.yaml::confirm_slot", "passed", tags=("booking",)),
+        record("a.yaml::cancel_slot", "failed", tags=("booking",))])
+    assert [pin.status for pin in report.gates[0].must_pass] == ["no match", "no match"]
+    assert not report.gates[0].met and not report.overrides_exit_code
+    assert report.lines() == [
+        "booking: 1/2 passed (50%), 50% required: FAILED",
+        "  failed: a.yaml::cancel_slot",
+        "  must_pass: confirm_slott matched no test of this session; did you mean "
+        "'confirm_slot'?",
+        "  must_pass: zzz matched no test of this session; check its spelling: use a node id, "
+        "test name or scenario id",
+        "exit code stays 1: gate booking FAILED"]
+
+
+def test_a_skipped_must_pass_test_keeps_the_gate_met_and_says_skipped() -> None:
+    gate = GroupGate(tags=("booking",), threshold=0.5, must_pass=("confirm_slot",))
+    report = evaluate({"booking": gate}, [
+        record("a.yaml::confirm_slot", "skipped"),
+        record("a.yaml::one", "passed", tags=("booking",)),
+        record("a.yaml::two", "failed", tags=("booking",))])
+    assert report.gates[0].met and report.overrides_exit_code
+    assert "  must_pass: confirm_slot skipped" in report.lines()
+
+
+def test_an_unmet_gate_without_failures_says_it_changes_nothing() -> None:
+    report = evaluate({"g": GroupGate(must_pass=("typo",))}, [record("a.yaml::one", "passed")])
+    assert not report.gates[0].met and not report.overrides_exit_code
+    assert report.lines()[-1] == "no test failed, so the gates change nothing"

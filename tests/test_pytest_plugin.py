@@ -336,14 +336,18 @@ def test_a_met_gate_turns_a_failure_inside_its_group_into_exit_0(
         tags = ["booking"]
         markers = ["booking"]
     ''', files={"evals/booking.yaml": BOOKING, "test_plain.py": PLAIN_TESTS})
-    result = pytester.runpytest()
+    result = pytester.runpytest("--sparring-report", "r.md")
     result.assert_outcomes(passed=3, failed=1)
     assert result.ret == 0
-    result.stdout.fnmatch_lines([
-        "*= sparring group summary =*",
-        "booking: 2/3 passed (66.7%), 60% required: PASSED",
-        "  failed: evals/booking.yaml::cancel_slot",
-        "exit code overridden to 0: every gate is met and every failed test belongs to a group"])
+    summary = ["booking: 2/3 passed (66.7%), 60% required: PASSED",
+               "  failed: evals/booking.yaml::cancel_slot",
+               "exit code overridden to 0: every gate is met and every failed test belongs to "
+               "a group"]
+    result.stdout.fnmatch_lines(["*= sparring group summary =*", *summary])
+    report = (pytester.path / "r.md").read_text(encoding="utf-8")
+    assert "✅ **exit code 0**: every gate is met and every failed test belongs to a group " \
+        "(overridden from 1)" in report
+    assert "\n".join(["## Group gates", "", "```text", *summary, "```"]) in report
 
 
 def test_a_failed_must_pass_keeps_exit_1(pytester: pytest.Pytester) -> None:
@@ -358,7 +362,24 @@ def test_a_failed_must_pass_keeps_exit_1(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines([
         "booking: 1/2 passed (50%), 50% required: FAILED",
         "  failed: evals/booking.yaml::cancel_slot",
-        "  must_pass: cancel_slot failed", "  must_pass: test_nowhere not run",
+        "  must_pass: cancel_slot failed",
+        "  must_pass: test_nowhere matched no test of this session; check its spelling*",
+        "exit code stays 1: gate booking FAILED"])
+
+
+def test_a_misspelt_must_pass_fails_a_gate_that_would_be_met(pytester: pytest.Pytester) -> None:
+    make_project(pytester, settings='''
+        [tool.sparring.groups.booking]
+        threshold = 0.5
+        tags = ["booking"]
+        must_pass = ["book_slott"]
+    ''', files={"evals/booking.yaml": BOOKING})
+    result = pytester.runpytest()
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([
+        "booking: 1/2 passed (50%), 50% required: FAILED",
+        "  failed: evals/booking.yaml::cancel_slot",
+        "  must_pass: book_slott matched no test of this session; did you mean 'book_slot'?",
         "exit code stays 1: gate booking FAILED"])
 
 
@@ -399,6 +420,8 @@ def test_gates_and_the_report_cover_every_xdist_worker(pytester: pytest.Pytester
     assert len(rows) == 6
     assert re.search(r"\| evals/booking1\.yaml::cancel_slot1 \(cancel_slot1\) \| scripted \| 1 "
                      r"\| 0 \| 0% \| 100% \| ❌ failed \|", report)
+    assert "✅ **exit code 0**: every gate is met" in report
+    assert "  must_pass: test_marked_booking_passes ok\nexit code overridden to 0" in report
 
 
 def test_the_markdown_report_has_a_summary_and_every_verdicts_reason(
@@ -418,6 +441,30 @@ def test_the_markdown_report_has_a_summary_and_every_verdicts_reason(
                      r"reference number: the judge says not_met", report)
     assert "expected turn 1 to contain" in report
     assert "test_plain" not in report
+
+
+def test_the_markdown_report_lists_skipped_tests_with_why(pytester: pytest.Pytester) -> None:
+    make_project(pytester, settings='model = "scripted:met"\n',
+                 files={"evals/booking.yaml": BOOKING, "evals/judged.yaml": JUDGED,
+                        "test_agent.py": PYTHON_TESTS})
+    result = pytester.runpytest("--sparring-report", "report.md")
+    result.assert_outcomes(passed=2, failed=2, skipped=6)
+    report = (pytester.path / "report.md").read_text(encoding="utf-8")
+    rows = [line for line in report.splitlines() if line.startswith("| evals/")
+            or line.startswith("| test_agent.py")]
+    assert len(rows) == 10
+    assert re.search(r"\| evals/judged\.yaml::judged_booking \(judged_booking\) \| scripted \| "
+                     r"1 \| 0 \| - \| 66% \| ⏭ skipped \|", report)
+    assert re.search(r"\| test_agent\.py::test_below_the_threshold_fails \| python \| 1 \| 0 \| "
+                     r"- \| 75% \| ⏭ skipped \|", report)
+    assert re.search(r"\| test_agent\.py::test_suite_books \| python .* ⏭ skipped \|", report)
+    assert "> **⏭ skipped**: sparring: it calls a model (simulated user or judge), so it runs " \
+        "only when asked" in report
+    assert re.search(r"\| test_agent\.py::test_a_misspelt_option_is_an_error \| python .* "
+                     r"⚠️ error \|", report)
+    assert "> **⚠️ error**: @pytest.mark.sparring on test_agent.py::test_a_misspelt_option_is_an_" \
+        "error: unknown option 'trails'; did you mean 'trials'?" in report
+    assert "❌ **exit code 1**: at least one test failed" in report
 
 
 def test_sessions_without_sparring_settings_or_tests_are_untouched(

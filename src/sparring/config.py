@@ -47,8 +47,8 @@ class GroupGate(BaseModel):
 
     A test belongs to the group when it has one of `tags` (scenario tags), one of `markers`
     (pytest markers), or is named in `must_pass` (node id, test name or scenario id). The
-    gate is met when at least `threshold` of the members that ran passed and no `must_pass`
-    test failed.
+    gate is met when at least `threshold` of the members that ran passed and every
+    `must_pass` entry names a test that did not fail (see `sparring.gates`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

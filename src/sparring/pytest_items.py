@@ -218,10 +218,14 @@ class SuiteTestItem(pytest.Item):
         result = self.suite.run(pattern=f"^{re.escape(self.name)}$", settings=settings)
         conclude(self, result.scenarios[0])
 
+    @property
+    def test(self) -> Any:
+        """The suite's `RegisteredTest` this item runs."""
+        return next(t for t in self.suite.tests if t.name == self.name)
+
     def reportinfo(self) -> tuple[Path, int | None, str]:
         """Where the test function is."""
-        test = next(t for t in self.suite.tests if t.name == self.name)
-        line = test.source.rpartition(":")[2]
+        line = self.test.source.rpartition(":")[2]
         return self.path, int(line) - 1 if line.isdigit() else None, f"suite test {self.name}"
 
 
@@ -249,6 +253,33 @@ def conclude(item: pytest.Item, result: ScenarioResult) -> None:
         why = next((t.error for t in result.trials if t.error), "every trial was skipped")
         pytest.skip(f"sparring: {why}")
     raise ScenarioFailed(describe_failure(result))
+
+
+def unrun_result(item: pytest.Item, *, skipped: bool, reason: str) -> ScenarioResult:
+    """The result of a sparring test that never reached its trials: one trial, `skipped`
+    (not live, no model, a skip marker) or `error` (a bad marker option, a fixture that
+    failed), saying `reason`; so reports list it as `sparring run` lists such scenarios."""
+    from sparring.errors import UserError
+    from sparring.results import ScenarioResult, TrialResult
+
+    scenario_id, kind, threshold = item.nodeid, "python", 1.0
+    if isinstance(item, ScenarioItem):
+        scenario_id, kind = item.scenario.id, item.scenario.kind
+        threshold = item.scenario.threshold
+    elif isinstance(item, SuiteTestItem):
+        threshold = item.test.threshold
+    elif isinstance(item, pytest.Function):
+        try:
+            threshold = marker_options(item)[1]
+        except UserError:
+            pass  # the test's own failure reports the bad option
+    path, line, _ = item.reportinfo()
+    trial = TrialResult(scenario_id=scenario_id, trial=1,
+                        status="skipped" if skipped else "error",
+                        end_reason="skipped" if skipped else "test_error", error=reason)
+    return ScenarioResult(scenario_id=scenario_id, name=item.nodeid, kind=kind,
+                          source=f"{os.path.relpath(path)}:{(line or 0) + 1}",
+                          threshold=threshold, trials=[trial])
 
 
 def describe_failure(result: ScenarioResult) -> str:

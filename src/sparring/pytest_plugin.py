@@ -9,7 +9,8 @@
   skipped unless `--sparring-live`, `SPARRING_LIVE=1` or `live = true`; tests with checks
   only always run.
 - `[tool.sparring.groups.NAME]` gates the session on a group's pass rate (`sparring.gates`);
-  `--sparring-report FILE.md` writes the Markdown report of every sparring test.
+  `--sparring-report FILE.md` writes the Markdown report of every sparring test (skipped
+  ones with why), the group summary, and the session's final exit code.
 
 Importing this module imports nothing but pytest: it loads in every pytest session, and
 sessions without sparring tests must not pay for sparring. The tests it makes live in
@@ -206,14 +207,24 @@ class SparringState:
                                   call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
         """Show sparring failures as their message; put what the controller needs into
         the report: the test's markers (setup, when groups are configured) and the sparring
-        result (call)."""
+        result (call; or, for a sparring test skipped or failed before its trials, one that
+        says why)."""
         report: pytest.TestReport = yield
         if report.failed and call.excinfo is not None and _is_ours(call.excinfo.value):
             report.longrepr = str(call.excinfo.value)  # the message says it all
         extra: list[tuple[str, object]] = []
         if call.when == "setup" and self.configured and self.settings.groups:
             extra.append((MARKERS_PROPERTY, sorted({m.name for m in item.iter_markers()})))
-        if call.when == "call" and RESULT_KEY in item.stash:
+        if (report.skipped or report.failed) and RESULT_KEY not in item.stash \
+                and _is_sparring_test(item):
+            from sparring.pytest_items import unrun_result
+
+            reason = (_skip_reason(report) if report.skipped else
+                      str(report.longrepr) if isinstance(report.longrepr, str) else
+                      call.excinfo.exconly() if call.excinfo else "the test failed")
+            item.stash[RESULT_KEY] = unrun_result(item, skipped=report.skipped, reason=reason)
+            extra.append((RESULT_PROPERTY, item.stash[RESULT_KEY].model_dump_json()))
+        elif call.when == "call" and RESULT_KEY in item.stash:
             extra.append((RESULT_PROPERTY, item.stash[RESULT_KEY].model_dump_json()))
         if extra:  # a new list: item.user_properties itself goes to the JUnit XML
             report.user_properties = [*report.user_properties, *extra]
@@ -226,22 +237,26 @@ class SparringState:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Write the report, evaluate the gates, and turn exit code 1 into 0 when they say so."""
+        """Evaluate the gates and turn exit code 1 into 0 when they say so; then write the
+        report, which states the session's final exit code."""
         if not self.controller:
             return
-        path = self.config.getoption("sparring_report")
-        if path:
-            self.report_note = self._write_report(Path(path))
-            if not self.report_note.startswith("sparring report:") and exitstatus == 0:
-                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        code, overridden = int(exitstatus), False
         if self.configured and self.settings.groups:
             from sparring.gates import evaluate
 
             records = [seen.record(nodeid) for nodeid, seen in self.tests.items()]
             self.gate_report = evaluate(self.settings.groups, records)
-            if exitstatus == pytest.ExitCode.TESTS_FAILED and \
-                    self.gate_report.overrides_exit_code:
-                session.exitstatus = pytest.ExitCode.OK
+            overridden = (code == pytest.ExitCode.TESTS_FAILED
+                          and self.gate_report.overrides_exit_code)
+            if overridden:
+                session.exitstatus = code = pytest.ExitCode.OK
+        path = self.config.getoption("sparring_report")
+        if path:
+            self.report_note = self._write_report(
+                Path(path), exit_status=(code, _exit_meaning(code, overridden=overridden)))
+            if not self.report_note.startswith("sparring report:") and code == 0:
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The group summary and where the report went."""
@@ -252,8 +267,9 @@ class SparringState:
         if self.report_note:
             terminalreporter.write_line(self.report_note)
 
-    def _write_report(self, path: Path) -> str:
-        """Write the Markdown report of every sparring test seen; say where, or why not."""
+    def _write_report(self, path: Path, *, exit_status: tuple[int, str]) -> str:
+        """Write the Markdown report of every sparring test seen, with the group summary
+        and the session's `exit_status` (code, meaning); say where, or why not."""
         from datetime import UTC, datetime
 
         from sparring import __version__
@@ -272,7 +288,8 @@ class SparringState:
                         judge_model=self.settings.resolved_judge_model if live else None,
                         scenarios=scenarios)
         try:
-            write_markdown(run, path)
+            write_markdown(run, path, exit_status=exit_status,
+                           gate_lines=self.gate_report.lines() if self.gate_report else ())
         except OSError as e:
             return (f"error: --sparring-report: could not write {str(path)!r}: "
                     f"{e.strerror or e}; give a writable file path")
@@ -311,6 +328,33 @@ class _Seen:
 def plugin_state(config: pytest.Config) -> SparringState:
     """The session's `SparringState` (set in `pytest_configure`)."""
     return config.stash[_STATE_KEY]
+
+
+_EXIT_MEANING = {0: "every test that ran passed", 1: "at least one test failed",
+                 2: "the session was interrupted", 3: "pytest hit an internal error",
+                 4: "pytest was used wrongly (see its output)", 5: "no test was collected"}
+
+
+def _exit_meaning(code: int, *, overridden: bool) -> str:
+    """What the session's exit code means, for the report."""
+    if overridden:
+        return ("every gate is met and every failed test belongs to a group (overridden "
+                "from 1)")
+    return _EXIT_MEANING.get(code, "see pytest's output")
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    """Why pytest skipped the test (`longrepr` of a skip is `(path, line, "Skipped: why")`)."""
+    if isinstance(report.longrepr, tuple):
+        return report.longrepr[2].removeprefix("Skipped: ")
+    return "skipped"
+
+
+def _is_sparring_test(item: pytest.Item) -> bool:
+    """A scenario of a test file, or a Python sparring test (see `_live_option`)."""
+    items = sys.modules.get("sparring.pytest_items")
+    return _live_option(item) is not None or (
+        items is not None and isinstance(item, items.ScenarioItem))
 
 
 def _live_option(item: pytest.Item) -> bool | None:

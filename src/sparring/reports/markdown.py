@@ -1,7 +1,8 @@
 """Markdown report, fit for a pull-request comment (GitHub-flavoured).
 
 Layout: a title with the run's date; one line of run facts, one of usage (model calls,
-tokens, cost; the target's tokens) and the exit code; a summary
+tokens, cost; the target's tokens) and the exit code; the group gate summary when the
+caller gives one (pytest plugin); a summary
 table (scenario, kind, trials, passed, pass rate, threshold, status with ✅ ❌ ⚠️ ⏭); then per
 scenario and per trial: status, end reason, every verdict with its reason (failures first),
 errors, and the transcript in a collapsed `<details>` block (turns numbered, agent replies
@@ -14,6 +15,8 @@ reply cannot open HTML, and `|` is escaped inside tables.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -46,15 +49,22 @@ _VERDICT_ORDER = {"not_met": 0, "error": 1, "met": 2, "skipped": 3}
 _STATUS_TEXT = {"not_met": "not met", "timed_out": "timed out", "not_run": "not run"}
 
 
-def render_markdown(result: RunResult, *, max_message_chars: int = 4000) -> str:
+def render_markdown(result: RunResult, *, max_message_chars: int = 4000,
+                    exit_status: tuple[int, str] | None = None,
+                    gate_lines: Sequence[str] = ()) -> str:
     """The Markdown report as text.
 
     Args:
         result: The run to render.
         max_message_chars: Longer transcript messages are cut there, with a marker saying
             how much was left out (PR comments are limited to 65,536 characters).
+        exit_status: `(code, meaning)` to state instead of `result.exit_code`, when the run
+            is part of a larger session that decides the exit code (the pytest plugin).
+        gate_lines: The group gate summary (`sparring.gates.GateReport.lines()`), shown
+            verbatim under "Group gates" after the header; nothing when empty.
     """
-    head = "\n".join([*_header(result), *_summary_table(result)])
+    head = "\n".join([*_header(result, exit_status), *_gates(gate_lines),
+                      *_summary_table(result)])
     details = "\n".join(line for scenario in result.scenarios
                         for line in _scenario_section(scenario,
                                                       max_message_chars=max_message_chars))
@@ -77,16 +87,19 @@ _CUT_NOTE = ("_The report was cut here to fit a pull-request comment; every tran
              "verdict is in the JSON report (`--output`)._")
 
 
-def write_markdown(result: RunResult, path: Path, *, max_message_chars: int = 4000) -> None:
-    """Write `render_markdown(result)` to `path` (UTF-8), creating parent folders.
+def write_markdown(result: RunResult, path: Path, *, max_message_chars: int = 4000,
+                   exit_status: tuple[int, str] | None = None,
+                   gate_lines: Sequence[str] = ()) -> None:
+    """Write `render_markdown(result, ...)` to `path` (UTF-8), creating parent folders.
 
     Raises:
         OSError: the file cannot be written.
     """
-    _write(path, render_markdown(result, max_message_chars=max_message_chars))
+    _write(path, render_markdown(result, max_message_chars=max_message_chars,
+                                 exit_status=exit_status, gate_lines=gate_lines))
 
 
-def _header(result: RunResult) -> list[str]:
+def _header(result: RunResult, exit_status: tuple[int, str] | None) -> list[str]:
     trials = sum(len(s.trials) for s in result.scenarios)
     facts = [f"run `{_inline(result.run_id)}`", plural(len(result.scenarios), "scenario"),
              plural(trials, "trial"), f"{result.duration_ms / 1000:.1f} s"]
@@ -95,11 +108,22 @@ def _header(result: RunResult) -> list[str]:
     if result.judge_model:
         facts.append(f"judge model `{_inline(result.judge_model)}`")
     usage = usage_text(result.usage_totals())
-    code = result.exit_code
+    code, meaning = exit_status or (result.exit_code,
+                                    EXIT_CODE_MEANING.get(result.exit_code, "unknown"))
     icon = "✅" if code == 0 else "❌" if code == 1 else "⚠️"
     return [f"# sparring run, {_date(result.started_at)}", "", " · ".join(facts), "",
             *([f"Usage: {usage}", ""] if usage else []),
-            f"{icon} **exit code {code}**: {EXIT_CODE_MEANING.get(code, 'unknown')}", ""]
+            f"{icon} **exit code {code}**: {_text(meaning)}", ""]
+
+
+def _gates(lines: Sequence[str]) -> list[str]:
+    """The group gate summary as on the terminal, in a code block."""
+    if not lines:
+        return []
+    text = [strip_control(line) for line in lines]
+    longest = max((len(run) for line in text for run in re.findall(r"`+", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return ["## Group gates", "", fence + "text", *text, fence, ""]
 
 
 def _date(started_at: str) -> str:
