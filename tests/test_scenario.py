@@ -15,6 +15,7 @@ from sparring.scenario import (
     SimulatedScenario,
     SingleTurnScenario,
     expand_check_shorthand,
+    parse_threshold,
 )
 from sparring.target_specs import HttpTargetSpec, OpenAIChatTargetSpec
 
@@ -225,3 +226,26 @@ def test_expected_output_reserves_its_criterion_id() -> None:
             spec | {"criteria": [], "restrictions": [{"id": "expected_output", "text": "x"}]})
     without = {k: v for k, v in spec.items() if k != "expected_output"}
     assert SingleTurnScenario.model_validate(without).criteria[0].id == "expected_output"
+
+
+@pytest.mark.parametrize(("value", "fraction"), [
+    (0.8, 0.8), ("80%", 0.8), (80, 0.8), ("0.5", 0.5), (1, 1.0), (0, 0.0), (10, 0.1),
+    ("1.5%", 0.015),
+])
+def test_threshold_reads_fractions_and_percents(value: object, fraction: float) -> None:
+    assert parse_threshold(value) == pytest.approx(fraction)
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    (8, "threshold 8 is ambiguous: did you mean 0.8 (80%)? Write a fraction (0.8) or a "
+     "percentage ('80%' or 80; for 8% write '8%')"),
+    (1.5, "threshold 1.5 is above 1: did you mean '1.5%' (0.015) or 1.0 (100%)? Write a "
+     "fraction (0.8) or a percentage ('80%' or 80)"),
+    ("2.5", "did you mean '2.5%' (0.025) or 1.0 (100%)?"),
+    (101, "threshold 101 is out of range"),
+    (True, "not a boolean"),
+])
+def test_threshold_hints_say_what_the_number_could_mean(value: object, says: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_threshold(value)
+    assert says in str(caught.value)

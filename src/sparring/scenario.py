@@ -41,7 +41,8 @@ def parse_threshold(value: Any) -> float:
     """Read a pass-rate threshold as a fraction in [0, 1].
 
     `0.8`, `"80%"` and `80` all mean 0.8 (DESIGN.md section 1). A number above 1 without `%`
-    is read as percent only from 10 to 100; values such as `8` are ambiguous.
+    is read as percent only from 10 to 100; whole numbers such as `8` are ambiguous (0.8 or
+    8%?), and others such as `1.5` get "did you mean '1.5%' (0.015) or 1.0?".
 
     Raises:
         ValueError: not a number, out of range, or ambiguous (with a "did you mean" hint).
@@ -67,11 +68,15 @@ def parse_threshold(value: Any) -> float:
     number = float(value)
     if 0 <= number <= 1:
         return number
-    if 1 < number < 10:
+    if 1 < number < 10 and number.is_integer():
         raise ValueError(
             f"threshold {value} is ambiguous: did you mean {number / 10:g} ({number * 10:g}%)? "
             f"Write a fraction (0.8) or a percentage ('80%' or 80; for {value}% write "
             f"'{value}%')")
+    if 1 < number < 10:  # 1.5 is neither a fraction nor a percent without `%`
+        raise ValueError(
+            f"threshold {value} is above 1: did you mean '{number:g}%' ({number / 100:g}) or "
+            "1.0 (100%)? Write a fraction (0.8) or a percentage ('80%' or 80)")
     if 10 <= number <= 100:
         return number / 100
     raise ValueError(f"threshold {value} is out of range: use a fraction 0-1 or a percent 0-100")
