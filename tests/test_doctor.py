@@ -25,6 +25,7 @@ from sparring.demo.server import DemoServer
 from sparring.diagnosis import Exchange, Probe, diagnose, is_healthy, reply_candidates
 from sparring.errors import ConfigError, UserError
 from sparring.transcript import Message
+from tests.support.parlant_server import Say, ScriptedParlantServer, tool
 
 SECRET = "sk-live-0123456789abcdef"
 
@@ -104,6 +105,25 @@ def demo() -> Iterator[DemoServer]:
     with DemoServer(port=0) as server:
         server.start()
         yield server
+
+
+def a2a_agent(stage: Stage, result: Callable[[str], Any], *,
+              interface_url: str | None = None) -> str:
+    """An A2A 1.0 agent on `stage` at `/rpc`: its card, and a JSON-RPC endpoint answering
+    `result(X-Key header)` as the `result`; returns the agent's base url."""
+    card = {"name": "staged", "description": "d", "version": "1", "capabilities": {},
+            "defaultInputModes": ["text"], "defaultOutputModes": ["text"], "skills": [],
+            "supportedInterfaces": [{"url": interface_url or f"{stage.base}/rpc/",
+                                     "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]}
+    stage.route("/rpc/.well-known/agent-card.json", 200, json.dumps(card))
+
+    def answer(headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        key = next((v for k, v in headers.items() if k.lower() == "x-key"), "")
+        body = {"jsonrpc": "2.0", "id": "1", "result": result(key)}
+        return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+    stage.routes["/rpc/"] = answer
+    return f"{stage.base}/rpc"
 
 
 def target_file(tmp_path: Path, target: dict[str, Any], name: str = "target.yaml") -> str:
@@ -386,6 +406,46 @@ def test_secrets_are_masked_in_requests_and_responses(tmp_path: Path, stage: Sta
     assert "X-Team: ***" in result.output
     assert '"key": "***"' in result.output  # the request body, and its echo in the response
     assert "/echo?key=***" in result.output
+
+
+def test_secrets_the_agent_echoes_are_masked_in_the_reply_and_tool_calls(
+        tmp_path: Path, stage: Stage) -> None:
+    def echo(headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        key = next(v for k, v in headers.items() if k.lower() == "x-key")
+        body = {"reply": f"your key is {key}", "calls": [{"name": "auth", "arguments": {
+            "key": key}}]}
+        return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+    stage.routes["/leaky"] = echo
+    http = doctor(target_file(tmp_path, {
+        "url": f"{stage.base}/leaky", "response_path": "reply", "tool_calls_path": "calls",
+        "headers": {"X-Key": "{{secrets.HS}}"}}), env={"HS": SECRET})
+    assert http.exit_code == 0, http.output
+    assert "Reply (response_path 'reply'): 'your key is ***'" in http.output
+    assert 'Tool calls: auth({"key": "***"})' in http.output
+
+    url = a2a_agent(stage, lambda key: {"message": {
+        "messageId": "m1", "role": "ROLE_AGENT", "parts": [{"text": f"your key is {key}"}],
+        "metadata": {"toolCalls": [{"name": "auth", "arguments": {"key": key}}]}}})
+    a2a = doctor(target_file(tmp_path, {"type": "a2a", "url": url,
+                                        "tool_calls_path": "metadata.toolCalls",
+                                        "headers": {"X-Key": "{{secrets.HS}}"}}),
+                 env={"HS": SECRET})
+    assert a2a.exit_code == 0, a2a.output
+    assert "Reply: 'your key is ***'" in a2a.output
+    assert 'Tool calls: auth({"key": "***"})' in a2a.output
+
+    with ScriptedParlantServer([Say(f"your key is {SECRET}", tools=[
+            tool("auth", {"key": SECRET}, f"ok {SECRET}")])]) as server:
+        parlant = doctor(target_file(tmp_path, {"type": "parlant", "url": server.url,
+                                                "agent_id": "agent-1",
+                                                "headers": {"X-Key": "{{secrets.HS}}"}}),
+                         env={"HS": SECRET})
+    assert parlant.exit_code == 0, parlant.output
+    assert "Reply: 'your key is ***'" in parlant.output
+    assert 'Tool calls: auth({"key": "***"})' in parlant.output
+    for result in (http, a2a, parlant):
+        assert SECRET not in result.output
 
 
 def test_secrets_file_option_and_unset_secret(tmp_path: Path, stage: Stage) -> None:

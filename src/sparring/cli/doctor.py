@@ -1,16 +1,22 @@
 """`sparring doctor FILE`: send one message to a test file's target and explain the result.
 
 Shows each HTTP request (credentials masked) and response, the reply the target read from
-it, tool calls, latency, and a diagnosis with fixes (`sparring.diagnosis`). Exit code 0 when
+it, tool calls, latency, and a diagnosis with fixes (`sparring.diagnosis`). Every value of
+a secret the target uses is masked in all of it, in one place: the console's output stream
+(`_ScrubbedStdout`), so an agent that echoes a secret in its reply or a tool call does not
+show it either. Exit code 0 when
 the target answered with a non-empty reply and nothing is a problem, 3 otherwise, 2 for a
 file or option that is wrong (like `sparring run`).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import sys
 from pathlib import Path
+from typing import IO, TextIO, cast
 
 import anyio
 from rich.console import Console
@@ -42,7 +48,7 @@ def doctor_command(*, file: str, message: str, secrets_file: str | None,
     settings = load_settings({"secrets_file": secrets_file})
     secrets = Secrets.load(file=Path(settings.secrets_file) if settings.secrets_file else None)
     spec, source = load_target(file, scenario_id=scenario)
-    console = _console()
+    console = _console(_ScrubbedStdout(sys.stdout, secrets))
     console.print(Text.assemble(("sparring doctor: ", "bold"), f"{_describe(spec)}  ",
                                 (f"(from {source})", "dim")))
     console.print(Text(f"Sending one user message: {message!r}"))
@@ -68,12 +74,44 @@ def _describe(spec: AnyTargetSpec) -> str:
 
 # --- output --------------------------------------------------------------------------------
 
-def _console() -> Console:
-    """stdout, coloured on a terminal only; long lines are not cut (urls, bodies and errors
+class _ScrubbedStdout(io.TextIOBase):
+    """A text stream that writes to `out` with every secret value `secrets` has handed out
+    masked (`Secrets.scrub`): what the console prints goes through here, all of it.
+
+    Rich writes each printed line whole (soft wrap, no colour codes inside a plain value),
+    so a secret is never split across two writes.
+    """
+
+    def __init__(self, out: TextIO, secrets: Secrets) -> None:
+        super().__init__()
+        self._out, self._secrets = out, secrets
+
+    def write(self, text: str, /) -> int:
+        """Write `text` scrubbed; returns `len(text)` (what was asked to be written)."""
+        self._out.write(self._secrets.scrub(text))
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush `out`."""
+        self._out.flush()
+
+    def isatty(self) -> bool:
+        """Whether `out` is a terminal (colour on or off)."""
+        return self._out.isatty()
+
+    @property
+    def encoding(self) -> str:  # pyright: ignore[reportIncompatibleVariableOverride]
+        """`out`'s encoding (Rich picks its box characters by it)."""
+        return self._out.encoding
+
+
+def _console(stream: _ScrubbedStdout) -> Console:
+    """`stream`, coloured on a terminal only; long lines are not cut (urls, bodies and errors
     stay whole for copying); 120-column rules in CI logs (no COLUMNS set)."""
-    console = Console(highlight=False, soft_wrap=True)
+    out = cast(IO[str], stream)  # Rich only writes, flushes and asks isatty / encoding
+    console = Console(file=out, highlight=False, soft_wrap=True)
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(highlight=False, soft_wrap=True, width=120)
+        console = Console(file=out, highlight=False, soft_wrap=True, width=120)
     return console
 
 
