@@ -132,3 +132,39 @@ def test_malformed_groups_say_what_to_write(tmp_path: Path, toml: str, message: 
     (tmp_path / "sparring.toml").write_text(toml + "\n")
     with pytest.raises(ConfigError, match=message):
         load_settings({}, cwd=tmp_path, env={})
+
+
+_PRICE_FORM = (r'write "provider:name" = \[input, output\] in USD per million tokens, e.g. '
+               r'"openai-compatible:llama3" = \[0.2, 0.6\]$')
+
+
+@pytest.mark.parametrize(("toml", "message"), [
+    ('llama3 = [0.2, 0.6]', r"key 'llama3' is not a model spec 'provider:name'"),
+    ('"openai:" = [0.2, 0.6]', r"key 'openai:' is not a model spec"),
+    ('"openai:x" = [true, false]', r"price of 'openai:x' is \[true, false\], not two "
+     r"non-negative numbers \[input, output\]"),
+    ('"openai:x" = [0.2]', r"price of 'openai:x' is \[0.2\], not two"),
+    ('"openai:x" = [0.2, 0.6, 1]', r"is \[0.2, 0.6, 1\], not two"),
+    ('"openai:x" = [0.2, -1]', r"is \[0.2, -1\], not two non-negative"),
+    ('"openai:x" = ["0.2", 0.6]', r"is \[\"0.2\", 0.6\], not two"),
+    ('"openai:x" = [inf, 0.6]', r"is \[Infinity, 0.6\], not two"),
+    ('"openai:x" = 0.2', r"is 0.2, not two"),
+])
+def test_bad_prices_name_the_key_the_file_and_the_form(tmp_path: Path, toml: str,
+                                                        message: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(f"[tool.sparring.prices]\n{toml}\n")
+    with pytest.raises(ConfigError,
+                       match=rf"prices \(from .*pyproject.toml\): .*{message}.*; {_PRICE_FORM}"):
+        load_settings({}, cwd=tmp_path, env={})
+
+
+def test_prices_that_are_not_a_table_say_what_to_write(tmp_path: Path) -> None:
+    (tmp_path / "sparring.toml").write_text("prices = [0.2, 0.6]\n")
+    with pytest.raises(ConfigError, match=rf"prices \(from .*sparring.toml\): expected a table "
+                       rf"of model prices; {_PRICE_FORM}"):
+        load_settings({}, cwd=tmp_path, env={})
+
+
+def test_prices_accept_ints_and_floats_and_strip_the_key(tmp_path: Path) -> None:
+    (tmp_path / "sparring.toml").write_text('[prices]\n" ollama:m " = [0, 1.5]\n')
+    assert load_settings({}, cwd=tmp_path, env={}).prices == {"ollama:m": (0.0, 1.5)}

@@ -7,16 +7,20 @@ import sys
 
 import pytest
 
+from sparring.config import Settings
 from sparring.errors import UserError
 from sparring.models.base import Model
 from sparring.models.openai import OpenAIModel
+from sparring.models.pricing import Price, price_of
 from sparring.models.registry import (
     OLLAMA_DEFAULT_URL,
     PROVIDERS,
     ModelOptions,
+    model_from_settings,
     ollama_base_url,
     register_provider,
     resolve_model,
+    split_model_spec,
 )
 from sparring.models.scripted import ScriptedModel
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
@@ -93,16 +97,35 @@ def test_openai_compatible_requires_base_url() -> None:
 
 
 @pytest.mark.parametrize(("spec", "pattern"), [
-    ("opanai:gpt-4o", r"unknown model provider 'opanai'.*Did you mean 'openai:gpt-4o'\?"),
+    ("opanai:gpt-4o", r"unknown model provider 'opanai' in model 'opanai:gpt-4o'.*Did you "
+     r"mean 'openai:gpt-4o'\?"),
     ("olama:qwen2.5:7b", r"Did you mean 'ollama:qwen2.5:7b'\?"),
     ("zzz:x", r"use one of: anthropic, local, ollama, openai, openai-compatible\.$"),
     ("gpt-4o-mini", r"not 'provider:name'; write e.g. 'openai:gpt-4o-mini'"),
     ("openai:", r"names no model"),
-    (":x", r"not 'provider:name'"),
+    (":x", r"^model ':x' names no provider; write 'provider:name' with a provider from: "
+     r"anthropic, local, ollama, openai, openai-compatible$"),
+    (" : ", r"names no provider"),
 ])
 def test_bad_specs_are_user_errors(spec: str, pattern: str) -> None:
     with pytest.raises(UserError, match=pattern):
         resolve_model(spec)
+
+
+def test_split_model_spec_keeps_colons_in_the_name() -> None:
+    assert split_model_spec(" ollama:qwen2.5:7b ") == ("ollama", "qwen2.5:7b")
+
+
+def test_a_price_for_an_unknown_provider_fails_when_models_are_resolved(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(PROVIDERS, "fake", PROVIDERS["ollama"])  # registered by a plugin
+    model_from_settings("ollama:m", Settings(prices={"fake:m": (1, 2)}))
+    assert price_of("fake:m") == Price(1, 2)
+    settings = Settings(prices={"olama:llama3": (0.2, 0.6)})
+    with pytest.raises(UserError, match=r"unknown model provider 'olama' in "
+                       r"\[tool.sparring.prices\] key 'olama:llama3'.*Did you mean "
+                       r"'ollama:llama3'\?"):
+        model_from_settings("ollama:m", settings)
 
 
 def test_register_provider(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,6 +22,8 @@ files (paths in `yaml_dirs` are relative to the file that names them), `live` al
 from __future__ import annotations
 
 import difflib
+import json
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -32,7 +34,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    NonNegativeFloat,
     ValidationError,
     field_validator,
     model_validator,
@@ -105,11 +106,16 @@ class Settings(BaseModel):
     """Let the pytest plugin run tests that call models (`--sparring-live` also does)."""
     groups: dict[str, GroupGate] = Field(default_factory=dict[str, GroupGate])
     """Quality gates of the pytest plugin, by group name."""
-    prices: dict[str, tuple[NonNegativeFloat, NonNegativeFloat]] = Field(
-        default_factory=dict[str, tuple[NonNegativeFloat, NonNegativeFloat]])
+    prices: dict[str, tuple[float, float]] = Field(
+        default_factory=dict[str, tuple[float, float]])
     """`[tool.sparring.prices]`: model spec -> `[input, output]` USD per million tokens, for
     models the built-in table does not know or prices differently
     (`sparring.models.pricing`)."""
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _prices(cls, value: Any) -> Any:
+        return _check_prices(value)
 
     @property
     def resolved_user_model(self) -> str | None:
@@ -120,6 +126,42 @@ class Settings(BaseModel):
     def resolved_judge_model(self) -> str | None:
         """The judge's model spec: `judge_model`, else `model`."""
         return self.judge_model or self.model
+
+
+_PRICE_FORM = ('write "provider:name" = [input, output] in USD per million tokens, e.g. '
+               '"openai-compatible:llama3" = [0.2, 0.6]')
+
+
+def _is_price(part: Any) -> bool:
+    return (isinstance(part, int | float) and not isinstance(part, bool)
+            and math.isfinite(part) and part >= 0)
+
+
+def _check_prices(value: Any) -> dict[str, tuple[float, float]]:
+    """`[tool.sparring.prices]` as `{spec: (input, output)}`, USD per million tokens.
+
+    Keys must look like model specs (`provider:name`); whether the provider exists is checked
+    when models are resolved (`models.registry.model_from_settings`), where providers
+    registered by plugins are known.
+
+    Raises:
+        ValueError: not a table, a key that is not `provider:name`, or a value that is not
+            two non-negative numbers; the message names the key and the accepted form.
+    """
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a table of model prices; {_PRICE_FORM}")
+    prices: dict[str, tuple[float, float]] = {}
+    for key, price in cast(dict[str, Any], value).items():
+        provider, _, name = key.strip().partition(":")
+        if not (provider and name):
+            raise ValueError(f"key {key!r} is not a model spec 'provider:name' as --model "
+                             f"takes it; {_PRICE_FORM}")
+        parts = cast(list[Any], price) if isinstance(price, list | tuple) else []
+        if len(parts) != 2 or not all(_is_price(part) for part in parts):
+            raise ValueError(f"price of {key!r} is {json.dumps(price, default=str)}, not two "
+                             f"non-negative numbers [input, output]; {_PRICE_FORM}")
+        prices[key.strip()] = (float(parts[0]), float(parts[1]))
+    return prices
 
 
 _FIELDS = tuple(Settings.model_fields)

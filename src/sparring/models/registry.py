@@ -132,6 +132,38 @@ def register_provider(name: str, loader: ProviderLoader) -> None:
     PROVIDERS[name] = loader
 
 
+def split_model_spec(spec: str, *, what: str = "model") -> tuple[str, str]:
+    """`provider:name` -> `(provider, name)`, the provider one of `PROVIDERS`.
+
+    Everything after the first `:` is the name, so names may contain colons. `what` names
+    the spec in errors (`"model"`, `"[tool.sparring.prices] key"`).
+
+    Raises:
+        UserError: no `:` (a bare provider or a bare model name), an empty provider or
+            name, or an unknown provider (with a did-you-mean).
+    """
+    provider, sep, name = spec.strip().partition(":")
+    providers = ", ".join(sorted(PROVIDERS))
+    if not sep and provider in PROVIDERS:
+        raise UserError(f"{what} {spec!r} names no model; write '{provider}:MODEL', e.g. "
+                        f"'{provider}:{_EXAMPLE_MODEL.get(provider, 'my-model')}'")
+    if not sep:
+        raise UserError(f"{what} {spec!r} is not 'provider:name'; write e.g. "
+                        f"'openai:{provider or 'gpt-4o-mini'}' or 'ollama:qwen2.5:7b'")
+    if not provider:
+        raise UserError(f"{what} {spec!r} names no provider; write 'provider:name' with a "
+                        f"provider from: {providers}")
+    if provider not in PROVIDERS:
+        close = difflib.get_close_matches(provider, PROVIDERS, n=1)
+        hint = f" Did you mean '{close[0]}:{name}'?" if close else ""
+        raise UserError(f"unknown model provider {provider!r} in {what} {spec!r}; use one of: "
+                        f"{providers}.{hint}")
+    if not name:
+        raise UserError(f"{what} {spec!r} names no model; write e.g. "
+                        f"'{provider}:{_EXAMPLE_MODEL.get(provider, 'my-model')}'")
+    return provider, name
+
+
 def resolve_model(
     spec: str, *, base_url: str | None = None, api_key: str | None = None,
     timeout_s: float = 120, max_retries: int = 4,
@@ -148,29 +180,14 @@ def resolve_model(
         max_retries: Retries of a failed attempt (429, 5xx, timeouts).
 
     Raises:
-        UserError: malformed spec, unknown provider (with a did-you-mean), a missing
+        UserError: a spec `split_model_spec` rejects, a missing
             key / base_url / extra the provider needs, or a `local:` path that is not a
             GGUF file.
     """
-    provider, sep, name = spec.strip().partition(":")
-    if not sep and provider in PROVIDERS:
-        raise UserError(f"model {spec!r} names no model; write '{provider}:MODEL', e.g. "
-                        f"'{provider}:{_EXAMPLE_MODEL.get(provider, 'my-model')}'")
-    if not sep or not provider:
-        raise UserError(f"model {spec!r} is not 'provider:name'; write e.g. "
-                        f"'openai:{spec.strip() or 'gpt-4o-mini'}' or 'ollama:qwen2.5:7b'")
-    loader = PROVIDERS.get(provider)
-    if loader is None:
-        close = difflib.get_close_matches(provider, PROVIDERS, n=1)
-        hint = f" Did you mean '{close[0]}:{name}'?" if close else ""
-        raise UserError(f"unknown model provider {provider!r} in {spec!r}; use one of: "
-                        f"{', '.join(sorted(PROVIDERS))}.{hint}")
-    if not name:
-        raise UserError(f"model {spec!r} names no model; write e.g. "
-                        f"'{provider}:{_EXAMPLE_MODEL.get(provider, 'my-model')}'")
+    provider, name = split_model_spec(spec)
     options = ModelOptions(base_url=base_url, api_key=api_key, timeout_s=timeout_s,
                            max_retries=max_retries)
-    return loader(spec.strip(), name, options)
+    return PROVIDERS[provider](spec.strip(), name, options)
 
 
 def model_from_settings(spec: str, settings: Settings) -> Model:
@@ -178,10 +195,13 @@ def model_from_settings(spec: str, settings: Settings) -> Model:
     timeout and retries; the settings' `prices` are applied first (`pricing.set_prices`).
 
     Raises:
-        UserError: as `resolve_model`; a price that is not [input, output].
+        UserError: as `resolve_model`; a `prices` key whose provider is unknown (checked
+            here, not when the settings are loaded, so providers registered by then count).
     """
     from sparring.models.pricing import set_prices
 
+    for priced in settings.prices:
+        split_model_spec(priced, what="[tool.sparring.prices] key")
     set_prices(settings.prices)
     return resolve_model(spec, base_url=settings.base_url, api_key=settings.api_key,
                          timeout_s=settings.model_timeout_s,
