@@ -448,6 +448,22 @@ def test_secrets_the_agent_echoes_are_masked_in_the_reply_and_tool_calls(
         assert SECRET not in result.output
 
 
+def test_an_a2a_reply_that_is_not_a2a_and_a_card_url_that_is_not_a_url(
+        tmp_path: Path, stage: Stage) -> None:
+    null = doctor(target_file(tmp_path, {"type": "a2a", "url": a2a_agent(stage, lambda _: None)}))
+    assert null.exit_code == 3, null.output
+    assert "sent an answer that is not a valid A2A reply (TypeError: " in null.output
+    assert "Traceback" not in null.output
+
+    stage.routes.clear()
+    bad = doctor(target_file(tmp_path, {"type": "a2a", "url": a2a_agent(
+        stage, lambda _: {}, interface_url="not a url")}))
+    assert bad.exit_code == 3, bad.output
+    assert "names 'not a url' as its interface URL (where messages go), which is not an " \
+        "http(s) URL; fix the agent card" in bad.output
+    assert "may have crashed" not in bad.output
+
+
 def test_secrets_file_option_and_unset_secret(tmp_path: Path, stage: Stage) -> None:
     file = target_file(tmp_path, {"url": f"{stage.base}/echo", "response_path": "reply",
                                   "headers": {"X-Api-Key": "{{secrets.BOT_KEY}}"}})

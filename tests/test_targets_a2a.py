@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -405,3 +406,63 @@ def test_demo_a2a_endpoint_answers_json_rpc_errors() -> None:
                                           "params": {"message": {"parts": []}}})
         assert empty.json()["error"]["code"] == -32602
         assert client.post("/a2a", json=[1]).json()["error"]["code"] == -32600
+
+
+# --- answers the SDK cannot read ----------------------------------------------------------
+
+def fake_agent(body: object, *, version: str = "1.0", interface_url: str = "",
+               stream: bool = False) -> httpx.AsyncClient:
+    """A client whose every request goes to an in-process A2A "agent": its card (JSONRPC,
+    `version`) at the usual path, and `body` as the answer to any message, as JSON or as
+    one server-sent event."""
+    card = {"name": "fake", "description": "d", "version": "1", "skills": [],
+            "capabilities": {"streaming": stream},
+            "defaultInputModes": ["text"], "defaultOutputModes": ["text"],
+            "supportedInterfaces": [{"url": interface_url or "http://agent.test/rpc",
+                                     "protocolBinding": "JSONRPC",
+                                     "protocolVersion": version}]}
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            return httpx.Response(200, json=card)
+        if stream:
+            return httpx.Response(200, content=f"data: {json.dumps(body)}\n\n".encode(),
+                                  headers={"Content-Type": "text/event-stream"})
+        return httpx.Response(200, json=body)
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handle))
+
+
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("body", [
+    {"jsonrpc": "2.0", "id": "1", "result": None},
+    {"jsonrpc": "2.0", "id": "1", "result": 5},
+    {"jsonrpc": "2.0", "id": "1", "result": {}},
+    {"jsonrpc": "2.0", "id": "1", "result": {"task": 5}},
+    {"jsonrpc": "2.0", "id": "1", "result": {"kind": "message", "messageId": 5, "parts": 7}},
+    [1, 2],
+    "just text",
+], ids=["null", "number", "empty", "task-number", "v03-bad-message", "list", "string"])
+async def test_an_answer_that_is_not_a2a_is_a_target_error(body: object, version: str,
+                                                            stream: bool) -> None:
+    async with fake_agent(body, version=version, stream=stream) as client:
+        agent = target(client, "http://agent.test", streaming=stream)
+        session = await agent.open_session()
+        with pytest.raises(TargetError, match=r"^http://agent\.test/rpc (sent an answer that is "
+                           r"not a valid A2A reply|answered with neither a task nor a message)"):
+            await say(session, "hello")
+        await agent.aclose()
+
+
+@pytest.mark.parametrize("url", ["not a url", "/rpc", "ftp://agent.test/rpc", "http://"])
+async def test_a_card_whose_interface_url_is_not_a_url_says_to_fix_the_card(url: str) -> None:
+    async with fake_agent({}, interface_url=url) as client:
+        agent = target(client, "http://agent.test")
+        with pytest.raises(TargetError) as caught:
+            await agent.open_session()
+        await agent.aclose()
+    assert str(caught.value).startswith(
+        f"the agent card at http://agent.test/.well-known/agent-card.json names {url!r} as "
+        "its interface URL (where messages go), which is not an http(s) URL; fix the agent "
+        "card: its `supportedInterfaces[].url`")

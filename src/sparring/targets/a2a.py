@@ -92,6 +92,13 @@ _ENDED = {
                                          "{{secrets.AGENT_TOKEN}})"),
 }
 _ANSWERED = (TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_INPUT_REQUIRED)
+_MALFORMED = (ParseError, ValueError, TypeError, AttributeError, KeyError)
+"""What the SDK raises, undocumented, for an answer that is JSON but not an A2A reply: e.g.
+`"result": null` is a protobuf TypeError, a v0.3 answer that is a list an AttributeError.
+Caught around the SDK's reading only, never around sparring's own code."""
+_NOT_JSON_RPC = ("Invalid JSON-RPC response", "JSON Decode Error")
+"""How the SDK's `A2AClientError` messages start for an answer that is no JSON-RPC response
+at all (rather than an error the agent sent)."""
 
 
 class A2ATarget:
@@ -137,8 +144,8 @@ class A2ATarget:
         """Start a conversation; the agent card is read by the first session.
 
         Raises:
-            TargetError: the card cannot be read, is not an A2A agent card, or offers no
-                interface sparring speaks.
+            TargetError: the card cannot be read, is not an A2A agent card, offers no
+                interface sparring speaks, or gives an address that is not an http(s) URL.
             TargetTimeout: the card did not arrive within `timeout_s`.
         """
         async with self._lock:
@@ -171,6 +178,16 @@ class A2ATarget:
         return _parse_card(response, url, fix, self._secrets)
 
     def _connect(self, card: AgentCard) -> _Connection:
+        endpoint = next((i.url for i in card.supported_interfaces
+                         if i.protocol_binding in _BINDINGS), self.spec.url)
+        if not _is_http_url(endpoint):
+            shown = self._secrets.excerpt(endpoint, _EXCERPT_CHARS)
+            raise TargetError(
+                f"the agent card at {mask_url(self._card_url)} names {shown!r} as its "
+                "interface URL (where messages go), which is not an http(s) URL; fix the "
+                "agent card: its "
+                "`supportedInterfaces[].url` (`url` on A2A 0.3) must be the full address the "
+                "agent answers on, e.g. http://localhost:9999/")
         config = ClientConfig(streaming=self.spec.streaming, httpx_client=self._http,
                               supported_protocol_bindings=[b.value for b in _BINDINGS])
         try:
@@ -182,8 +199,6 @@ class A2ATarget:
                 f"the agent card at {mask_url(self._card_url)} offers no interface sparring "
                 f"speaks (it offers: {offered or 'none'}); sparring speaks A2A 0.3 and 1.0 "
                 "over JSONRPC or HTTP+JSON") from None
-        endpoint = next((i.url for i in card.supported_interfaces
-                         if i.protocol_binding in _BINDINGS), self.spec.url)
         tool_calls = (ResponsePath(self.spec.tool_calls_path, option="tool_calls_path")
                       if self.spec.tool_calls_path is not None else None)
         return _Connection(client, endpoint=mask_url(endpoint), name=self.name,
@@ -238,10 +253,6 @@ class _Connection:
                               "agent card names this agent's address", status=e.status) from None
         except A2AError as e:
             raise self._sdk_error(e) from None
-        except (ParseError, ValueError) as e:
-            raise TargetError(self._secrets.scrub(
-                f"{self.endpoint} sent an answer that is not a valid A2A reply ({e}); check "
-                "that the agent speaks the protocol version its card says")) from None
         answer.latency_ms = round((time.perf_counter() - start) * 1000, 3)
         answer.check(self.endpoint, self._secrets)
         if self._tool_calls is not None:
@@ -256,18 +267,37 @@ class _Connection:
         return tool_calls_from(_whole_numbers(value), where=f"tool_calls_path {path.path!r}")
 
     async def _receive(self, request: SendMessageRequest, answer: _Answer, start: float) -> None:
+        """Fold the SDK's events for `request` into `answer`.
+
+        Raises:
+            TargetError: the SDK could not read an answer as A2A (`_MALFORMED`).
+        """
         stream = self.client.send_message(request)
         try:
-            async for event in stream:
+            while True:
+                try:
+                    event = await anext(stream)
+                except StopAsyncIteration:
+                    return
+                except _MALFORMED as e:
+                    raise self._invalid_reply(e) from None
                 answer.add(event, at_ms=round((time.perf_counter() - start) * 1000, 3))
         finally:
             if isinstance(stream, AsyncGenerator):
                 await stream.aclose()
 
+    def _invalid_reply(self, error: Exception) -> TargetError:
+        detail = self._secrets.excerpt(f"{type(error).__name__}: {error}", _EXCERPT_CHARS)
+        return TargetError(f"{self.endpoint} sent an answer that is not a valid A2A reply "
+                           f"({detail}); check that the agent speaks the protocol version its "
+                           "card says")
+
     def _sdk_error(self, error: A2AError) -> TargetError:
         cause = error.__cause__
         if isinstance(cause, httpx.HTTPError):
             return _transport_error(cause, self.endpoint, "the agent", self._secrets)
+        if str(error).startswith(_NOT_JSON_RPC):
+            return self._invalid_reply(error)
         detail = self._secrets.excerpt(str(error) or type(error).__name__, _EXCERPT_CHARS)
         return TargetError(f"{self.endpoint} answered with an A2A error "
                            f"({type(error).__name__}): {detail}. The agent refused or failed "
@@ -549,6 +579,15 @@ def _parse_card(response: httpx.Response, url: str, fix: str, secrets: Secrets) 
         raise TargetError(f"{url} is not a valid A2A agent card "
                           f"({secrets.excerpt(str(e), _EXCERPT_CHARS)}). Body starts: "
                           f"{excerpt!r}; {fix}") from None
+
+
+def _is_http_url(url: str) -> bool:
+    """`url` is an absolute http(s) URL with a host (what the SDK can send to)."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return False
+    return parsed.scheme in ("http", "https") and bool(parsed.host)
 
 
 def _transport_error(error: httpx.HTTPError, url: str, what: str, secrets: Secrets
