@@ -499,6 +499,19 @@ def test_missing_file_and_unknown_scenario(tmp_path: Path) -> None:
     assert "holds only a target" in str(only_target.exception)
 
 
+def test_a_python_suite_file_is_told_to_put_its_target_in_a_yaml_file(tmp_path: Path) -> None:
+    suite = tmp_path / "test_x.py"
+    suite.write_text('from sparring import Suite\nsuite = Suite(target="http://x/chat")\n',
+                     encoding="utf-8")
+    result = doctor(str(suite))
+    assert isinstance(result.exception, UserError)
+    text = str(result.exception)
+    assert "is a Python file; `sparring doctor` takes a YAML (or JSON) test file" in text
+    assert "To check a Suite's target, write the same target in a YAML file, e.g. target: {" \
+        in text
+    assert "invalid YAML" not in text
+
+
 def test_exit_code_2_through_the_real_cli(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
     path.write_text("target: {url: chat.example.com}\n", encoding="utf-8")

@@ -41,14 +41,19 @@ def load_target(file: str, *, scenario_id: str | None) -> tuple[AnyTargetSpec, s
         The target spec and where it came from (`path:line`).
 
     Raises:
-        UserError: the file is missing, `scenario_id` is not in it, or its scenarios use
-            several targets and none was chosen.
+        UserError: the file is missing or is a Python file, `scenario_id` is not in it, or
+            its scenarios use several targets and none was chosen.
         ConfigError: the file is invalid, listing each problem at `path:line:column`.
     """
     path = Path(file)
     if not path.is_file():
         raise UserError(f"{file!r} is not a file; give a test file or a YAML file with "
                         f"`target:`, e.g. {_EXAMPLE}")
+    if path.suffix.lower() in (".py", ".pyw"):
+        raise UserError(f"{file} is a Python file; `sparring doctor` takes a YAML (or JSON) "
+                        "test file, or a YAML file holding only `target:`. To check a Suite's "
+                        f"target, write the same target in a YAML file, e.g. {_EXAMPLE}, and "
+                        "give that file")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
