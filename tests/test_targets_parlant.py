@@ -208,6 +208,19 @@ async def test_close_deletes_the_session_and_ignores_failures(
     assert len(failing.calls("DELETE")) == 1
 
 
+async def test_events_that_are_not_a_list_are_reported_not_waited_for(
+        serve: Any, http: httpx.AsyncClient) -> None:
+    server = serve(Say("Hi!"), failures={("GET", "/sessions/*/events"): 200})
+    session = await target(server, http, timeout_s=30).open_session()
+    with pytest.raises(TargetError) as caught:
+        await session.send(user("Hi"))
+    text = str(caught.value)
+    assert text.startswith(f"{server.url}: GET /sessions/")
+    assert "/events answered '{\"detail\": \"scripted failure of GET /sessions/" in text
+    assert "not a list of events; check that `url` is a Parlant server's base address" in text
+    assert len(server.calls("GET", "/sessions/*/events")) == 1  # no waiting for a reply
+
+
 async def test_an_unreachable_server_says_so(http: httpx.AsyncClient) -> None:
     spec = ParlantTargetSpec(type="parlant", url="http://127.0.0.1:9", agent_id="a")
     session = await ParlantTarget(spec, client=http, secrets=Secrets({})).open_session()

@@ -66,6 +66,8 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = ["AgentMessage", "ConditionsNotMet", "ConditionsUndecided", "CustomerMessage",
+    from sparring.config import Settings
+
            "HookError", "InteractionBuilder", "Response", "Session", "Suite", "SuiteRun",
            "open_session"]
 
@@ -104,15 +106,20 @@ class Suite:
         context: A dict shared by hooks and tests (e.g. ids made in `before_all`).
 
     Raises:
-        UserError: the target cannot be used (bad URL, invalid spec, wrong type).
+        UserError: an argument that cannot be used (a bad URL, an invalid spec, a model
+            that is neither text nor a `Model`, a timeout not above 0); the message names
+            the argument, what was given and what is accepted.
     """
 
     def __init__(self, target: TargetLike | None = None, *, model: Model | str | None = None,
                  response_timeout: float = 60) -> None:
-        if response_timeout <= 0:
-            raise UserError(f"response_timeout must be above 0 seconds, got {response_timeout}")
-        self.target = (None if target is None
-                       else coerce_target(target, timeout_s=response_timeout))
+        _check_seconds("Suite", "response_timeout", response_timeout)
+        _check_model(model)
+        try:
+            self.target = (None if target is None
+                           else coerce_target(target, timeout_s=response_timeout))
+        except UserError as e:
+            raise UserError(f"Suite(target=...): {e}") from None
         self.model = model
         self.response_timeout = response_timeout
         self.context: dict[str, Any] = {}
@@ -141,10 +148,13 @@ class Suite:
             timeout_s: Limit for one trial, in seconds.
 
         Raises:
-            UserError: bad repetitions or threshold, or a test name used twice.
+            UserError: bad repetitions, threshold or timeout_s, or a test name used twice.
         """
-        if not 1 <= repetitions <= 100:
-            raise UserError(f"repetitions must be 1 to 100, got {repetitions}")
+        if (not isinstance(repetitions, int) or isinstance(repetitions, bool)  # pyright: ignore[reportUnnecessaryIsInstance]
+                or not 1 <= repetitions <= 100):
+            raise UserError(f"suite.scenario(repetitions=...) must be a whole number from 1 "
+                            f"to 100, got {repetitions!r}")
+        _check_seconds("suite.scenario", "timeout_s", timeout_s)
         try:
             fraction = parse_threshold(threshold)
         except ValueError as e:
@@ -309,7 +319,7 @@ class SuiteRun:
     (failures are collected in `hook_errors`) and closes what it opened.
     """
 
-    def __init__(self, suites: Sequence[Suite]) -> None:
+    def __init__(self, suites: Sequence[Suite], *, settings: Settings | None = None) -> None:
         self.suites = list(suites)
         self.hook_errors: list[str] = []
         self._started: dict[int, bool] = {}
@@ -335,6 +345,36 @@ class SuiteRun:
             for test in suite.tests:
                 scenario = self._scenario(suite, test, model)
                 if regex is None or regex.search(scenario.id) or regex.search(test.name):
+def _check_seconds(call: str, name: str, value: object) -> None:
+    """A duration argument must be a number of seconds above 0.
+
+    Raises:
+        UserError: naming `call(name=...)`, the value given and what is accepted.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise UserError(f"{call}({name}=...) must be a number of seconds above 0, e.g. "
+                        f"{name}=60; got {value!r}")
+
+
+def _check_model(model: object) -> None:
+    """A Suite's judge model must be `"provider:name"`, a `Model` or `None`.
+
+    Raises:
+        UserError: anything else (a spec without `provider:` included).
+    """
+    if model is None or isinstance(model, Model):
+        return
+    if isinstance(model, str):
+        if ":" in model.strip(" :"):
+            return
+        raise UserError(f"Suite(model={model!r}) names no provider; write 'provider:name', "
+                        f"e.g. 'openai:{model.strip(' :') or 'gpt-4o-mini'}' or "
+                        "'ollama:qwen2.5:7b'")
+    raise UserError(f"Suite(model=...) is the judge model: a 'provider:name' text such as "
+                    f"'openai:gpt-4o-mini', a sparring Model, or None for the run's model "
+                    f"(--model, SPARRING_MODEL); got {type(model).__name__} {model!r}")
+
+
                     out.append(scenario)
         return out
 
@@ -342,10 +382,17 @@ class SuiteRun:
         fn = test.fn
 
         async def body(trial: TrialContext) -> None:
+
+    Args:
+        suites: The suites, in run order.
+        settings: The run's settings (CLI > env > files), which connect a suite's model
+            given as `"provider:name"` (`--base-url`, `--api-key`, timeouts, prices);
+            `None`: read from the environment and files.
             await call_body(fn)
 
         async def before() -> None:
             await self._before_all(suite)
+        self.settings = settings
             await suite._run_hooks("before_each", test.name)  # pyright: ignore[reportPrivateUsage]
 
         async def after(passed: bool, error: str | None) -> None:
@@ -384,7 +431,8 @@ class SuiteRun:
         if busy:
             raise UserError("a suite is already running; run one suite at a time")
         async with AsyncExitStack() as stack:
-            models = {id(s): await resolve_judge_model(s.model, stack, fallback=False)
+            models = {id(s): await resolve_judge_model(s.model, stack, fallback=False,
+                                                       settings=self.settings)
                       for s in self.suites}
             for suite in self.suites:
                 suite._client = client  # pyright: ignore[reportPrivateUsage]

@@ -190,6 +190,21 @@ class ParlantTarget:
             return "The Parlant server failed; see its logs"
         return "Check the target's `url` and `headers`"
 
+    def event_list(self, value: JsonValue, path: str) -> list[dict[str, Any]]:
+        """The event objects of the answer to `GET path` (a list-events call), in offset
+        order.
+
+        Raises:
+            TargetError: the answer is not a JSON list (quoting its scrubbed start).
+        """
+        if not isinstance(value, list):
+            excerpt = self._scrubber.excerpt(content_text(value), _EXCERPT_CHARS)
+            raise TargetError(f"{self._shown_url}: GET {path} answered {excerpt!r}, not a list "
+                              "of events; check that `url` is a Parlant server's base address, "
+                              "e.g. http://localhost:8800")
+        events = [cast(dict[str, Any], e) for e in value if isinstance(e, dict)]
+        return sorted(events, key=_offset)
+
     def agent_error(self, state: str, data: JsonValue) -> TargetError:
         """The turn failed because the agent reported status `error` or `cancelled`."""
         detail = self._scrubber.excerpt(_status_detail(data) or "(no detail)", _EXCERPT_CHARS)
@@ -274,15 +289,15 @@ class ParlantSession:
         return the next offset to ask for."""
         params: dict[str, str | int] = {"min_offset": offset, "kinds": _KINDS,
                                         "wait_for_data": wait_s}
+        path = f"/sessions/{session_id}/events"
         try:
-            events = await self._target.request(
-                "GET", f"/sessions/{session_id}/events", action="read the agent's events",
-                params=params, wait_s=wait_s)
+            events = await self._target.request("GET", path, action="read the agent's events",
+                                                params=params, wait_s=wait_s)
         except TargetError as e:
             if e.status == 504:  # Parlant's "nothing new within wait_for_data"
                 return offset
             raise
-        for event in _event_list(events):
+        for event in self._target.event_list(events, path):
             if turn.failure is None:
                 turn.add(event)
             offset = max(offset, _offset(event) + 1)
@@ -293,9 +308,10 @@ class ParlantSession:
         place after the event first appears)."""
         params: dict[str, str | int] = {"min_offset": min(turn.streaming), "kinds": "message",
                                         "wait_for_data": 0}
-        events = await self._target.request("GET", f"/sessions/{session_id}/events",
-                                            action="read the agent's messages", params=params)
-        turn.update(_event_list(events))
+        path = f"/sessions/{session_id}/events"
+        events = await self._target.request("GET", path, action="read the agent's messages",
+                                            params=params)
+        turn.update(self._target.event_list(events, path))
 
     async def preload(self, history: Transcript, /) -> Transcript:
         """Post `history` as events without the agent answering them (see the module
@@ -402,13 +418,6 @@ class _Turn:
         if at is None or self.sent is None:
             return None
         return round((at - self.sent).total_seconds() * 1000, 3)
-
-
-def _event_list(value: JsonValue) -> list[dict[str, Any]]:
-    """The event objects of a list-events answer, in offset order."""
-    items = cast(list[Any], value) if isinstance(value, list) else []
-    events = [cast(dict[str, Any], e) for e in items if isinstance(e, dict)]
-    return sorted(events, key=_offset)
 
 
 def _offset(event: JsonValue) -> int:
