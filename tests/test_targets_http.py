@@ -623,6 +623,26 @@ async def test_json_error_body_instead_of_a_reply(
         await (await target.open_session()).send(conversation("hi"))
 
 
+async def test_a_json_rpc_error_says_the_url_looks_like_an_a2a_endpoint(
+        server: Server, client: httpx.AsyncClient, secrets: Secrets) -> None:
+    rpc = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}}
+    server.json_route("/rpc", rpc)
+    server.routes["/rpc-stream"] = _sse(f"data: {json.dumps(rpc)}\n\n")
+    server.json_route("/plain", {"error": "agent misconfigured"})
+    hint = ("It is a JSON-RPC 2.0 error: the url looks like a JSON-RPC (A2A) endpoint, which "
+            "does not take a plain chat message; for an A2A agent use `type: a2a` with `url:` "
+            "the agent's base address")
+    for path in ("/rpc", "/rpc-stream", "/plain"):
+        target = make(client, secrets, url=server.url(path), response_path="reply")
+        with pytest.raises(TargetError) as info:
+            await (await target.open_session()).send(conversation("hi"))
+        text = str(info.value)
+        assert ("'{\"code\": -32600, \"message\": \"Invalid Request\"}'" in text) == (
+            path != "/plain")
+        assert (hint in text) == (path != "/plain")
+        assert ("The agent failed while answering; check its logs" in text) == (path == "/plain")
+
+
 @pytest.mark.parametrize(("spec", "fragment"), [
     ({"method": "GET", "body_template": {"q": "{{input}}"}},
      "(method GET sends no body, so `body_template` is not used)"),

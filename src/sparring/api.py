@@ -65,9 +65,9 @@ if TYPE_CHECKING:
 
     import httpx
 
-__all__ = ["AgentMessage", "ConditionsNotMet", "ConditionsUndecided", "CustomerMessage",
     from sparring.config import Settings
 
+__all__ = ["AgentMessage", "ConditionsNotMet", "ConditionsUndecided", "CustomerMessage",
            "HookError", "InteractionBuilder", "Response", "Session", "Suite", "SuiteRun",
            "open_session"]
 
@@ -310,41 +310,6 @@ def _hook_failure(errors: list[str], result: RunResult) -> HookError:
     return error
 
 
-class SuiteRun:
-    """Suites prepared for one run: their tests as `CodeScenario`s, their hooks wired.
-
-    `sparring run` and `Suite.arun` use it: `scenarios()` to list or filter the tests, and
-    `async with run.active(client=...) as by_id:` around the run, which binds
-    `suite.client`, resolves each suite's own model, runs after_all hooks at the end
-    (failures are collected in `hook_errors`) and closes what it opened.
-    """
-
-    def __init__(self, suites: Sequence[Suite], *, settings: Settings | None = None) -> None:
-        self.suites = list(suites)
-        self.hook_errors: list[str] = []
-        self._started: dict[int, bool] = {}
-        self._failed: dict[int, str] = {}
-        self._locks: dict[int, anyio.Lock] = {}
-
-    def scenarios(self, *, pattern: str | None = None,
-                  models: dict[int, Model | None] | None = None) -> list[CodeScenario]:
-        """The tests of every suite, in order; with `pattern`, those whose id or name it
-        matches (`re.search`).
-
-        Raises:
-            UserError: `pattern` is not a regular expression.
-        """
-        try:
-            regex = re.compile(pattern) if pattern is not None else None
-        except re.error as e:
-            raise UserError(f"pattern {pattern!r} is not a valid regular expression ({e})"
-                            ) from None
-        out: list[CodeScenario] = []
-        for suite in self.suites:
-            model = (models or {}).get(id(suite))
-            for test in suite.tests:
-                scenario = self._scenario(suite, test, model)
-                if regex is None or regex.search(scenario.id) or regex.search(test.name):
 def _check_seconds(call: str, name: str, value: object) -> None:
     """A duration argument must be a number of seconds above 0.
 
@@ -375,6 +340,48 @@ def _check_model(model: object) -> None:
                     f"(--model, SPARRING_MODEL); got {type(model).__name__} {model!r}")
 
 
+class SuiteRun:
+    """Suites prepared for one run: their tests as `CodeScenario`s, their hooks wired.
+
+    `sparring run` and `Suite.arun` use it: `scenarios()` to list or filter the tests, and
+    `async with run.active(client=...) as by_id:` around the run, which binds
+    `suite.client`, resolves each suite's own model, runs after_all hooks at the end
+    (failures are collected in `hook_errors`) and closes what it opened.
+
+    Args:
+        suites: The suites, in run order.
+        settings: The run's settings (CLI > env > files), which connect a suite's model
+            given as `"provider:name"` (`--base-url`, `--api-key`, timeouts, prices);
+            `None`: read from the environment and files.
+    """
+
+    def __init__(self, suites: Sequence[Suite], *, settings: Settings | None = None) -> None:
+        self.suites = list(suites)
+        self.settings = settings
+        self.hook_errors: list[str] = []
+        self._started: dict[int, bool] = {}
+        self._failed: dict[int, str] = {}
+        self._locks: dict[int, anyio.Lock] = {}
+
+    def scenarios(self, *, pattern: str | None = None,
+                  models: dict[int, Model | None] | None = None) -> list[CodeScenario]:
+        """The tests of every suite, in order; with `pattern`, those whose id or name it
+        matches (`re.search`).
+
+        Raises:
+            UserError: `pattern` is not a regular expression.
+        """
+        try:
+            regex = re.compile(pattern) if pattern is not None else None
+        except re.error as e:
+            raise UserError(f"pattern {pattern!r} is not a valid regular expression ({e})"
+                            ) from None
+        out: list[CodeScenario] = []
+        for suite in self.suites:
+            model = (models or {}).get(id(suite))
+            for test in suite.tests:
+                scenario = self._scenario(suite, test, model)
+                if regex is None or regex.search(scenario.id) or regex.search(test.name):
                     out.append(scenario)
         return out
 
@@ -382,17 +389,10 @@ def _check_model(model: object) -> None:
         fn = test.fn
 
         async def body(trial: TrialContext) -> None:
-
-    Args:
-        suites: The suites, in run order.
-        settings: The run's settings (CLI > env > files), which connect a suite's model
-            given as `"provider:name"` (`--base-url`, `--api-key`, timeouts, prices);
-            `None`: read from the environment and files.
             await call_body(fn)
 
         async def before() -> None:
             await self._before_all(suite)
-        self.settings = settings
             await suite._run_hooks("before_each", test.name)  # pyright: ignore[reportPrivateUsage]
 
         async def after(passed: bool, error: str | None) -> None:

@@ -44,6 +44,8 @@ from sparring.targets.base import Target, TargetSession
 from sparring.transcript import Message, StatusEvent, ToolCall, Transcript
 
 if TYPE_CHECKING:
+    from sparring.config import Settings
+    from sparring.secrets import Secrets
     from sparring.targets.registry import AnyTargetSpec
 
 REPLY_TIMEOUT_HINT = ("raise the Suite's `response_timeout` (or --reply-timeout) if the agent "
@@ -71,23 +73,35 @@ class Recorder(Protocol):
 
 @dataclass
 class TrialLog:
-    """A `Recorder` that keeps everything in memory, for sessions outside a run."""
+    """A `Recorder` that keeps everything in memory, for sessions outside a run.
+
+    Messages (of `transcript` and of sub-tests) are kept as a run keeps them: with every
+    secret value `scrub` knows masked.
+    """
 
     transcript: Transcript = field(default_factory=Transcript)
     verdicts: list[Verdict] = field(default_factory=list[Verdict])
     subtests: list[SubtestResult] = field(default_factory=list[SubtestResult])
+    scrub: Callable[[str], str] | None = None
 
     def add_message(self, message: Message, /) -> None:
-        """Append to `transcript`."""
-        self.transcript = self.transcript.with_message(message)
+        """Append to `transcript`, secrets masked."""
+        self.transcript = self.transcript.with_message(self._kept(message))
 
     def add_verdicts(self, verdicts: Sequence[Verdict], /) -> None:
         """Append to `verdicts`."""
         self.verdicts.extend(verdicts)
 
     def add_subtest(self, subtest: SubtestResult, /) -> None:
-        """Append to `subtests`."""
-        self.subtests.append(subtest)
+        """Append to `subtests`, its transcript's secrets masked."""
+        messages = tuple(self._kept(m) for m in subtest.transcript.messages)
+        self.subtests.append(subtest.model_copy(update={
+            "transcript": Transcript(messages=messages)}))
+
+    def _kept(self, message: Message) -> Message:
+        from sparring.runner import _sanitized  # pyright: ignore[reportPrivateUsage]
+
+        return _sanitized(message, self.scrub)
 
 
 @dataclass(kw_only=True)
@@ -346,13 +360,20 @@ class Session:
         far, before the first `send`. Agent steps count as said as written.
 
         Raises:
-            UserError: the session already has messages.
+            UserError: the session already has messages, or an agent step has `should` or
+                `checks` (history is not tested; `unfold` tests written steps).
             TargetError: the target refused the history.
         """
         connection = self._open()
         if self.transcript.messages:
             raise UserError("add_events must come before the session's first send; open a "
                             "new session for another history")
+        for position, step in enumerate(history, start=1):
+            if isinstance(step, AgentMessage) and step.asserts:
+                raise UserError(
+                    f"add_events step {position} (AgentMessage {step.text!r}) has `should` "
+                    "or `checks`, but add_events only loads history and tests nothing; to "
+                    "test written steps use `await session.unfold(steps)`, else drop them")
         loaded = await connection.preload(transcript_of(history))
         self.transcript = loaded
         for message in loaded.messages:
@@ -505,15 +526,33 @@ def coerce_target(value: TargetLike, *, timeout_s: float = 60) -> Target | AnyTa
     if isinstance(value, str):
         value = {"type": "http", "url": value, "timeout_s": timeout_s}
     if isinstance(value, Mapping):
-        data = cast(Mapping[str, Any], value)
+        data = {"target": dict(cast(Mapping[str, Any], value))}
         try:
-            return TypeAdapter[Any](TargetSpec).validate_python(dict(data))
+            return _TargetEntry.model_validate(data).target
         except ValidationError as e:
-            raise UserError(f"invalid target {dict(data)!r}: {validation_summary(e)}") from None
+            raise UserError(f"invalid target {data['target']!r}: {_target_problems(e, data)}"
+                            ) from None
     if callable(value):
         return CallableTarget(value, timeout_s=timeout_s)
     raise UserError(f"a target is a URL, a target spec mapping, a function agent(history) or "
                     f"a sparring Target; got {type(value).__name__}")
+
+
+class _TargetEntry(BaseModel):
+    """A target spec under `target:`, so validation errors read as in a YAML test file."""
+
+    target: TargetSpec
+
+
+def _target_problems(error: ValidationError, data: dict[str, Any]) -> str:
+    """`error` (from validating `data`, `{"target": spec}`) worded as the YAML loader words
+    it, with did-you-mean for unknown keys, e.g. `unknown key 'respons_path' in target (http
+    target); did you mean 'response_path'?`."""
+    from sparring.loaders._parse import Document
+    from sparring.loaders.errors import validation_problems
+
+    problems = validation_problems(error, doc=Document(data), path="", single=False)
+    return "; ".join(p.message for p in problems)
 
 
 @asynccontextmanager
@@ -530,16 +569,20 @@ async def open_session(target: TargetLike, *, model: Model | str | None = None,
     Raises:
         UserError: a target or model that cannot be used.
     """
+    from sparring.secrets import Secrets
+
     async with AsyncExitStack() as stack:
         current = current_trial()
         judge_model = await resolve_judge_model(model, stack, fallback=current is None)
         built = coerce_target(target, timeout_s=response_timeout)
+        secrets = Secrets.load()
         if not isinstance(built, Target):
-            built = await _built(built, stack, current)
-        if current is None:
+            built = await _built(built, stack, current, secrets)
+        if current is None:  # the judge and the record see secrets masked, as in a run
             trial = TrialContext(scenario_id="session", target=built,
-                                 judge=JudgeSettings(model=judge_model),
-                                 reply_timeout_s=response_timeout)
+                                 judge=JudgeSettings(model=judge_model, scrub=secrets.scrub),
+                                 reply_timeout_s=response_timeout,
+                                 recorder=TrialLog(scrub=secrets.scrub))
         else:
             trial = current if judge_model is None else replace(
                 current, judge=replace(current.judge, model=judge_model))
@@ -548,9 +591,14 @@ async def open_session(target: TargetLike, *, model: Model | str | None = None,
 
 
 async def resolve_judge_model(model: Model | str | None, stack: AsyncExitStack, *,
-                              fallback: bool) -> Model | None:
+                              fallback: bool, settings: Settings | None = None
+                              ) -> Model | None:
     """The judge model `model` names (a string is resolved, and closed by `stack`); with
     `None` and `fallback`, the configured one (SPARRING_MODEL, `[tool.sparring]`), if any.
+
+    Args:
+        settings: Connect the model with these (`base_url`, `api_key`, timeouts, prices)
+            and take the configured one from them; `None`: read the environment and files.
 
     Raises:
         UserError: an unknown provider or invalid settings.
@@ -562,7 +610,7 @@ async def resolve_judge_model(model: Model | str | None, stack: AsyncExitStack, 
     from sparring.config import load_settings
     from sparring.models.registry import model_from_settings
 
-    settings = load_settings({})
+    settings = settings or load_settings({})
     spec = model or settings.resolved_judge_model
     if spec is None:
         return None
@@ -572,17 +620,16 @@ async def resolve_judge_model(model: Model | str | None, stack: AsyncExitStack, 
 
 
 async def _built(spec: AnyTargetSpec, stack: AsyncExitStack,
-                 current: TrialContext | None) -> Target:
+                 current: TrialContext | None, secrets: Secrets) -> Target:
     if current is not None and current.build_target is not None:
         return current.build_target(spec)
     import httpx
 
-    from sparring.secrets import Secrets
     from sparring.targets.registry import build_target
 
     client = httpx.AsyncClient(follow_redirects=False)
     stack.push_async_callback(client.aclose)
-    target = build_target(spec, client=client, secrets=Secrets.load())
+    target = build_target(spec, client=client, secrets=secrets)
     stack.push_async_callback(target.aclose)
     return target
 

@@ -41,7 +41,7 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
     for path in reports.values():
         if path:
             _check_writable(Path(path))
-    scenarios, suites = _load(paths or _default_paths(), pattern=pattern)
+    scenarios, suites = _load(paths or _default_paths(), pattern=pattern, settings=settings)
     listed: list[AnyRunnable] = [*scenarios, *suites.scenarios(pattern=pattern)]
     if not listed:
         raise UserError(f"no scenario id or name matches --pattern {pattern!r}; run with "
@@ -76,8 +76,10 @@ EXIT_HOOK_FAILED = 3
 """An after_all hook failed: the run could not finish cleanly."""
 
 
-def _load(paths: tuple[str, ...], *, pattern: str | None) -> tuple[list[AnyScenario], SuiteRun]:
-    """YAML scenarios (filtered by `pattern`) and the Python test files' suites."""
+def _load(paths: tuple[str, ...], *, pattern: str | None,
+          settings: Settings) -> tuple[list[AnyScenario], SuiteRun]:
+    """YAML scenarios (filtered by `pattern`) and the Python test files' suites (their
+    models connected with `settings`)."""
     from sparring.api import SuiteRun
     from sparring.loaders.files import split_paths
     from sparring.loaders.python import load_suites
@@ -85,7 +87,7 @@ def _load(paths: tuple[str, ...], *, pattern: str | None) -> tuple[list[AnyScena
 
     yaml_files, py_files = split_paths(paths)
     scenarios = load_paths(yaml_files, pattern=pattern) if yaml_files else []
-    return scenarios, SuiteRun(load_suites(py_files))
+    return scenarios, SuiteRun(load_suites(py_files, named=paths), settings=settings)
 
 
 def _default_paths() -> tuple[str, ...]:

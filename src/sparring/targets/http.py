@@ -250,15 +250,22 @@ class HttpTarget:
         except ResponsePathError:
             error = _error_of(data)
             if error is not None:
-                raise self._agent_error(error, streamed=False) from None
+                raise self._agent_error(error, streamed=False,
+                                        json_rpc=_is_json_rpc(data)) from None
             raise
 
-    def _agent_error(self, error: JsonValue, *, streamed: bool) -> TargetError:
+    def _agent_error(self, error: JsonValue, *, streamed: bool,
+                     json_rpc: bool = False) -> TargetError:
+        """The agent's `error` in place of a reply; `json_rpc`: it came in a JSON-RPC 2.0
+        response, so the url is most likely an A2A agent's endpoint."""
         text = error if isinstance(error, str) else content_text(error)
         excerpt = self._secrets.excerpt(text, _EXCERPT_CHARS)
         how = "streamed an error event" if streamed else "answered an error"
-        return TargetError(f"{self._shown_url} {how} instead of a reply: {excerpt!r}. The "
-                           "agent failed while answering; check its logs")
+        hint = ("It is a JSON-RPC 2.0 error: the url looks like a JSON-RPC (A2A) endpoint, "
+                "which does not take a plain chat message; for an A2A agent use `type: a2a` "
+                "with `url:` the agent's base address" if json_rpc
+                else "The agent failed while answering; check its logs")
+        return TargetError(f"{self._shown_url} {how} instead of a reply: {excerpt!r}. {hint}")
 
     def _tool_calls(self, data: JsonValue) -> tuple[ToolCall, ...]:
         if self._tool_calls_path is None:
@@ -291,7 +298,8 @@ class HttpTarget:
             except ResponsePathError as e:
                 error = _error_of(event)
                 if error is not None:
-                    raise self._agent_error(error, streamed=True) from None
+                    raise self._agent_error(error, streamed=True,
+                                            json_rpc=_is_json_rpc(event)) from None
                 missing = missing or e
                 continue
             if value is not None:
@@ -407,6 +415,11 @@ def _error_of(data: JsonValue) -> JsonValue:
         error = data.get("error")
         return error if error is not None and error is not False else None
     return None
+
+
+def _is_json_rpc(data: JsonValue) -> bool:
+    """`data` is a JSON-RPC 2.0 response (`"jsonrpc": "2.0"`), as A2A agents answer."""
+    return isinstance(data, dict) and data.get("jsonrpc") == "2.0"
 
 
 def _is_json_type(media_type: str) -> bool:
