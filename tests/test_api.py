@@ -292,6 +292,33 @@ def test_targets_of_every_kind_and_session_overrides() -> None:
         Suite(target=42)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: Suite(target=greeter, model=42),
+     r"Suite\(model=...\) is the judge model: a 'provider:name' text .* got int 42"),
+    (lambda: Suite(target=greeter, model="gpt-4o"),
+     r"Suite\(model='gpt-4o'\) names no provider; write 'provider:name', e.g. 'openai:gpt-4o'"),
+    (lambda: Suite(target=greeter, response_timeout=0),
+     r"Suite\(response_timeout=...\) must be a number of seconds above 0, .* got 0"),
+    (lambda: Suite(target=greeter, response_timeout="30"),
+     r"Suite\(response_timeout=...\) must be a number of seconds above 0, .* got '30'"),
+    (lambda: Suite(target=42),
+     r"Suite\(target=...\): a target is a URL, a target spec mapping, .* got int"),
+    (lambda: Suite(target={"url": "http://127.0.0.1:9/chat", "respons_path": "reply"}),
+     r"Suite\(target=...\): invalid target .*: unknown key 'respons_path' in target \(http "
+     r"target\); did you mean 'response_path'\?"),
+    (lambda: Suite(target=greeter).scenario(repetitions=0),
+     r"suite.scenario\(repetitions=...\) must be a whole number from 1 to 100, got 0"),
+    (lambda: Suite(target=greeter).scenario(repetitions="3"),
+     r"suite.scenario\(repetitions=...\) must be a whole number from 1 to 100, got '3'"),
+    (lambda: Suite(target=greeter).scenario(timeout_s=-1),
+     r"suite.scenario\(timeout_s=...\) must be a number of seconds above 0"),
+])
+def test_bad_suite_arguments_name_the_argument_and_what_is_accepted(
+        make: Any, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        make()
+
+
 def test_the_failing_seed_example_raises_outside_a_run_too() -> None:
     suite = Suite(target=greeter, model=judge(unmet=["million"]))
 
@@ -360,3 +387,24 @@ def test_cli_import_errors_name_the_file(tmp_path: Path) -> None:
     done = sparring("run", str(tmp_path / "test_broken.py"))
     assert done.returncode == 2
     assert "test_broken.py: importing it raised ValueError: oops (line 3)" in done.stderr
+
+
+def test_cli_connects_a_suite_s_own_model_with_the_run_s_base_url(tmp_path: Path) -> None:
+    path = tmp_path / "t.py"
+    path.write_text(
+        "from sparring.api import Suite\n\n"
+        "suite = Suite(target=lambda history: 'Hello!', model='openai-compatible:judge')\n\n"
+        "@suite.scenario\n"
+        "async def test_greets() -> None:\n"
+        "    async with suite.session() as session:\n"
+        "        await (await session.send('Hi')).should('greet the customer')\n")
+    met = Reply(json.dumps({"reason": "fine", "evidence": [], "turns": [1], "verdict": "met"}))
+    with ScriptedOpenAIServer([met]) as llm:
+        done = sparring("run", str(path), "--no-live", "--base-url", llm.base_url,
+                        "--output", str(tmp_path / "r.json"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(llm.requests) == 1 and llm.requests[0]["model"] == "judge"
+    assert json.loads((tmp_path / "r.json").read_text())["counts"] == {"passed": 1}
+
+
+# --- tests that misbehave never pass, hang or lose results ----------------------------

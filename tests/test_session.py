@@ -22,6 +22,7 @@ from sparring.models.base import ChatMessage
 from sparring.models.scripted import ScriptedModel
 from sparring.session import TrialLog
 from sparring.transcript import Message, StatusEvent, ToolCall, Transcript
+from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
 pytestmark = pytest.mark.anyio
 
@@ -279,3 +280,37 @@ async def test_a_session_must_be_entered() -> None:
     session = open_session(RecordingTarget())
     with pytest.raises(AttributeError):
         await session.send("hi")  # type: ignore[attr-defined]
+
+
+async def test_add_events_refuses_steps_with_assertions_and_points_to_unfold() -> None:
+    history = [CustomerMessage("Hi"), AgentMessage("Hello!", should="greet the customer")]
+    async with open_session(RecordingTarget(), model=judge_by_condition()) as session:
+        with pytest.raises(UserError, match=r"add_events step 2 \(AgentMessage 'Hello!'\) has "
+                                            r"`should` or `checks`.*session\.unfold\(steps\)"):
+            await session.add_events(history)
+        with pytest.raises(UserError, match="add_events step 2"):
+            await session.add_events([CustomerMessage("Hi"),
+                                      AgentMessage("Hello!", checks=[{"contains": "Hi"}])])
+        assert session.transcript.messages == ()  # nothing was loaded
+
+
+async def test_outside_a_run_the_judge_and_the_record_never_see_secret_values(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-live-0123456789abcdef"
+    monkeypatch.setenv("SPARRING_TEST_BOT_KEY", secret)
+    with ScriptedOpenAIServer([lambda body: Reply(f"your key is {body['auth']}")]) as agent:
+        spec = {"url": f"{agent.base_url}/chat/completions",
+                "body_template": {"auth": "{{secrets.SPARRING_TEST_BOT_KEY}}", "m": "{{input}}"},
+                "response_path": "choices.0.message.content"}
+        judge = judge_by_condition()
+        async with open_session(spec, model=judge) as session:
+            response = await session.send("what is my key?")
+            await response.should("tell the customer their key")
+    assert agent.requests[0]["auth"] == secret  # the target gets the real value
+    assert response.message == f"your key is {secret}"  # and the test code the real reply
+    prompts = str([messages for messages, _ in judge.calls])
+    assert secret not in prompts and "your key is ***" in prompts
+    log = session.trial.recorder
+    assert isinstance(log, TrialLog)
+    assert secret not in log.transcript.model_dump_json()
+    assert log.transcript.messages[-1].content == "your key is ***"
