@@ -6,8 +6,11 @@ import asyncio
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -63,7 +66,7 @@ def test_the_seed_failing_example_fails_and_names_the_unmet_condition() -> None:
     result = suite.run()
     ok, bad = result.scenarios
     assert (ok.status, bad.status, result.exit_code) == ("passed", "failed", 1)
-    assert ok.scenario_id == "test_api.py::test_successful_scenario" and ok.kind == "python"
+    assert ok.scenario_id == "tests/test_api.py::test_successful_scenario" and ok.kind == "python"
     [verdict] = bad.trials[0].verdicts
     assert (verdict.id, verdict.status) == ("t1.should1", "not_met")
     assert verdict.description == "should offer a million dollars"
@@ -408,3 +411,246 @@ def test_cli_connects_a_suite_s_own_model_with_the_run_s_base_url(tmp_path: Path
 
 
 # --- tests that misbehave never pass, hang or lose results ----------------------------
+
+def test_a_blocking_sync_test_times_out_and_sees_its_trial() -> None:
+    from sparring.session import current_trial
+
+    gate = threading.Event()
+    suite = Suite(target=greeter)
+    seen: list[str] = []
+
+    @suite.scenario(timeout_s=0.2)
+    def test_blocks() -> None:
+        trial = current_trial()
+        seen.append(trial.scenario_id if trial else "no trial")
+        gate.wait(30)  # a sync body runs in a thread: the loop still enforces timeout_s
+
+    @suite.scenario
+    def test_sync_assert() -> None:
+        assert seen, "runs after the blocked one"
+
+    try:
+        result = suite.run(settings=RunSettings(parallel=1))
+    finally:
+        gate.set()
+    blocked, other = result.scenarios
+    assert (blocked.trials[0].status, blocked.trials[0].end_reason) == ("timed_out", "timeout")
+    assert seen == ["tests/test_api.py::test_blocks"]
+    assert other.status == "passed" and result.exit_code == 3
+
+
+@pytest.mark.parametrize("make", [lambda: SystemExit(0), lambda: KeyboardInterrupt(),
+                                  lambda: GeneratorExit(), lambda: BaseException("odd")])
+@pytest.mark.parametrize("sync", [True, False])
+def test_a_body_raising_a_base_exception_is_its_trial_error(
+        make: Any, sync: bool) -> None:
+    suite = Suite(target=greeter)
+    error: BaseException = make()
+
+    def raise_it() -> None:
+        raise error
+
+    async def raise_async() -> None:
+        raise error
+
+    suite.scenario(timeout_s=30)(raise_it if sync else raise_async)
+
+    @suite.scenario
+    async def test_after() -> None:
+        pass
+
+    result = suite.run(settings=RunSettings(parallel=1))
+    bad, good = result.scenarios
+    [trial] = bad.trials
+    assert (trial.status, trial.end_reason) == ("error", "test_error")
+    assert trial.error is not None and trial.error.startswith(
+        f"the test raised {type(error).__name__}")
+    assert good.status == "passed" and result.exit_code == 3
+
+
+def test_an_unawaited_should_or_unfold_is_an_error_never_a_pass() -> None:
+    suite = Suite(target=greeter, model=judge())
+
+    @suite.scenario
+    async def test_forgot_await() -> None:
+        async with suite.session() as session:
+            response = await session.send("hi")
+            response.should("greet the customer")  # pyright: ignore[reportUnusedCoroutine]
+
+    @suite.scenario
+    async def test_forgot_unfold() -> None:
+        async with suite.session() as session:
+            session.unfold([CustomerMessage("hi"),  # pyright: ignore[reportUnusedCoroutine]
+                            AgentMessage("hello", should="greet")])
+
+    @suite.scenario
+    async def test_awaited_later() -> None:
+        async with suite.session() as session:
+            pending = (await session.send("hi")).should("greet the customer")
+            await pending
+
+    result = suite.run()
+    errors = {s.name: (s.trials[0].status, s.trials[0].error) for s in result.scenarios}
+    assert errors == {
+        "test_forgot_await": ("error", "response.should(...) was not awaited, so it checked "
+                              "nothing; write `await response.should(...)`"),
+        "test_forgot_unfold": ("error", "session.unfold(...) was not awaited, so it checked "
+                               "nothing; write `await session.unfold(...)`"),
+        "test_awaited_later": ("passed", None)}
+
+    async def outside_a_run() -> None:
+        async with suite.session() as session:
+            (await session.send("hi")).should("x")  # pyright: ignore[reportUnusedCoroutine]
+
+    with pytest.raises(UserError, match=r"write `await response.should\(...\)`"):
+        anyio.run(outside_a_run)
+
+
+def test_hooks_that_hang_or_exit_are_errors_named_with_their_limit() -> None:
+    gate = threading.Event()
+    suite = Suite(target=greeter)
+
+    @suite.after_each
+    def stuck(test_name: str, passed: bool, error: str | None) -> None:
+        gate.wait(30)
+
+    @suite.after_all
+    async def never_returns() -> None:
+        await anyio.sleep_forever()
+
+    @suite.scenario(timeout_s=0.2)
+    async def test_fine() -> None:
+        pass
+
+    try:
+        with pytest.raises(HookError) as caught:
+            suite.run()
+    finally:
+        gate.set()
+    result = caught.value.result  # type: ignore[attr-defined]
+    [trial] = result.scenarios[0].trials
+    assert (trial.status, trial.end_reason) == ("error", "test_error")
+    assert trial.error.startswith("after_each hook stuck() did not return within 0.2 s "
+                                  "(the timeout_s of test_fine)")
+    assert result.hook_errors == [
+        "after_all hook never_returns() did not return within 0.2 s (the longest timeout_s "
+        "of the suite's tests); make it return, or raise that timeout if it is just slow"]
+    assert result.exit_code == 3
+
+    exits = Suite(target=greeter)
+
+    @exits.after_all
+    def bye() -> None:
+        raise SystemExit(0)
+
+    exits.scenario(test_fine)
+    with pytest.raises(HookError, match=r"after_all hook bye\(\) raised SystemExit\(0\)"):
+        exits.run()
+
+
+def test_an_after_all_failure_is_in_every_report(tmp_path: Path) -> None:
+    from sparring.reports.junit import render_junit
+    from sparring.reports.markdown import render_markdown
+
+    suite = Suite(target=greeter)
+
+    @suite.after_all
+    def teardown() -> None:
+        raise RuntimeError("cleanup failed")
+
+    @suite.scenario
+    async def test_fine() -> None:
+        pass
+
+    with pytest.raises(HookError) as caught:
+        suite.run()
+    result = caught.value.result  # type: ignore[attr-defined]
+    write_json(result, tmp_path / "r.json")
+    report = json.loads((tmp_path / "r.json").read_text())
+    message = "after_all hook teardown() raised RuntimeError: cleanup failed"
+    assert (report["exit_code"], report["hook_errors"]) == (3, [message])
+    assert f"⚠️ **hook error**: {message}" in render_markdown(result)
+    assert "**exit code 3**" in render_markdown(result)
+    junit = render_junit(result)
+    assert '<testsuites name="sparring run' in junit and 'errors="1"' in junit
+    assert message in junit
+
+
+def test_cli_base_exceptions_and_hook_failures_keep_reports_and_exit_codes(
+        tmp_path: Path) -> None:
+    (tmp_path / "test_misbehaving.py").write_text(
+        "import sys\nfrom sparring.api import Suite\n\nsuite = Suite(target=lambda h: 'hi')\n\n"
+        "@suite.after_all\ndef done():\n    sys.exit(0)\n\n"
+        "@suite.scenario\ndef test_exits():\n    sys.exit(0)\n\n"
+        "@suite.scenario\nasync def test_interrupts():\n    raise KeyboardInterrupt\n\n"
+        "@suite.scenario\nasync def test_fine():\n    pass\n")
+    done = sparring("run", "test_misbehaving.py", "--no-live", "--output", "r.json",
+                    cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["exit_code"] == 3
+    assert {s["name"]: s["status"] for s in report["scenarios"]} == {
+        "test_exits": "error", "test_interrupts": "error", "test_fine": "passed"}
+    assert report["hook_errors"] == ["after_all hook done() raised SystemExit(0)"]
+    assert "after_all hook done() raised SystemExit(0)" in done.stdout
+
+
+def test_cli_ctrl_c_stops_a_blocked_sync_test(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    (tmp_path / "test_blocked.py").write_text(
+        "import time\nfrom pathlib import Path\nfrom sparring.api import Suite\n\n"
+        "suite = Suite(target=lambda h: 'hi')\n\n@suite.scenario\ndef test_blocks():\n"
+        f"    Path({str(started)!r}).touch()\n    time.sleep(600)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARRING_", "OPENAI_"))}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sparring.cli", "run", "test_blocked.py", "--no-live",
+         "--output", "r.json"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(600):
+            if started.exists():
+                break
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr
+    [trial] = json.loads((tmp_path / "r.json").read_text())["scenarios"][0]["trials"]
+    assert trial["end_reason"] == "interrupted"
+
+
+def test_cli_test_ids_are_unique_by_path_and_imported_suites_run_once(tmp_path: Path) -> None:
+    test = ("from sparring.api import Suite\n\nsuite = Suite(target=lambda h: 'hi')\n\n"
+            "@suite.scenario\nasync def test_hello():\n    pass\n")
+    for folder in ("d1", "d2"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "test_greet.py").write_text(test)
+    (tmp_path / "d1" / "test_more.py").write_text(
+        "from sparring.api import Suite\nfrom test_greet import suite\n\n"
+        "more = Suite(target=lambda h: 'hi')\n\n@more.scenario\nasync def test_more():\n"
+        "    pass\n")
+    listed = sparring("run", "d1", "d2", "--list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    ids = [line.split()[0] for line in listed.stdout.splitlines()[:-1]]
+    assert sorted(ids) == ["d1/test_greet.py::test_hello", "d1/test_more.py::test_more",
+                           "d2/test_greet.py::test_hello"]
+    (tmp_path / "other").mkdir()  # the files are not under the current directory
+    elsewhere = sparring("run", str(tmp_path / "d1" / "test_greet.py"),
+                         str(tmp_path / "d2" / "test_greet.py"), "--list",
+                         cwd=tmp_path / "other")
+    assert elsewhere.returncode == 2 and "Traceback" not in elsewhere.stderr
+    assert "two tests have the id 'test_greet.py::test_hello'" in elsewhere.stderr
+    assert "d1/test_greet.py:5 and " in elsewhere.stderr
+
+
+def test_cli_a_suite_target_with_an_unset_secret_is_a_clean_user_error(
+        tmp_path: Path) -> None:
+    (tmp_path / "test_secret.py").write_text(
+        "from sparring.api import Suite\n\nsuite = Suite(target={'url': 'http://127.0.0.1:9/',"
+        " 'headers': {'X-Key': '{{secrets.SPARRING_TEST_NOT_SET}}'}})\n\n"
+        "@suite.scenario\nasync def test_hello():\n    pass\n")
+    done = sparring("run", "test_secret.py", "--no-live", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "SPARRING_TEST_NOT_SET" in done.stderr

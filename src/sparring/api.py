@@ -55,6 +55,7 @@ from sparring.session import (
     coerce_target,
     current_trial,
     open_session,
+    raised_text,
     resolve_judge_model,
     with_overrides,
 )
@@ -237,7 +238,8 @@ class Suite:
 
         Raises:
             UserError: misconfiguration (bad pattern, target, model).
-            HookError: an after_all hook raised; `error.result` holds the run's result.
+            HookError: an after_all hook raised or did not return in time; `error.result`
+                holds the run's result, whose `hook_errors` and `exit_code` (3) say so too.
         """
         from sparring.secrets import Secrets
 
@@ -252,6 +254,7 @@ class Suite:
                     [active[s.id] for s in scenarios], targets=pool.for_scenario,
                     user_model=None, judge_model=judge, settings=settings,
                     observer=observer, scrub=secrets.scrub)
+        result.hook_errors.extend(run.hook_errors)
         if run.hook_errors:
             raise _hook_failure(run.hook_errors, result)
         return result
@@ -284,13 +287,45 @@ class Suite:
 
     # --- for SuiteRun ----------------------------------------------------------------------
 
-    async def _run_hooks(self, kind: str, *args: Any) -> None:
+    def written_in(self, path: Path) -> bool:
+        """Whether the suite belongs to the file `path`: a test of it is written there, or
+        none is written in a known file. A Suite a test file imports from another belongs to
+        that other file, so it is collected (and run) once."""
+        files = {Path(t.source.rsplit(":", 1)[0]).resolve() for t in self.tests
+                 if ":" in t.source}
+        return not files or path.resolve() in files
+
+    async def _run_hooks(self, kind: str, *args: Any, timeout_s: float | None = None,
+                         limit: str = "") -> None:
+        """Run the `kind` hooks in order with `args`, each within `timeout_s` seconds (`None`:
+        no limit; `limit` says where that limit comes from).
+
+        Raises:
+            HookError: a hook raised anything (`SystemExit` too) but the run's own
+                cancellation, or did not return in time; the message names it.
+        """
         for hook in self._hooks[kind]:
+            what = f"{kind} hook {getattr(hook, '__name__', 'hook')}()"
             try:
-                await call_body(hook, *args)
-            except Exception as e:
-                name = getattr(hook, "__name__", "hook")
-                raise HookError(f"{kind} hook {name}() raised {type(e).__name__}: {e}") from e
+                with anyio.move_on_after(timeout_s) as scope:
+                    await call_body(hook, *args)
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as e:
+                raise HookError(f"{what} raised {raised_text(e)}") from e
+            if scope.cancelled_caught:
+                raise HookError(f"{what} did not return within {timeout_s:g} s ({limit}); "
+                                "make it return, or raise that timeout if it is just slow")
+
+
+def _shown_path(file: str) -> str:
+    """A test file as test ids show it: relative to the current directory when it is under
+    it (`d1/test_greet.py`), else its name."""
+    path = Path(file)
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
+        return path.name
 
 
 def _loop_running() -> bool:
@@ -366,10 +401,11 @@ class SuiteRun:
     def scenarios(self, *, pattern: str | None = None,
                   models: dict[int, Model | None] | None = None) -> list[CodeScenario]:
         """The tests of every suite, in order; with `pattern`, those whose id or name it
-        matches (`re.search`).
+        matches (`re.search`). A test's id is `<file>::<name>`, the file relative to the
+        current directory when it is under it (see `_shown_path`).
 
         Raises:
-            UserError: `pattern` is not a regular expression.
+            UserError: `pattern` is not a regular expression, or two tests have one id.
         """
         try:
             regex = re.compile(pattern) if pattern is not None else None
@@ -377,10 +413,16 @@ class SuiteRun:
             raise UserError(f"pattern {pattern!r} is not a valid regular expression ({e})"
                             ) from None
         out: list[CodeScenario] = []
+        seen: dict[str, str] = {}
         for suite in self.suites:
             model = (models or {}).get(id(suite))
             for test in suite.tests:
                 scenario = self._scenario(suite, test, model)
+                if scenario.id in seen:
+                    raise UserError(f"two tests have the id {scenario.id!r}: {seen[scenario.id]} "
+                                    f"and {test.source}; rename one (or put them in one "
+                                    "Suite, which refuses a name used twice)")
+                seen[scenario.id] = test.source
                 if regex is None or regex.search(scenario.id) or regex.search(test.name):
                     out.append(scenario)
         return out
@@ -396,10 +438,12 @@ class SuiteRun:
             await suite._run_hooks("before_each", test.name)  # pyright: ignore[reportPrivateUsage]
 
         async def after(passed: bool, error: str | None) -> None:
-            await suite._run_hooks("after_each", test.name, passed, error)  # pyright: ignore[reportPrivateUsage]
+            await suite._run_hooks(  # pyright: ignore[reportPrivateUsage]
+                "after_each", test.name, passed, error, timeout_s=test.timeout_s,
+                limit=f"the timeout_s of {test.name}")
 
         return CodeScenario(
-            id=f"{Path(test.source.rsplit(':', 1)[0]).name}::{test.name}",
+            id=f"{_shown_path(test.source.rsplit(':', 1)[0])}::{test.name}",
             display_name=test.name, body=body, target=suite.target, source=test.source,
             trials=test.repetitions, threshold=test.threshold, timeout_s=test.timeout_s,
             reply_timeout_s=suite.response_timeout, judge_model=model, before=before,
@@ -407,13 +451,17 @@ class SuiteRun:
 
     async def _before_all(self, suite: Suite) -> None:
         """Run the suite's before_all hooks once (the first trial to get here runs them);
-        if they failed, every trial of the suite fails with that error."""
+        if they failed or never finished (that trial timed out), every trial of the suite
+        fails with that error."""
         key = id(suite)
         async with self._locks.setdefault(key, anyio.Lock()):
             if not self._started.get(key):
                 self._started[key] = True
+                self._failed[key] = ("the suite's before_all hooks did not finish: the trial "
+                                     "running them timed out or was interrupted")
                 try:
                     await suite._run_hooks("before_all")  # pyright: ignore[reportPrivateUsage]
+                    del self._failed[key]
                 except HookError as e:
                     self._failed[key] = str(e)
         if key in self._failed:
@@ -448,8 +496,11 @@ class SuiteRun:
         for suite in reversed(self.suites):
             key = id(suite)
             if self._started.get(key) and key not in self._failed:
+                longest = max((t.timeout_s for t in suite.tests), default=600)
                 try:
-                    await suite._run_hooks("after_all")  # pyright: ignore[reportPrivateUsage]
+                    await suite._run_hooks(  # pyright: ignore[reportPrivateUsage]
+                        "after_all", timeout_s=longest,
+                        limit="the longest timeout_s of the suite's tests")
                 except HookError as e:
                     self.hook_errors.append(str(e))
         self._started.clear()

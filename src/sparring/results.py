@@ -300,6 +300,9 @@ class RunResult(BaseModel):
     """The run was stopped (Ctrl-C, SIGTERM) before every trial finished."""
     fail_on_skip: bool = False
     """Skipped steps make the exit code 3 (`--fail-on-skip`)."""
+    hook_errors: list[str] = Field(default_factory=list[str])
+    """Python suite hooks that failed outside every trial (after_all), one message each: the
+    run did not finish cleanly, so the exit code is at least 3."""
 
     def usage_totals(self) -> UsageTotals:
         """Model calls, tokens and cost of every trial, and the target's token counts."""
@@ -314,16 +317,19 @@ class RunResult(BaseModel):
 
     @property
     def exit_code(self) -> int:
-        """0 all that ran passed, 1 some failed, 3 some could not run (errors, timeouts),
-        130 interrupted.
+        """0 all that ran passed, 1 some failed, 3 some could not run (errors, timeouts) or
+        a suite hook failed (`hook_errors`), 130 interrupted.
 
-        A definite failure outranks an error, so exit 1 always means the agent misbehaved.
-        An interrupted run is 130 (the shell's code for Ctrl-C), whatever finished. With
-        `fail_on_skip`, a run that would be 0 is 3 when `skipped_anything()`.
+        A definite failure outranks an error, so exit 1 always means the agent misbehaved,
+        unless a hook failure makes it 3. An interrupted run is 130 (the shell's code for
+        Ctrl-C), whatever finished. With `fail_on_skip`, a run that would be 0 is 3 when
+        `skipped_anything()`.
         """
         if self.interrupted:
             return 130
         code = self._exit_code_of_verdicts()
+        if self.hook_errors:
+            return 3
         if code == 0 and self.fail_on_skip and self.skipped_anything():
             return 3
         return code

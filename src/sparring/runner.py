@@ -76,6 +76,7 @@ from sparring.session import (
     HookError,
     TrialContext,
     call_body,
+    raised_text,
 )
 from sparring.simulator import next_user_message
 from sparring.targets.base import Target, TargetSession
@@ -343,13 +344,18 @@ async def _converse(state: _TrialState, target: Target | None) -> EndReason:
 
 
 class _TestRaised(Exception):
-    """A Python test's body (or hook) raised something other than a failed assertion."""
+    """A Python test's body (or hook) raised something other than a failed assertion, or
+    left an assertion un-awaited."""
 
 
 async def _run_code(state: _TrialState, scenario: CodeScenario,
                     target: Target | None) -> EndReason:
     """Run a Python test's body in a trial context: `should` verdicts and sessions are
-    recorded on `state`; a failed `assert` becomes a `not_met` verdict."""
+    recorded on `state`; a failed `assert` becomes a `not_met` verdict.
+
+    Anything else the body raises, `SystemExit` and `KeyboardInterrupt` included, makes
+    the trial `error` (`_TestRaised`), as does a `should` or `unfold` never awaited; only
+    the run's own cancellation (timeout, Ctrl-C) goes on as it is."""
     ctx = state.ctx
     spec = None if target is None or not isinstance(scenario.target, BaseModel) else \
         scenario.target
@@ -374,11 +380,13 @@ async def _run_code(state: _TrialState, scenario: CodeScenario,
             status="not_met", reason=_scrubbed(_assertion_text(e), ctx.scrub))])
     except (TargetError, _TestRaised, anyio.get_cancelled_exc_class()):
         raise
-    except Exception as e:
-        raise _TestRaised(_scrubbed(f"the test raised {type(e).__name__}: {e}",
-                                    ctx.scrub)) from e
+    except BaseException as e:  # SystemExit, KeyboardInterrupt... must not end the run
+        raise _TestRaised(_scrubbed(f"the test raised {raised_text(e)}", ctx.scrub)) from e
     finally:
         CURRENT_TRIAL.reset(token)
+        forgotten = trial.unawaited()
+    if forgotten:
+        raise _TestRaised(forgotten)
     return "script_done"
 
 
@@ -390,8 +398,9 @@ async def _hook(hook: Callable[..., Awaitable[None]], what: str,
         raise
     except HookError as e:
         raise _TestRaised(_scrubbed(str(e), scrub)) from e
-    except Exception as e:
-        raise _TestRaised(_scrubbed(f"{what} raised {type(e).__name__}: {e}", scrub)) from e
+    except BaseException as e:
+        raise _TestRaised(_scrubbed(f"{what} raised {raised_text(e)}", scrub)) from e
+
 
 
 def _assertion_text(error: AssertionError) -> str:

@@ -14,13 +14,16 @@ a run, `open_session(target, model=...)` makes a context of its own (`TrialLog`)
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import inspect
+import threading
 from collections import Counter
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 import anyio
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
 REPLY_TIMEOUT_HINT = ("raise the Suite's `response_timeout` (or --reply-timeout) if the agent "
                       "is just slow")
 _REPLY_CHARS = 600
+T = TypeVar("T")
 
 
 # --- the trial a session records into ---------------------------------------------------
@@ -129,11 +133,35 @@ class TrialContext:
     usage: Usage = field(default_factory=Usage)
     recorder: Recorder = field(default_factory=TrialLog)
     _ids: Counter[str] = field(default_factory=Counter[str])
+    _asserts: list[tuple[str, Coroutine[Any, Any, Any]]] = field(
+        default_factory=list[tuple[str, Coroutine[Any, Any, Any]]])
 
     def next_id(self, prefix: str) -> str:
         """`prefix` numbered from 1, unique in this trial: `t1.should` -> `t1.should2`."""
         self._ids[prefix] += 1
         return f"{prefix}{self._ids[prefix]}"
+
+    def track(self, call: str, assertion: Coroutine[Any, Any, T]) -> Coroutine[Any, Any, T]:
+        """Keep `assertion` (the coroutine of `call`, e.g. `response.should`) so that
+        `unawaited()` can tell when it was never awaited; returns it unchanged."""
+        self._asserts.append((call, assertion))
+        return assertion
+
+    def unawaited(self) -> str | None:
+        """Why the trial cannot pass when an assertion was never awaited (`None` when all
+        were), e.g. "response.should(...) was not awaited; write `await
+        response.should(...)`". Closes such coroutines (no RuntimeWarning follows) and
+        forgets every tracked one."""
+        forgotten = [call for call, c in self._asserts
+                     if inspect.getcoroutinestate(c) == inspect.CORO_CREATED]
+        for _, assertion in self._asserts:
+            assertion.close()
+        self._asserts.clear()
+        if not forgotten:
+            return None
+        count = f" ({len(forgotten)} times)" if len(forgotten) > 1 else ""
+        return (f"{forgotten[0]}(...) was not awaited{count}, so it checked nothing; write "
+                f"`await {forgotten[0]}(...)`")
 
     def session(self, **overrides: Any) -> Session:
         """A session on the test's target; `overrides` replace fields of its spec (e.g.
@@ -282,12 +310,14 @@ class Response:
         """Reply time in milliseconds."""
         return self.reply.latency_ms
 
-    async def should(self, condition: str | Sequence[str]) -> list[Verdict]:
-        """Assert that the reply does what each condition says.
+    def should(self, condition: str | Sequence[str]) -> Coroutine[Any, Any, list[Verdict]]:
+        """Assert that the reply does what each condition says: `await
+        response.should("greet the customer")`.
 
         Each condition completes "The message should ...", e.g. "greet the customer"; each
         is judged in its own model call, all at once. Without a judge model the verdicts are
-        `skipped` (nothing is raised).
+        `skipped` (nothing is raised). A `should` never awaited makes the trial `error` (and
+        outside a run, the session raises a UserError when it closes).
 
         Returns:
             One `should` verdict per condition, in order.
@@ -297,6 +327,9 @@ class Response:
             ConditionsUndecided: no condition failed but the judge could not decide some.
             UserError: no condition given.
         """
+        return self.trial.track("response.should", self._should(condition))
+
+    async def _should(self, condition: str | Sequence[str]) -> list[Verdict]:
         texts = [condition] if isinstance(condition, str) else list(condition)
         if not texts:
             raise UserError("should() needs at least one condition, e.g. "
@@ -333,6 +366,10 @@ class Session:
         if connection is not None:
             with anyio.CancelScope(shield=True):
                 await connection.close()
+        # in a run the runner checks at the end of the trial; outside one, here
+        forgotten = self.trial.unawaited() if current_trial() is None else None
+        if forgotten and exc[0] is None:
+            raise UserError(forgotten)
 
     def _open(self) -> TargetSession:
         if self._connection is None:
@@ -379,8 +416,9 @@ class Session:
         for message in loaded.messages:
             self.trial.recorder.add_message(message)
 
-    async def unfold(self, steps: Sequence[Step]) -> list[SubtestResult]:
-        """Test each `AgentMessage` with `should` or `checks` in isolation.
+    def unfold(self, steps: Sequence[Step]) -> Coroutine[Any, Any, list[SubtestResult]]:
+        """Test each `AgentMessage` with `should` or `checks` in isolation: `await
+        session.unfold(steps)` (never awaited, it makes the trial `error`).
 
         For each such step a fresh conversation is opened, preloaded with every earlier step
         (agent steps as written), and the customer message just before it is sent live; the
@@ -397,6 +435,9 @@ class Session:
             ConditionsNotMet: some condition or check was not met (all are named).
             ConditionsUndecided: none failed, but some could not be decided.
         """
+        return self.trial.track("session.unfold", self._unfold(steps))
+
+    async def _unfold(self, steps: Sequence[Step]) -> list[SubtestResult]:
         plan = _plan(steps)
         _check_tools_seen(self.target, steps)
         prefix = self.trial.next_id("unfold")
@@ -680,11 +721,60 @@ class CodeScenario:
 
 
 class HookError(Exception):
-    """A test hook (before_all, before_each, after_each) raised; the message says which."""
+    """A test hook (before_all, before_each, after_each, after_all) raised or did not return
+    in time; the message says which."""
 
 
 async def call_body(body: Callable[..., Any], *args: Any) -> None:
-    """Call a sync or async function and await its result when it is awaitable."""
-    result = body(*args)
+    """Call a sync or async function and await its result when it is awaitable.
+
+    A sync function runs in a daemon worker thread (with the caller's context variables),
+    so the event loop stays free: timeouts and Ctrl-C still work while it blocks. Cancelled
+    (a timeout, Ctrl-C), the call is abandoned: the thread keeps running until the function
+    returns (Python cannot stop a thread) but no longer holds up the run or the process exit.
+
+    Raises:
+        BaseException: whatever `body` raises.
+    """
+    if inspect.iscoroutinefunction(body):
+        await body(*args)
+        return
+    result = await _in_thread(functools.partial(body, *args))
     if inspect.isawaitable(result):
         await result
+
+
+def raised_text(error: BaseException) -> str:
+    """What a test or hook raised, for messages: `ValueError: boom`, or `SystemExit(0)` for
+    exceptions whose text says nothing by itself (`SystemExit`, `KeyboardInterrupt`, an
+    empty message)."""
+    if isinstance(error, SystemExit | KeyboardInterrupt | GeneratorExit) or not str(error):
+        return f"{type(error).__name__}({', '.join(map(repr, error.args))})"
+    return f"{type(error).__name__}: {error}"
+
+
+async def _in_thread(call: Callable[[], T]) -> T:
+    """`call()` in a daemon thread; cancelling the wait abandons the thread."""
+    done = threading.Event()
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            outcome.append(context.run(call))
+        except BaseException as e:  # handed to the awaiting task
+            failure.append(e)
+        finally:
+            done.set()
+
+    name = getattr(call, "func", call)
+    threading.Thread(target=work, daemon=True,
+                     name=f"sparring {getattr(name, '__name__', 'test')}").start()
+    try:  # anyio's own worker only waits, so it is freed at once when the wait is cancelled
+        await anyio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
+    finally:
+        done.set()
+    if failure:
+        raise failure[0]
+    return outcome[0]

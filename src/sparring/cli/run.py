@@ -60,20 +60,13 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
     result = anyio.run(_run, scenarios, suites, pattern, settings.secrets_file, run_settings,
                        user_model, judge_model, live)
     written = _write_reports(result, reports)
-    for error in suites.hook_errors:
-        click.secho(f"error: {error}", fg="red", err=True)
     if result.interrupted:
         click.secho("Interrupted: the reports hold the trials that finished; unfinished ones "
                     "are marked `interrupted`.", fg="yellow", err=True)
     else:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    code = result.exit_code if written or result.exit_code else EXIT_REPORT_FAILED
-    return max(code, EXIT_HOOK_FAILED) if suites.hook_errors and code < 130 else code
-
-
-EXIT_HOOK_FAILED = 3
-"""An after_all hook failed: the run could not finish cleanly."""
+    return result.exit_code if written or result.exit_code else EXIT_REPORT_FAILED
 
 
 def _load(paths: tuple[str, ...], *, pattern: str | None,
@@ -135,17 +128,20 @@ async def _run(scenarios: list[AnyScenario], suites: SuiteRun, pattern: str | No
                     if isinstance(event, RunFinished):  # sent even when interrupted
                         finished.append(event.result)
 
-                for scenario in scenarios:  # misconfigured targets fail here, unwrapped
-                    pool.for_scenario(scenario)
-                async with suites.active(client=pool.client) as tests, \
-                        anyio.create_task_group() as tg:
-                    tg.start_soon(_stop_on_signal, tg.cancel_scope)
+                async with suites.active(client=pool.client) as tests:
                     code = [tests[s.id] for s in suites.scenarios(pattern=pattern)]
-                    await run_scenarios(
-                        [*scenarios, *code], targets=pool.for_scenario,
-                        user_model=user_model, judge_model=judge_model, settings=run_settings,
-                        observer=observe, scrub=secrets.scrub)
-                    tg.cancel_scope.cancel()  # done: stop listening for signals
+                    for scenario in [*scenarios, *code]:  # misconfigured targets fail here,
+                        if scenario.target is not None:  # not inside the task group
+                            pool.for_scenario(scenario)
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(_stop_on_signal, tg.cancel_scope)
+                        await run_scenarios(
+                            [*scenarios, *code], targets=pool.for_scenario,
+                            user_model=user_model, judge_model=judge_model,
+                            settings=run_settings, observer=observe, scrub=secrets.scrub)
+                        tg.cancel_scope.cancel()  # done: stop listening for signals
+                # after_all hooks ran as `active` closed; the summary is printed after this
+                finished[-1].hook_errors.extend(suites.hook_errors)
     finally:
         with anyio.CancelScope(shield=True):
             for model in {id(m): m for m in (user_model, judge_model) if m}.values():

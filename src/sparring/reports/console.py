@@ -421,6 +421,7 @@ def _problems(result: RunResult, sym: dict[str, str]) -> tuple[list[str], list[s
                 line = (f"{sym[_VERDICT_SYMBOL[v.status]]} {where} · {v.id} "
                         f"{one_line(v.description, 200)}: {v.reason or '(no reason given)'}")
                 target.append(one_line(line, 1000))
+    errors += [one_line(f"{sym['error']} {e}", 1000) for e in result.hook_errors]
     return failures, errors
 
 

@@ -15,7 +15,9 @@ Layout (CI tools such as GitLab, Jenkins and GitHub test reporters read it):
 - for scenarios with more than one trial, one `pass rate` testcase, failing when the
   threshold is missed; when the scenario passed its threshold, the failures and errors of
   single trials become `<system-out>` notes, so the CI counts agree with sparring's verdict
-  and exit code.
+  and exit code;
+- when Python suite hooks failed outside every trial (after_all), a `<testsuite name="suite
+  hooks">` with one `<error>` testcase per failure.
 
 Times are seconds; the first testcase of a trial carries the trial's duration, so the
 testcases add up to the suite time. Characters that XML 1.0 forbids are removed.
@@ -38,6 +40,8 @@ def render_junit(result: RunResult) -> str:
     """The JUnit XML report as text, with an XML declaration, indented."""
     root = ET.Element("testsuites", name=_clean(f"sparring run {result.run_id}"))
     suites = [_suite(s, timestamp=result.started_at) for s in result.scenarios]
+    if result.hook_errors:
+        suites.append(_hooks_suite(result.hook_errors, timestamp=result.started_at))
     root.extend(suites)
     for key in ("tests", *_COUNT_KEYS):
         root.set(key, str(sum(int(s.get(key, "0")) for s in suites)))
@@ -75,6 +79,18 @@ def _suite(scenario: ScenarioResult, *, timestamp: str) -> ET.Element:
     for key, tag in _COUNT_KEYS.items():
         suite.set(key, str(sum(case.find(tag) is not None for case in cases)))
     suite.set("time", _seconds(sum(t.duration_ms for t in scenario.trials)))
+    return suite
+
+
+def _hooks_suite(errors: list[str], *, timestamp: str) -> ET.Element:
+    """A `<testsuite name="suite hooks">` with one errored case per failed after_all hook."""
+    suite = ET.Element("testsuite", name="suite hooks", timestamp=_clean(timestamp),
+                       tests=str(len(errors)), failures="0", errors=str(len(errors)),
+                       skipped="0", time="0.000")
+    for i, error in enumerate(errors, start=1):
+        case = ET.SubElement(suite, "testcase", classname="suite hooks",
+                             name=_clean(f"hook {i}"), time="0.000")
+        _outcome(case, "error", error, error, kind="hook_error")
     return suite
 
 

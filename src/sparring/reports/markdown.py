@@ -113,7 +113,9 @@ def _header(result: RunResult, exit_status: tuple[int, str] | None) -> list[str]
     icon = "✅" if code == 0 else "❌" if code == 1 else "⚠️"
     return [f"# sparring run, {_date(result.started_at)}", "", " · ".join(facts), "",
             *([f"Usage: {usage}", ""] if usage else []),
-            f"{icon} **exit code {code}**: {_text(meaning)}", ""]
+            f"{icon} **exit code {code}**: {_text(meaning)}", "",
+            *[line for error in result.hook_errors
+              for line in (f"⚠️ **hook error**: {_text(error)}", "")]]
 
 
 def _gates(lines: Sequence[str]) -> list[str]:
