@@ -89,3 +89,13 @@ def test_an_unmet_gate_without_failures_says_it_changes_nothing() -> None:
     report = evaluate({"g": GroupGate(must_pass=("typo",))}, [record("a.yaml::one", "passed")])
     assert not report.gates[0].met and not report.overrides_exit_code
     assert report.lines()[-1] == "no test failed, so the gates change nothing"
+
+
+def test_a_run_that_stopped_early_never_overrides_and_says_why() -> None:
+    records = [record("a.yaml::one", "passed", tags=("b",)),
+               record("a.yaml::two", "failed", tags=("b",))]
+    gates = {"b": GroupGate(threshold=0.5, tags=("b",))}
+    assert evaluate(gates, records).overrides_exit_code
+    report = evaluate(gates, records, stopped_early=True)
+    assert report.gates[0].met and not report.overrides_exit_code
+    assert report.lines()[-1] == "exit code stays 1: the run stopped early (-x / --maxfail)"

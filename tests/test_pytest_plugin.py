@@ -314,6 +314,63 @@ def test_an_unmet_should_fails_the_test_with_the_judges_reason(
                                  "trials passed*", "*the judge says not_met*"])
 
 
+
+BAD_MARKERS = '''
+import pytest
+
+
+@pytest.mark.sparring(5, 0.2, live=False)
+def test_positional():
+    pass
+
+
+@pytest.mark.sparring(trials=2, live="false")
+def test_live_as_text():
+    pass
+
+
+@pytest.mark.sparring(trials="5", live=False)
+def test_trials_as_text():
+    pass
+'''
+
+
+def test_positional_and_mistyped_marker_options_fail_with_the_accepted_form(
+        pytester: pytest.Pytester) -> None:
+    make_project(pytester, files={"test_bad.py": BAD_MARKERS})
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines([
+        "@pytest.mark.sparring on test_bad.py::test_positional: options must be named, got "
+        "positional arguments 5, 0.2; write @pytest.mark.sparring(trials=5, threshold=0.2, "
+        "live=False)",
+        "@pytest.mark.sparring on test_bad.py::test_live_as_text: live must be True or False, "
+        "got 'false', as in @pytest.mark.sparring(trials=5, threshold=0.8, live=False)",
+        "@pytest.mark.sparring on test_bad.py::test_trials_as_text: trials must be a whole "
+        "number from 1 to 100, got '5', as in @pytest.mark.sparring(*)"])
+
+
+def test_a_failed_assert_shows_the_reply_not_the_whole_response(
+        pytester: pytest.Pytester) -> None:
+    make_project(pytester, files={"test_short.py": '''
+        import pytest
+        from shop_agent import reply
+
+        @pytest.mark.sparring(live=False)
+        async def test_cancels(sparring):
+            async with sparring.session(reply) as session:
+                response = await session.send("Book me a slot")
+                assert sparring.trial.trial == 1
+                assert "cancelled" in response.message
+    '''})
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "  assert (assert in the test body) not met: assert 'cancelled' in 'Booked! Your "
+        "reference is BK-12.' + where 'Booked! Your reference is BK-12.' = Response(turn=1, "
+        "message='Booked! Your reference is BK-12.', tool_calls=['create_booking']).message"])
+    assert "recorder" not in result.stdout.str()
+
 # --- group gates --------------------------------------------------------------------------
 
 PLAIN_TESTS = '''
@@ -396,6 +453,24 @@ def test_a_failing_test_outside_every_group_keeps_exit_1(pytester: pytest.Pytest
         "booking: 1/2 passed (50%), 50% required: PASSED",
         "exit code stays 1: 1 failed test in no group: test_plain.py::test_plain_fails"])
 
+
+
+@pytest.mark.parametrize("stop", [["-x"], ["--maxfail", "1"]])
+def test_a_run_stopped_early_keeps_exit_1_whatever_the_gates(
+        pytester: pytest.Pytester, stop: list[str]) -> None:
+    make_project(pytester, settings='''
+        [tool.sparring.groups.booking]
+        threshold = 0.5
+        tags = ["booking"]
+    ''', files={"evals/a.yaml": BOOKING, "evals/b.yaml": BOOKING.replace("_slot", "_slot2")})
+    result = pytester.runpytest(*stop, "--sparring-report", "r.md")
+    result.assert_outcomes(passed=1, failed=1)  # b.yaml never ran: 1/2 was 2/4
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([
+        "booking: 1/2 passed (50%), 50% required: PASSED",
+        "  failed: evals/a.yaml::cancel_slot",
+        "exit code stays 1: the run stopped early (-x / --maxfail)"])
+    assert "❌ **exit code 1**" in (pytester.path / "r.md").read_text(encoding="utf-8")
 
 def test_gates_and_the_report_cover_every_xdist_worker(pytester: pytest.Pytester) -> None:
     files = {f"evals/booking{i}.yaml": BOOKING.replace("_slot", f"_slot{i}") for i in range(3)}
@@ -509,3 +584,37 @@ def test_a_report_that_cannot_be_written_says_why_and_is_not_a_green_run(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(["error: --sparring-report: could not write 'taken': *; give a "
                                  "writable file path"])
+
+
+GATED = '''
+    [tool.sparring.groups.booking]
+    threshold = 0.5
+    tags = ["booking"]
+'''
+
+
+def test_an_existing_report_outside_the_project_given_with_a_space_is_a_usage_error(
+        pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> None:
+    make_project(pytester, settings=GATED, files={"evals/booking.yaml": BOOKING})
+    report = tmp_path_factory.mktemp("reports") / "r.md"
+    first = pytester.runpytest("--sparring-report", str(report))
+    assert first.ret == 0 and report.is_file()
+    # the file exists now: pytest takes it for a test path when it picks its rootdir
+    second = pytester.runpytest("--sparring-report", str(report))
+    assert second.ret == pytest.ExitCode.USAGE_ERROR
+    second.stderr.fnmatch_lines([f"*--sparring-report {report}: the file exists, so pytest also "
+                                 f"took it as a test path when choosing its rootdir*; write "
+                                 f"--sparring-report={report} (one argument)"])
+    third = pytester.runpytest(f"--sparring-report={report}")
+    third.assert_outcomes(passed=1, failed=1)
+    assert third.ret == 0
+
+
+def test_settings_are_found_from_the_invocation_directory_when_pytest_roots_elsewhere(
+        pytester: pytest.Pytester) -> None:
+    make_project(pytester, settings=GATED, files={"evals/booking.yaml": BOOKING,
+                                                  "ci/pytest.ini": "[pytest]\n"})
+    result = pytester.runpytest("-c", "ci/pytest.ini", "--rootdir", "ci", "evals")
+    result.assert_outcomes(passed=1, failed=1)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["booking: 1/2 passed (50%), 50% required: PASSED"])

@@ -12,8 +12,9 @@ and is met.
 
 The session's exit code 1 (tests failed) becomes 0 only when there are gates, every gate is
 met, and every failed test belongs to some group: a failing test outside every group keeps
-the run red. Gates only ever turn 1 into 0: a gate that is not met when no test failed
-changes nothing.
+the run red, and so does a session that stopped early (`-x`, `--maxfail`): its gates were
+judged on part of the tests. Gates only ever turn 1 into 0: a gate that is not met when no
+test failed changes nothing.
 """
 
 from __future__ import annotations
@@ -110,12 +111,14 @@ class GateReport:
     ungated_failures: tuple[str, ...]
     """Failed tests that belong to no group."""
     tests_failed: bool
+    stopped_early: bool = False
+    """The session stopped before running every test (`-x`, `--maxfail`)."""
 
     @property
     def overrides_exit_code(self) -> bool:
         """True when the session's exit code 1 should become 0 (see the module docstring)."""
         return (self.tests_failed and bool(self.gates) and all(g.met for g in self.gates)
-                and not self.ungated_failures)
+                and not self.ungated_failures and not self.stopped_early)
 
     def lines(self) -> list[str]:
         """The group summary: every gate, then what happens to the exit code and why."""
@@ -127,6 +130,8 @@ class GateReport:
         if self.overrides_exit_code:
             return [*out, "exit code overridden to 0: every gate is met and every failed test "
                     "belongs to a group"]
+        if self.stopped_early:
+            out.append("exit code stays 1: the run stopped early (-x / --maxfail)")
         failed = [g.name for g in self.gates if not g.met]
         if failed:
             out.append(f"exit code stays 1: gate {', '.join(failed)} FAILED")
@@ -137,12 +142,15 @@ class GateReport:
         return out
 
 
-def evaluate(groups: Mapping[str, GroupGate], records: Iterable[TestRecord]) -> GateReport:
+def evaluate(groups: Mapping[str, GroupGate], records: Iterable[TestRecord], *,
+             stopped_early: bool = False) -> GateReport:
     """Evaluate every group's gate over the session's tests.
 
     Args:
         groups: Gates by group name, from `[tool.sparring.groups]`.
         records: One record per test of the session.
+        stopped_early: The session stopped before running every test (`-x`,
+            `--maxfail`), so the gates cannot turn its exit code 1 into 0.
 
     Returns:
         Gates in the order of `groups`, with the failed tests that are in no group.
@@ -155,7 +163,7 @@ def evaluate(groups: Mapping[str, GroupGate], records: Iterable[TestRecord]) -> 
     grouped = {t.nodeid for group in members.values() for t in group}
     failed = [t.nodeid for t in tests if t.outcome == "failed"]
     return GateReport(gates=gates, ungated_failures=tuple(n for n in failed if n not in grouped),
-                      tests_failed=bool(failed))
+                      tests_failed=bool(failed), stopped_early=stopped_early)
 
 
 def _is_member(test: TestRecord, gate: GroupGate) -> bool:

@@ -137,13 +137,16 @@ async def _run_scenario(scenario: AnyRunnable, settings: Settings, user_model: M
 # --- Python tests ---------------------------------------------------------------------------
 
 _MARKER_OPTIONS = ("trials", "threshold", "live")
+_MARKER_FORM = "@pytest.mark.sparring(trials=5, threshold=0.8, live=False)"
 
 
 def marker_options(item: pytest.Function) -> tuple[int, float, bool]:
     """`(trials, threshold, live)` of the test's `sparring` marker (defaults 1, 1.0, True).
 
     Raises:
-        UserError: an unknown option (with did-you-mean) or a bad value.
+        UserError: positional arguments, an unknown option (with did-you-mean) or a bad
+            value (`trials` not a whole number from 1 to 100, a bad `threshold`, `live` not
+            True or False); the message names the test and the accepted form.
     """
     import difflib
 
@@ -153,6 +156,13 @@ def marker_options(item: pytest.Function) -> tuple[int, float, bool]:
     marker = item.get_closest_marker("sparring")
     options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
     where = f"@pytest.mark.sparring on {item.nodeid}"
+    if marker is not None and marker.args:
+        given = {**dict(zip(_MARKER_OPTIONS, marker.args, strict=False)), **options}
+        named = ", ".join(f"{key}={value!r}" for key, value in given.items())
+        form = (f"@pytest.mark.sparring({named})" if len(marker.args) <= len(_MARKER_OPTIONS)
+                else _MARKER_FORM)
+        raise UserError(f"{where}: options must be named, got positional arguments "
+                        f"{', '.join(map(repr, marker.args))}; write {form}")
     for key in options:
         if key not in _MARKER_OPTIONS:
             close = difflib.get_close_matches(key, _MARKER_OPTIONS, n=1)
@@ -160,12 +170,17 @@ def marker_options(item: pytest.Function) -> tuple[int, float, bool]:
             raise UserError(f"{where}: unknown option {key!r}; {hint}")
     trials = options.get("trials", 1)
     if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 100:
-        raise UserError(f"{where}: trials must be a whole number from 1 to 100, got {trials!r}")
+        raise UserError(f"{where}: trials must be a whole number from 1 to 100, got "
+                        f"{trials!r}, as in {_MARKER_FORM}")
     try:
         threshold = parse_threshold(options.get("threshold", 1.0))
     except ValueError as e:
-        raise UserError(f"{where}: {e}") from None
-    return trials, threshold, bool(options.get("live", True))
+        raise UserError(f"{where}: {e}, as in {_MARKER_FORM}") from None
+    live = options.get("live", True)
+    if not isinstance(live, bool):
+        raise UserError(f"{where}: live must be True or False, got {live!r}, as in "
+                        f"{_MARKER_FORM}")
+    return trials, threshold, live
 
 
 def run_test(item: pytest.Function, state: SparringState) -> None:

@@ -89,6 +89,49 @@ def _has_settings_file(root: Path) -> bool:
     return "sparring" in data.get("tool", {})
 
 
+def _project_dir(invoked: Path) -> Path | None:
+    """The nearest of `invoked` and its parents with a pyproject.toml or sparring.toml."""
+    return next((d for d in (invoked, *invoked.parents) if (d / "pyproject.toml").is_file()
+                 or (d / "sparring.toml").is_file()), None)
+
+
+def _settings_dir(config: pytest.Config, project: Path | None) -> Path | None:
+    """The directory whose sparring.toml or `[tool.sparring]` the session uses, or `None`.
+
+    Looked for next to pytest's config file, then in the `project` of the invocation
+    directory, then in the rootdir. The rootdir alone is not enough: pytest picks it before
+    the plugin's options are known, so `--sparring-report PATH` can move it to PATH's
+    directory.
+    """
+    candidates = [config.inipath.parent if config.inipath else None, project, config.rootpath]
+    return next((d for d in candidates if d and _has_settings_file(d)), None)
+
+
+def _check_report_option(config: pytest.Config, *, inside: tuple[Path | None, ...]) -> None:
+    """Reject `--sparring-report PATH` (with a space) when PATH exists outside the project
+    (the directories `inside`) and under the rootdir: pytest then took PATH as a test path
+    too when it chose its rootdir and config file, so neither its settings nor sparring's
+    would apply.
+
+    Raises:
+        pytest.UsageError: naming the rootdir pytest chose and the `=` form that avoids it.
+    """
+    args, path = list(config.invocation_params.args), config.getoption("sparring_report")
+    if not path or "--sparring-report" not in args:
+        return
+    at = len(args) - 1 - args[::-1].index("--sparring-report")
+    report = (config.invocation_params.dir / path).resolve()
+    if (args[at + 1:at + 2] != [path] or not report.exists()
+            or not report.is_relative_to(config.rootpath.resolve())
+            or any(report.is_relative_to(d.resolve()) for d in inside if d)):
+        return
+    raise pytest.UsageError(
+        f"--sparring-report {path}: the file exists, so pytest also took it as a test path "
+        f"when choosing its rootdir ({config.rootpath}) and config file ("
+        f"{config.inipath or 'none found'}), and this project's settings would not apply; "
+        f"write --sparring-report={path} (one argument)")
+
+
 class SparringState:
     """The plugin's per-session state and session-level hooks (one per pytest process).
 
@@ -100,7 +143,12 @@ class SparringState:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self._settings: Settings | None = None
-        self.configured = _has_settings_file(config.rootpath)
+        project = _project_dir(config.invocation_params.dir)
+        self.settings_dir = _settings_dir(config, project)
+        """Where the settings file is (`None`: no sparring settings)."""
+        self.configured = self.settings_dir is not None
+        _check_report_option(config, inside=(config.invocation_params.dir, project,
+                                             self.settings_dir))
         self.controller = not hasattr(config, "workerinput")
         self.started = time.time()
         self.tests: dict[str, _Seen] = {}
@@ -118,7 +166,7 @@ class SparringState:
         from sparring.errors import ConfigError
 
         try:
-            self._settings = load_settings({}, cwd=self.config.rootpath)
+            self._settings = load_settings({}, cwd=self.settings_dir or self.config.rootpath)
         except ConfigError as e:
             raise pytest.UsageError(f"sparring settings: {e}") from None
         return self._settings
@@ -246,7 +294,8 @@ class SparringState:
             from sparring.gates import evaluate
 
             records = [seen.record(nodeid) for nodeid, seen in self.tests.items()]
-            self.gate_report = evaluate(self.settings.groups, records)
+            self.gate_report = evaluate(self.settings.groups, records, stopped_early=bool(
+                session.shouldfail or session.shouldstop))
             overridden = (code == pytest.ExitCode.TESTS_FAILED
                           and self.gate_report.overrides_exit_code)
             if overridden:
@@ -382,6 +431,10 @@ class SparringFixture:
             await response.should("confirm the booking")
     ```
     """
+
+    def __repr__(self) -> str:
+        """`sparring`, the fixture's name, as pytest's failed-`assert` explanation shows it."""
+        return "sparring"
 
     def session(self, target: TargetLike, *, model: Model | str | None = None,
                 response_timeout: float = 60) -> AbstractAsyncContextManager[Session]:
