@@ -14,13 +14,16 @@ a run, `open_session(target, model=...)` makes a context of its own (`TrialLog`)
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import inspect
+import threading
 from collections import Counter
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 import anyio
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -44,11 +47,14 @@ from sparring.targets.base import Target, TargetSession
 from sparring.transcript import Message, StatusEvent, ToolCall, Transcript
 
 if TYPE_CHECKING:
+    from sparring.config import Settings
+    from sparring.secrets import Secrets
     from sparring.targets.registry import AnyTargetSpec
 
 REPLY_TIMEOUT_HINT = ("raise the Suite's `response_timeout` (or --reply-timeout) if the agent "
                       "is just slow")
 _REPLY_CHARS = 600
+T = TypeVar("T")
 
 
 # --- the trial a session records into ---------------------------------------------------
@@ -71,23 +77,35 @@ class Recorder(Protocol):
 
 @dataclass
 class TrialLog:
-    """A `Recorder` that keeps everything in memory, for sessions outside a run."""
+    """A `Recorder` that keeps everything in memory, for sessions outside a run.
+
+    Messages (of `transcript` and of sub-tests) are kept as a run keeps them: with every
+    secret value `scrub` knows masked.
+    """
 
     transcript: Transcript = field(default_factory=Transcript)
     verdicts: list[Verdict] = field(default_factory=list[Verdict])
     subtests: list[SubtestResult] = field(default_factory=list[SubtestResult])
+    scrub: Callable[[str], str] | None = None
 
     def add_message(self, message: Message, /) -> None:
-        """Append to `transcript`."""
-        self.transcript = self.transcript.with_message(message)
+        """Append to `transcript`, secrets masked."""
+        self.transcript = self.transcript.with_message(self._kept(message))
 
     def add_verdicts(self, verdicts: Sequence[Verdict], /) -> None:
         """Append to `verdicts`."""
         self.verdicts.extend(verdicts)
 
     def add_subtest(self, subtest: SubtestResult, /) -> None:
-        """Append to `subtests`."""
-        self.subtests.append(subtest)
+        """Append to `subtests`, its transcript's secrets masked."""
+        messages = tuple(self._kept(m) for m in subtest.transcript.messages)
+        self.subtests.append(subtest.model_copy(update={
+            "transcript": Transcript(messages=messages)}))
+
+    def _kept(self, message: Message) -> Message:
+        from sparring.runner import _sanitized  # pyright: ignore[reportPrivateUsage]
+
+        return _sanitized(message, self.scrub)
 
 
 @dataclass(kw_only=True)
@@ -115,6 +133,8 @@ class TrialContext:
     usage: Usage = field(default_factory=Usage)
     recorder: Recorder = field(default_factory=TrialLog)
     _ids: Counter[str] = field(default_factory=Counter[str])
+    _asserts: list[tuple[str, Coroutine[Any, Any, Any]]] = field(
+        default_factory=list[tuple[str, Coroutine[Any, Any, Any]]])
 
     def __repr__(self) -> str:
         """`TrialContext(scenario_id='t.py::test_books', trial=2)`: short, as pytest's
@@ -125,6 +145,28 @@ class TrialContext:
         """`prefix` numbered from 1, unique in this trial: `t1.should` -> `t1.should2`."""
         self._ids[prefix] += 1
         return f"{prefix}{self._ids[prefix]}"
+
+    def track(self, call: str, assertion: Coroutine[Any, Any, T]) -> Coroutine[Any, Any, T]:
+        """Keep `assertion` (the coroutine of `call`, e.g. `response.should`) so that
+        `unawaited()` can tell when it was never awaited; returns it unchanged."""
+        self._asserts.append((call, assertion))
+        return assertion
+
+    def unawaited(self) -> str | None:
+        """Why the trial cannot pass when an assertion was never awaited (`None` when all
+        were), e.g. "response.should(...) was not awaited; write `await
+        response.should(...)`". Closes such coroutines (no RuntimeWarning follows) and
+        forgets every tracked one."""
+        forgotten = [call for call, c in self._asserts
+                     if inspect.getcoroutinestate(c) == inspect.CORO_CREATED]
+        for _, assertion in self._asserts:
+            assertion.close()
+        self._asserts.clear()
+        if not forgotten:
+            return None
+        count = f" ({len(forgotten)} times)" if len(forgotten) > 1 else ""
+        return (f"{forgotten[0]}(...) was not awaited{count}, so it checked nothing; write "
+                f"`await {forgotten[0]}(...)`")
 
     def session(self, **overrides: Any) -> Session:
         """A session on the test's target; `overrides` replace fields of its spec (e.g.
@@ -282,12 +324,14 @@ class Response:
         """Reply time in milliseconds."""
         return self.reply.latency_ms
 
-    async def should(self, condition: str | Sequence[str]) -> list[Verdict]:
-        """Assert that the reply does what each condition says.
+    def should(self, condition: str | Sequence[str]) -> Coroutine[Any, Any, list[Verdict]]:
+        """Assert that the reply does what each condition says: `await
+        response.should("greet the customer")`.
 
         Each condition completes "The message should ...", e.g. "greet the customer"; each
         is judged in its own model call, all at once. Without a judge model the verdicts are
-        `skipped` (nothing is raised).
+        `skipped` (nothing is raised). A `should` never awaited makes the trial `error` (and
+        outside a run, the session raises a UserError when it closes).
 
         Returns:
             One `should` verdict per condition, in order.
@@ -297,6 +341,9 @@ class Response:
             ConditionsUndecided: no condition failed but the judge could not decide some.
             UserError: no condition given.
         """
+        return self.trial.track("response.should", self._should(condition))
+
+    async def _should(self, condition: str | Sequence[str]) -> list[Verdict]:
         texts = [condition] if isinstance(condition, str) else list(condition)
         if not texts:
             raise UserError("should() needs at least one condition, e.g. "
@@ -333,6 +380,10 @@ class Session:
         if connection is not None:
             with anyio.CancelScope(shield=True):
                 await connection.close()
+        # in a run the runner checks at the end of the trial; outside one, here
+        forgotten = self.trial.unawaited() if current_trial() is None else None
+        if forgotten and exc[0] is None:
+            raise UserError(forgotten)
 
     def _open(self) -> TargetSession:
         if self._connection is None:
@@ -360,20 +411,28 @@ class Session:
         far, before the first `send`. Agent steps count as said as written.
 
         Raises:
-            UserError: the session already has messages.
+            UserError: the session already has messages, or an agent step has `should` or
+                `checks` (history is not tested; `unfold` tests written steps).
             TargetError: the target refused the history.
         """
         connection = self._open()
         if self.transcript.messages:
             raise UserError("add_events must come before the session's first send; open a "
                             "new session for another history")
+        for position, step in enumerate(history, start=1):
+            if isinstance(step, AgentMessage) and step.asserts:
+                raise UserError(
+                    f"add_events step {position} (AgentMessage {step.text!r}) has `should` "
+                    "or `checks`, but add_events only loads history and tests nothing; to "
+                    "test written steps use `await session.unfold(steps)`, else drop them")
         loaded = await connection.preload(transcript_of(history))
         self.transcript = loaded
         for message in loaded.messages:
             self.trial.recorder.add_message(message)
 
-    async def unfold(self, steps: Sequence[Step]) -> list[SubtestResult]:
-        """Test each `AgentMessage` with `should` or `checks` in isolation.
+    def unfold(self, steps: Sequence[Step]) -> Coroutine[Any, Any, list[SubtestResult]]:
+        """Test each `AgentMessage` with `should` or `checks` in isolation: `await
+        session.unfold(steps)` (never awaited, it makes the trial `error`).
 
         For each such step a fresh conversation is opened, preloaded with every earlier step
         (agent steps as written), and the customer message just before it is sent live; the
@@ -390,6 +449,9 @@ class Session:
             ConditionsNotMet: some condition or check was not met (all are named).
             ConditionsUndecided: none failed, but some could not be decided.
         """
+        return self.trial.track("session.unfold", self._unfold(steps))
+
+    async def _unfold(self, steps: Sequence[Step]) -> list[SubtestResult]:
         plan = _plan(steps)
         _check_tools_seen(self.target, steps)
         prefix = self.trial.next_id("unfold")
@@ -519,15 +581,33 @@ def coerce_target(value: TargetLike, *, timeout_s: float = 60) -> Target | AnyTa
     if isinstance(value, str):
         value = {"type": "http", "url": value, "timeout_s": timeout_s}
     if isinstance(value, Mapping):
-        data = cast(Mapping[str, Any], value)
+        data = {"target": dict(cast(Mapping[str, Any], value))}
         try:
-            return TypeAdapter[Any](TargetSpec).validate_python(dict(data))
+            return _TargetEntry.model_validate(data).target
         except ValidationError as e:
-            raise UserError(f"invalid target {dict(data)!r}: {validation_summary(e)}") from None
+            raise UserError(f"invalid target {data['target']!r}: {_target_problems(e, data)}"
+                            ) from None
     if callable(value):
         return CallableTarget(value, timeout_s=timeout_s)
     raise UserError(f"a target is a URL, a target spec mapping, a function agent(history) or "
                     f"a sparring Target; got {type(value).__name__}")
+
+
+class _TargetEntry(BaseModel):
+    """A target spec under `target:`, so validation errors read as in a YAML test file."""
+
+    target: TargetSpec
+
+
+def _target_problems(error: ValidationError, data: dict[str, Any]) -> str:
+    """`error` (from validating `data`, `{"target": spec}`) worded as the YAML loader words
+    it, with did-you-mean for unknown keys, e.g. `unknown key 'respons_path' in target (http
+    target); did you mean 'response_path'?`."""
+    from sparring.loaders._parse import Document
+    from sparring.loaders.errors import validation_problems
+
+    problems = validation_problems(error, doc=Document(data), path="", single=False)
+    return "; ".join(p.message for p in problems)
 
 
 @asynccontextmanager
@@ -544,16 +624,20 @@ async def open_session(target: TargetLike, *, model: Model | str | None = None,
     Raises:
         UserError: a target or model that cannot be used.
     """
+    from sparring.secrets import Secrets
+
     async with AsyncExitStack() as stack:
         current = current_trial()
         judge_model = await resolve_judge_model(model, stack, fallback=current is None)
         built = coerce_target(target, timeout_s=response_timeout)
+        secrets = Secrets.load()
         if not isinstance(built, Target):
-            built = await _built(built, stack, current)
-        if current is None:
+            built = await _built(built, stack, current, secrets)
+        if current is None:  # the judge and the record see secrets masked, as in a run
             trial = TrialContext(scenario_id="session", target=built,
-                                 judge=JudgeSettings(model=judge_model),
-                                 reply_timeout_s=response_timeout)
+                                 judge=JudgeSettings(model=judge_model, scrub=secrets.scrub),
+                                 reply_timeout_s=response_timeout,
+                                 recorder=TrialLog(scrub=secrets.scrub))
         else:
             trial = current if judge_model is None else replace(
                 current, judge=replace(current.judge, model=judge_model))
@@ -562,9 +646,14 @@ async def open_session(target: TargetLike, *, model: Model | str | None = None,
 
 
 async def resolve_judge_model(model: Model | str | None, stack: AsyncExitStack, *,
-                              fallback: bool) -> Model | None:
+                              fallback: bool, settings: Settings | None = None
+                              ) -> Model | None:
     """The judge model `model` names (a string is resolved, and closed by `stack`); with
     `None` and `fallback`, the configured one (SPARRING_MODEL, `[tool.sparring]`), if any.
+
+    Args:
+        settings: Connect the model with these (`base_url`, `api_key`, timeouts, prices)
+            and take the configured one from them; `None`: read the environment and files.
 
     Raises:
         UserError: an unknown provider or invalid settings.
@@ -576,7 +665,7 @@ async def resolve_judge_model(model: Model | str | None, stack: AsyncExitStack, 
     from sparring.config import load_settings
     from sparring.models.registry import model_from_settings
 
-    settings = load_settings({})
+    settings = settings or load_settings({})
     spec = model or settings.resolved_judge_model
     if spec is None:
         return None
@@ -586,17 +675,16 @@ async def resolve_judge_model(model: Model | str | None, stack: AsyncExitStack, 
 
 
 async def _built(spec: AnyTargetSpec, stack: AsyncExitStack,
-                 current: TrialContext | None) -> Target:
+                 current: TrialContext | None, secrets: Secrets) -> Target:
     if current is not None and current.build_target is not None:
         return current.build_target(spec)
     import httpx
 
-    from sparring.secrets import Secrets
     from sparring.targets.registry import build_target
 
     client = httpx.AsyncClient(follow_redirects=False)
     stack.push_async_callback(client.aclose)
-    target = build_target(spec, client=client, secrets=Secrets.load())
+    target = build_target(spec, client=client, secrets=secrets)
     stack.push_async_callback(target.aclose)
     return target
 
@@ -647,11 +735,60 @@ class CodeScenario:
 
 
 class HookError(Exception):
-    """A test hook (before_all, before_each, after_each) raised; the message says which."""
+    """A test hook (before_all, before_each, after_each, after_all) raised or did not return
+    in time; the message says which."""
 
 
 async def call_body(body: Callable[..., Any], *args: Any) -> None:
-    """Call a sync or async function and await its result when it is awaitable."""
-    result = body(*args)
+    """Call a sync or async function and await its result when it is awaitable.
+
+    A sync function runs in a daemon worker thread (with the caller's context variables),
+    so the event loop stays free: timeouts and Ctrl-C still work while it blocks. Cancelled
+    (a timeout, Ctrl-C), the call is abandoned: the thread keeps running until the function
+    returns (Python cannot stop a thread) but no longer holds up the run or the process exit.
+
+    Raises:
+        BaseException: whatever `body` raises.
+    """
+    if inspect.iscoroutinefunction(body):
+        await body(*args)
+        return
+    result = await _in_thread(functools.partial(body, *args))
     if inspect.isawaitable(result):
         await result
+
+
+def raised_text(error: BaseException) -> str:
+    """What a test or hook raised, for messages: `ValueError: boom`, or `SystemExit(0)` for
+    exceptions whose text says nothing by itself (`SystemExit`, `KeyboardInterrupt`, an
+    empty message)."""
+    if isinstance(error, SystemExit | KeyboardInterrupt | GeneratorExit) or not str(error):
+        return f"{type(error).__name__}({', '.join(map(repr, error.args))})"
+    return f"{type(error).__name__}: {error}"
+
+
+async def _in_thread(call: Callable[[], T]) -> T:
+    """`call()` in a daemon thread; cancelling the wait abandons the thread."""
+    done = threading.Event()
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            outcome.append(context.run(call))
+        except BaseException as e:  # handed to the awaiting task
+            failure.append(e)
+        finally:
+            done.set()
+
+    name = getattr(call, "func", call)
+    threading.Thread(target=work, daemon=True,
+                     name=f"sparring {getattr(name, '__name__', 'test')}").start()
+    try:  # anyio's own worker only waits, so it is freed at once when the wait is cancelled
+        await anyio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
+    finally:
+        done.set()
+    if failure:
+        raise failure[0]
+    return outcome[0]
