@@ -253,6 +253,18 @@ async def test_secret_values_echoed_by_the_agent_never_reach_results() -> None:
     assert target.seen[1].messages[1].content == "your key is s3cret-value"
 
 
+async def test_secret_values_quoted_in_a_target_error_never_reach_results() -> None:
+    scenario = scripted(turns=[{"user": "hi", "checks": [{"contains": "a"}]}])
+    target = ScriptedTarget([TargetError("unexpected event {'token': 's3cret-value'}")])
+    result = await run_scenarios(
+        [scenario], targets=lambda s: target, user_model=None,
+        judge_model=None, scrub=lambda text: text.replace("s3cret-value", "***"))
+    trial = result.scenarios[0].trials[0]
+    assert trial.status == "error"
+    assert trial.error == "unexpected event {'token': '***'}"
+    assert "s3cret-value" not in result.model_dump_json()
+
+
 async def test_lone_surrogates_and_nan_from_the_agent_keep_reports_valid() -> None:
     reply = Message(role="agent", content="shipped \ud83d", raw={"score": float("nan")})
     scenario = scripted(turns=[{"user": "hi", "checks": [{"contains": "shipped"}]}])

@@ -180,12 +180,13 @@ class _TrialState:
 
     def finish(self, status: TrialStatus, end_reason: EndReason,
                error: str | None) -> TrialResult:
-        """The trial's result as it stands; emits TrialFinished."""
+        """The trial's result as it stands, its `error` text masked like everything else
+        kept (a target's error may quote what the agent echoed); emits TrialFinished."""
         result = TrialResult(
             scenario_id=self.scenario.id, trial=self.trial, status=status,
             end_reason=end_reason, transcript=self.transcript, verdicts=self.verdicts,
-            reply_notes=self.reply_notes, error=error, usage=self.usage,
-            subtests=self.subtests,
+            reply_notes=self.reply_notes, usage=self.usage, subtests=self.subtests,
+            error=None if error is None else _scrubbed(error, self.ctx.scrub),
             duration_ms=(time.perf_counter() - self.started) * 1000)
         self.ctx.observer(TrialFinished(result))
         return result
