@@ -16,11 +16,10 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 import anyio
 from pydantic import BaseModel
-from pydantic_core import PydanticSerializationError
 
 if TYPE_CHECKING:
     import httpx
@@ -80,7 +79,7 @@ from sparring.session import (
 )
 from sparring.simulator import next_user_message
 from sparring.targets.base import Target, TargetSession
-from sparring.transcript import Message, Transcript
+from sparring.transcript import Message, Transcript, sanitized
 
 REPLY_TIMEOUT_HINT = "raise --reply-timeout (or drop it) if the agent is just slow"
 __all__ = ["NO_MODEL_HINT", "REPLY_TIMEOUT_HINT", "AnyRunnable", "RunSettings", "TargetPool",
@@ -151,7 +150,7 @@ class _TrialState:
     def __init__(self, scenario: AnyRunnable, trial: int, ctx: _Context) -> None:
         self.scenario, self.trial, self.ctx = scenario, trial, ctx
         self.transcript = Transcript()
-        """What is kept, reported and shown to models: secrets masked (`_sanitized`)."""
+        """What is kept, reported and shown to models: secrets masked (`transcript.sanitized`)."""
         self.wire = Transcript()
         """What the target is sent: the conversation exactly as it happened."""
         self.verdicts: list[Verdict] = []
@@ -163,7 +162,7 @@ class _TrialState:
 
     def add_message(self, message: Message) -> None:
         self.wire = self.wire.with_message(message)
-        message = _sanitized(message, self.ctx.scrub)
+        message = sanitized(message, self.ctx.scrub)
         self.transcript = self.transcript.with_message(message)
         self.ctx.observer(MessageAdded(self.scenario.id, self.trial, message))
 
@@ -174,7 +173,7 @@ class _TrialState:
 
     def add_subtest(self, subtest: SubtestResult) -> None:
         """Keep a sub-test of a Python test, its transcript made safe like the trial's."""
-        messages = tuple(_sanitized(m, self.ctx.scrub) for m in subtest.transcript.messages)
+        messages = tuple(sanitized(m, self.ctx.scrub) for m in subtest.transcript.messages)
         self.subtests.append(subtest.model_copy(update={
             "transcript": Transcript(messages=messages)}))
 
@@ -206,42 +205,6 @@ class _TrialState:
                                     hint=REPLY_TIMEOUT_HINT) from None
         self.add_message(reply)
         return reply
-
-
-def _sanitized(message: Message, scrub: Callable[[str], str] | None) -> Message:
-    """`message` made safe to keep and report: every text in it (content, tool calls, raw
-    payload) with secret values masked (DESIGN.md section 5) and lone UTF-16 surrogates
-    replaced, so every report stays valid UTF-8. Only string values change, never the
-    structure, and the message is returned as is when nothing changed."""
-    try:  # fast path: one Rust dump shows there is nothing to replace or mask
-        text = message.model_dump_json()
-        if scrub is None or scrub(text) == text:
-            return message
-    except PydanticSerializationError:
-        pass  # lone surrogates: the walk below replaces them
-    data = message.model_dump()
-    clean = _clean_strings(data, scrub)
-    return message if clean == data else Message.model_validate(clean)
-
-
-def _clean_strings(value: Any, scrub: Callable[[str], str] | None) -> Any:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            value = value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-        return scrub(value) if scrub is not None else value
-    if isinstance(value, dict):
-        return {_clean_strings(k, scrub): _clean_strings(v, scrub)
-                for k, v in cast(dict[Any, Any], value).items()}
-    if isinstance(value, list):
-        return [_clean_strings(v, scrub) for v in cast(list[Any], value)]
-    if isinstance(value, tuple):
-        return tuple(_clean_strings(v, scrub) for v in cast(tuple[Any, ...], value))
-    if isinstance(value, int | float) and not isinstance(value, bool) and scrub is not None:
-        text = str(value)  # a numeric secret (a PIN) echoed as a JSON number
-        return value if scrub(text) == text else scrub(text)
-    return value
 
 
 def _with_expected_output(scenario: AnyRunnable) -> AnyRunnable:

@@ -44,7 +44,7 @@ from sparring.steps import (
 )
 from sparring.target_specs import TargetSpec
 from sparring.targets.base import Target, TargetSession
-from sparring.transcript import Message, StatusEvent, ToolCall, Transcript
+from sparring.transcript import Message, StatusEvent, ToolCall, Transcript, sanitized
 
 if TYPE_CHECKING:
     from sparring.config import Settings
@@ -103,9 +103,7 @@ class TrialLog:
             "transcript": Transcript(messages=messages)}))
 
     def _kept(self, message: Message) -> Message:
-        from sparring.runner import _sanitized  # pyright: ignore[reportPrivateUsage]
-
-        return _sanitized(message, self.scrub)
+        return sanitized(message, self.scrub)
 
 
 @dataclass(kw_only=True)

@@ -7,9 +7,11 @@ reply to it are both turn 1.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic_core import PydanticSerializationError
 
 Role = Literal["user", "agent", "system", "tool"]
 
@@ -135,3 +137,39 @@ def content_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+
+
+def sanitized(message: Message, scrub: Callable[[str], str] | None) -> Message:
+    """`message` made safe to keep and report: every text in it (content, tool calls, raw
+    payload) with secret values masked (DESIGN.md section 5) and lone UTF-16 surrogates
+    replaced, so every report stays valid UTF-8. Only string values change, never the
+    structure, and the message is returned as is when nothing changed."""
+    try:  # fast path: one Rust dump shows there is nothing to replace or mask
+        text = message.model_dump_json()
+        if scrub is None or scrub(text) == text:
+            return message
+    except PydanticSerializationError:
+        pass  # lone surrogates: the walk below replaces them
+    data = message.model_dump()
+    clean = _clean_strings(data, scrub)
+    return message if clean == data else Message.model_validate(clean)
+
+
+def _clean_strings(value: Any, scrub: Callable[[str], str] | None) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            value = value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return scrub(value) if scrub is not None else value
+    if isinstance(value, dict):
+        return {_clean_strings(k, scrub): _clean_strings(v, scrub)
+                for k, v in cast(dict[Any, Any], value).items()}
+    if isinstance(value, list):
+        return [_clean_strings(v, scrub) for v in cast(list[Any], value)]
+    if isinstance(value, tuple):
+        return tuple(_clean_strings(v, scrub) for v in cast(tuple[Any, ...], value))
+    if isinstance(value, int | float) and not isinstance(value, bool) and scrub is not None:
+        text = str(value)  # a numeric secret (a PIN) echoed as a JSON number
+        return value if scrub(text) == text else scrub(text)
+    return value
