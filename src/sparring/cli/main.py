@@ -50,8 +50,8 @@ def cli() -> None:
 @click.option("--live/--no-live", default=None,
               help="Live view (default: when output is a terminal).")
 def run(**options: Any) -> None:
-    """Run the conversation tests in PATHS (files or directories; default
-    tests/conversations)."""
+    """Run the conversation tests in PATHS: YAML/JSON test files and Python files with a
+    `sparring.api.Suite` (files or directories; default tests/conversations)."""
     from sparring.cli.run import run_command
 
     sys.exit(run_command(**options))
