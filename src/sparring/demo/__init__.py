@@ -1,7 +1,9 @@
 """A bundled demo agent (a support bot for the fictional shop Northwind Outfitters).
 
-`respond(history)` is the agent as a pure function; `DemoServer` / `serve` put it behind
-HTTP (`/chat`, `/chat/stream`, `/v1/chat/completions`) for the example suite in `examples/`.
+`respond(history)` is the agent as a pure function (`agent.chat` in the shape of a callable
+target); `DemoServer` / `serve` put it behind HTTP (`/chat`, `/chat/stream`,
+`/v1/chat/completions`, A2A at `/a2a`, Parlant's session API at `/agents` and `/sessions`)
+for the example suite in `examples/`.
 Run it with `python -m sparring.demo.server --port 8787`.
 """
 
