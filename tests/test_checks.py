@@ -150,6 +150,37 @@ def test_regex() -> None:
     assert fail.reason == r'expected turn 1 to match /\d/; turn 1 said: "Hello! How can I help?"'
 
 
+def test_regex_keeps_re_syntax() -> None:
+    assert run({"regex": r"(?i)ORDER NUMBER is (?P<n>\d+)\."}).status == "met"
+    assert run({"regex": r"^Anything else\?$"}).status == "met"
+    assert run({"regex": r"(?<=is )\d{4}(?!\d)"}).status == "met"
+    assert run({"regex": {"pattern": "ÉCOLE", "ignore_case": True}},
+               convo("à l'école")).status == "met"
+    assert run({"contains": "ÉCOLE"}, convo("à l'école")).status == "met"
+
+
+def test_catastrophic_regex_is_an_error_not_a_frozen_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparring.judging import checks
+
+    monkeypatch.setattr(checks, "REGEX_TIMEOUT_S", 0.05)
+    v = run({"regex": "(x+)+y"}, convo("short", "x" * 200_000))
+    assert v.status == "error"
+    assert v.reason.startswith("the pattern /(x+)+y/ took over 0.05 s and was stopped on the "
+                               "200,000-character reply at turn 2; ")
+    assert "anchor it" in v.reason and "nested quantifiers" in v.reason
+    # the budget is per check: the next check gets a fresh one
+    assert run({"regex": "x+y?$"}, convo("x" * 200_000)).status == "met"
+
+
+def test_invalid_regex_is_rejected_at_load_with_the_engine_the_check_runs_on() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=r"invalid regular expression 'a\{2,1\}': min "
+                                              "repeat greater than max repeat"):
+        check({"regex": "a{2,1}"})
+
+
 def test_equals_looks_at_last_reply_in_scope() -> None:
     assert run({"equals": "  Anything else?\n"}).status == "met"
     assert run({"equals": "Hello! How can I help?"}).status == "not_met"
@@ -217,7 +248,7 @@ def test_any_exception_in_a_check_is_that_checks_error() -> None:
     v = run_check(bad, convo("hello"), check_id="c")
     assert v.status == "error"
     assert v.reason.startswith("the check could not be run (")
-    assert "missing ), unterminated subpattern" in v.reason
+    assert "missing ) at position 1" in v.reason
 
 
 def test_json_schema_uses_last_reply() -> None:

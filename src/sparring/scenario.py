@@ -142,7 +142,11 @@ class NotContainsCheck(_Check):
 
 
 class RegexCheck(_Check):
-    """Reply text matches the regular expression `pattern` (Python `re.search`)."""
+    """Reply text matches the regular expression `pattern` (`re.search` syntax).
+
+    Compiled with the `regex` package, the engine the check runs on, so a pattern accepted
+    here is one the check can run.
+    """
 
     type: Literal["regex"] = "regex"
     pattern: str
@@ -154,9 +158,11 @@ class RegexCheck(_Check):
         if not pattern:
             raise ValueError("an empty pattern matches every reply, so this check could never "
                              'fail; write the pattern to look for, e.g. `regex: "\\d{5}"`')
+        import regex
+
         try:
-            re.compile(pattern)
-        except re.error as e:
+            regex.compile(pattern)
+        except regex.error as e:
             raise ValueError(f"invalid regular expression {pattern!r}: {e}") from None
         return pattern
 

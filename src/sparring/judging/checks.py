@@ -7,17 +7,23 @@ whole conversation. Within the scope: `contains` needs some reply to contain a v
 any, `regex` needs some reply to match, `equals` and `json_schema` look at the last reply,
 tool checks look at every tool call, `latency_below` at every reply with a latency.
 A scope with no agent reply is `not_met`.
+
+Author patterns run on the `regex` package (syntax of Python's `re`), which can stop a search:
+a `regex` check gets `REGEX_TIMEOUT_S` seconds in all, and one that needs longer (a pattern
+that backtracks catastrophically on a long reply) is `error`, so it cannot freeze the run.
 """
 
 from __future__ import annotations
 
 import json
-import re
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, assert_never, cast
+
+import regex
 
 from sparring.results import Verdict, VerdictStatus
 from sparring.scenario import (
@@ -35,6 +41,9 @@ from sparring.transcript import Message, ToolCall, Transcript, content_text
 
 _QUOTE_CHARS = 160
 _AROUND_CHARS = 60
+
+REGEX_TIMEOUT_S = 2.0
+"""Seconds a `regex` check may spend searching all the replies in its scope, in total."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +213,7 @@ def _find(text: str, value: str, *, case_sensitive: bool) -> int:
         return text.find(value)
     if text.isascii() and value.isascii():
         return text.lower().find(value.lower())
-    match = _compiled(re.escape(value), True).search(text)
+    match = _compiled(regex.escape(value), True).search(text)
     return match.start() if match else -1
 
 
@@ -242,14 +251,23 @@ def _not_contains(check: NotContainsCheck, scope: _Scope) -> _Outcome:
 
 
 @lru_cache(maxsize=256)
-def _compiled(pattern: str, ignore_case: bool) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+def _compiled(pattern: str, ignore_case: bool) -> regex.Pattern[str]:
+    return regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
 
 
 def _regex(check: RegexCheck, scope: _Scope) -> _Outcome:
     compiled = _compiled(check.pattern, check.ignore_case)
+    deadline = time.monotonic() + REGEX_TIMEOUT_S
     for turn, message in scope.replies:
-        match = compiled.search(message.content)
+        try:
+            match = compiled.search(message.content,
+                                    timeout=max(deadline - time.monotonic(), 0.001))
+        except TimeoutError:
+            return _Outcome(False, error=True, reason=(
+                f"the pattern /{check.pattern}/ took over {REGEX_TIMEOUT_S:g} s and was stopped "
+                f"on the {len(message.content):,}-character reply at turn {turn}; it "
+                "backtracks too much: anchor it (e.g. `^...`) and avoid nested quantifiers "
+                "such as `(x+)+`"))
         if match:
             excerpt = _around(message.content, match.start(), match.end())
             return _Outcome(True, evidence=(f"turn {turn}: {_q(excerpt)}",))
