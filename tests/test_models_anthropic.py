@@ -106,6 +106,18 @@ async def test_rejected_structured_output_falls_back_to_a_forced_tool_and_rememb
     assert "output_config" not in server.requests[2] and len(server.requests) == 3
 
 
+@pytest.mark.parametrize("json_schema", [SCHEMA, None])
+async def test_an_answer_with_only_a_tool_call_is_named_not_called_empty(
+    server: ScriptedAnthropicServer, model: AnthropicModel, json_schema: dict[str, object] | None,
+) -> None:
+    server.add(Reply(tool_use={"name": "web_search", "input": {"q": "weather"}}))
+    with pytest.raises(ModelError) as info:
+        await model.complete(PROMPT, temperature=0, json_schema=json_schema)
+    message = str(info.value)
+    assert "answered with a tool_use block (web_search) instead of text" in message
+    assert "empty" not in message and "base_url" in message
+
+
 async def test_other_bad_requests_are_not_taken_for_a_missing_feature(
     server: ScriptedAnthropicServer, model: AnthropicModel,
 ) -> None:
@@ -134,8 +146,8 @@ async def test_client_errors_say_what_to_fix_without_the_key(
 
 
 @pytest.mark.parametrize(("status", "hint"), [
-    (429, "Still rate limited after 1 retries"),
-    (529, "kept failing or was overloaded after 1 retries"),
+    (429, "Rate limited after 1 retry;"),
+    (529, "failed or was overloaded after 1 retry;"),
 ])
 async def test_rate_limits_and_overload_are_retried_then_explained(
     server: ScriptedAnthropicServer, model: AnthropicModel, status: int, hint: str,

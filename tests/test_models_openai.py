@@ -136,6 +136,29 @@ async def test_persistent_429_becomes_model_error_after_retries(
     assert len(server.requests) == 3
 
 
+async def test_a_500_the_server_says_not_to_retry_is_not_called_retried(
+    server: ScriptedOpenAIServer, model: OpenAIModel,
+) -> None:
+    server.add(Reply("boom", status=500, headers={"x-should-retry": "false"}))
+    with pytest.raises(ModelError) as info:
+        await model.complete(PROMPT, temperature=0)
+    message = str(info.value)
+    assert "HTTP 500: boom" in message
+    assert "(not retried: the server answered x-should-retry: false)" in message
+    assert "after" not in message and len(server.requests) == 1
+
+
+async def test_a_500_names_the_retries_really_made(
+    server: ScriptedOpenAIServer, model: OpenAIModel,
+) -> None:
+    server.add(Reply("boom", status=500, headers={"retry-after-ms": "1"}),
+               Reply("still boom", status=500, headers={"x-should-retry": "false"}))
+    with pytest.raises(ModelError, match=r"HTTP 500: still boom\. The server failed after 1 "
+                                         "retry;"):
+        await model.complete(PROMPT, temperature=0)
+    assert len(server.requests) == 2
+
+
 async def test_slow_reply_beyond_timeout_is_a_model_error(server: ScriptedOpenAIServer) -> None:
     server.add(Reply("late", delay_s=5))
     model = OpenAIModel(name="openai-compatible:m", model="m", base_url=server.base_url,

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from sparring.errors import ModelError, UserError
+from sparring.models._retries import retries_text
 from sparring.models.base import ChatMessage, Completion
 from sparring.secrets import Scrubber, mask_url, url_credentials
 
@@ -91,8 +92,9 @@ class AnthropicModel:
             `usage` (`None` when missing or not non-negative integers).
 
         Raises:
-            ModelError: the call failed after the SDK's retries, the model refused, or the
-                answer is not a Messages API answer; the message says what to do.
+            ModelError: the call failed after the SDK's retries, the model refused or
+                answered with a tool call instead of text, or the answer is not a Messages
+                API answer; the message says what to do.
         """
         if self._unreachable is not None:
             raise self._unreachable
@@ -148,10 +150,18 @@ class AnthropicModel:
         answer = cast(dict[str, Any], answer)
         if answer.get("stop_reason") == "refusal":
             raise ModelError(f"{self.name} refused to answer (stop_reason `refusal`)")
+        blocks = [cast(dict[str, Any], b) for b in cast(list[Any], content)
+                  if isinstance(b, dict)]
+        text = _text(blocks, tool=tool)
+        if not text.strip() and (used := [str(b.get("name")) for b in blocks
+                                  if b.get("type") == "tool_use"]):
+            raise ModelError(f"{self._where} answered with a tool_use block ({', '.join(used)}) "
+                             "instead of text, so there is no answer to read; sparring offers "
+                             "the model no such tool, so check whether a proxy or gateway at "
+                             "base_url adds tools to the request")
         usage: Any = answer.get("usage")
         usage = cast(dict[str, Any], usage) if isinstance(usage, dict) else {}
-        return Completion(text=_text(cast(list[Any], content), tool=tool),
-                          input_tokens=_tokens(usage.get("input_tokens")),
+        return Completion(text=text, input_tokens=_tokens(usage.get("input_tokens")),
                           output_tokens=_tokens(usage.get("output_tokens")))
 
     @property
@@ -159,7 +169,10 @@ class AnthropicModel:
         return f"{self.name} at {self._shown_url}"
 
     def _error(self, e: anthropic.AnthropicError) -> ModelError:
-        tries = f"after {self.max_retries} retries" if self.max_retries else "(no retries)"
+        if not isinstance(e, anthropic.APIError):
+            return ModelError(f"{self._where}: {self._scrubber.scrub(str(e))}")
+        answered = e.response.headers if isinstance(e, anthropic.APIStatusError) else None
+        tries = retries_text(e.request.headers, answered, max_retries=self.max_retries)
         if isinstance(e, anthropic.APITimeoutError):
             return ModelError(f"{self._where}: no answer within {self.timeout_s:g} s {tries}; "
                               "raise `model_timeout_s` in sparring.toml (or "
@@ -178,9 +191,8 @@ class AnthropicModel:
         await self._client.close()
 
 
-def _text(content: list[Any], *, tool: str | None) -> str:
+def _text(blocks: list[dict[str, Any]], *, tool: str | None) -> str:
     """The answer: the forced tool's input as JSON text, else the text blocks joined."""
-    blocks = [cast(dict[str, Any], b) for b in content if isinstance(b, dict)]
     if tool is not None:
         for block in blocks:
             if block.get("type") == "tool_use" and block.get("name") == tool:
@@ -217,9 +229,9 @@ def _status_hint(status: int, model: str, tries: str) -> str:
         return (f"Check the model name {model!r} (e.g. claude-sonnet-4-5; see "
                 "https://docs.anthropic.com/en/docs/about-claude/models) and base_url")
     if status == 429:
-        return f"Still rate limited {tries}; lower --parallel or wait and rerun"
+        return f"Rate limited {tries}; lower --parallel or wait and rerun"
     if status >= 500:
-        return (f"The API kept failing or was overloaded {tries}; try again later "
+        return (f"The API failed or was overloaded {tries}; try again later "
                 "(https://status.anthropic.com)")
     return "Check the model settings (temperature 0-1, max_tokens) and the request"
 

@@ -22,6 +22,7 @@ from sparring.chat_completion import (
     parse_chat_completion,
 )
 from sparring.errors import ModelError, UserError
+from sparring.models._retries import retries_text
 from sparring.models.base import ChatMessage, Completion
 from sparring.secrets import Scrubber, mask_url, url_credentials
 
@@ -141,8 +142,11 @@ class OpenAIModel:
 
     def _error(self, e: openai.OpenAIError) -> ModelError:
         where = f"{self.name} at {self._shown_url}"
-        tries = f"after {self.max_retries} retries" if self.max_retries else "(no retries)"
         scrub = self._scrubber.scrub
+        if not isinstance(e, openai.APIError):
+            return ModelError(f"{where}: {scrub(str(e))}")
+        answered = e.response.headers if isinstance(e, openai.APIStatusError) else None
+        tries = retries_text(e.request.headers, answered, max_retries=self.max_retries)
         if isinstance(e, openai.APITimeoutError):
             return ModelError(f"{where}: no answer within {self.timeout_s:g} s {tries}; raise "
                               "`model_timeout_s` in sparring.toml (or SPARRING_MODEL_TIMEOUT_S) "
@@ -172,9 +176,9 @@ def _status_hint(status: int, model: str, tries: str) -> str:
         return (f"Check the model name {model!r} (for Ollama: `ollama list`) and that "
                 "base_url ends in /v1")
     if status == 429:
-        return f"Still rate limited {tries}; lower the concurrency or wait and rerun"
+        return f"Rate limited {tries}; lower the concurrency or wait and rerun"
     if status >= 500:
-        return f"The server kept failing {tries}; check its logs or try again later"
+        return f"The server failed {tries}; check its logs or try again later"
     return "Check the model settings and the request the endpoint expects"
 
 
