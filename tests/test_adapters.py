@@ -426,3 +426,262 @@ async def test_smolagents_code_agent_step_is_one_python_interpreter_call() -> No
     assert call.name == "python_interpreter" and call.arguments == {"code": code}
     assert isinstance(call.result, str) and "order 7 sent" in call.result
     assert reply.input_tokens is None
+
+
+# --- calls that errored, were refused or never ran are still recorded --------------------
+
+async def assert_exclude_check_fails(adapter: Adapter, tool: str) -> None:
+    """A `tool_called: {exclude: [tool]}` check is not met when the agent called `tool`."""
+    scenario = ScriptedScenario.model_validate({"id": "refund", "turns": [
+        {"user": "Refund order 7", "checks": [{"tool_called": {"exclude": [tool]}}]}]})
+    target = CallableTarget(adapter, name="agent")
+    result = await run_scenarios([scenario], targets=lambda s: target, user_model=None,
+                                 judge_model=None, settings=RunSettings())
+    trial = result.scenarios[0].trials[0]
+    assert [(v.id, v.status) for v in trial.verdicts] == [("t1.check1", "not_met")]
+    assert trial.status == "failed" and result.exit_code != 0
+
+
+def smolagents_failing_agent() -> Any:
+    """Step 1 calls `refund` (it raises), step 2 an unknown tool, step 3 answers."""
+    from smolagents import ToolCallingAgent, tool
+    from smolagents.models import (
+        ChatMessage,
+        ChatMessageToolCall,
+        ChatMessageToolCallFunction,
+        MessageRole,
+        Model,
+    )
+    from smolagents.monitoring import LogLevel
+
+    @tool
+    def refund(order: int) -> str:
+        """Refund an order.
+
+        Args:
+            order: The order number.
+        """
+        raise RuntimeError("refunds are closed")
+
+    script = iter([("refund", {"order": 7}), ("wire_money", {"to": "me"}),
+                   ("final_answer", {"answer": "Sorry."})])
+
+    class Scripted(Model):
+        def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
+            name, arguments = next(script)
+            return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[ChatMessageToolCall(
+                ChatMessageToolCallFunction(name=name, arguments=arguments), id=name,
+                type="function")])
+
+    return ToolCallingAgent(tools=[refund], model=Scripted(), verbosity_level=LogLevel.OFF)
+
+
+async def test_smolagents_records_a_call_whose_tool_raised_or_was_unknown() -> None:
+    from sparring.adapters.smolagents import SmolagentsAdapter
+
+    reply = await SmolagentsAdapter(smolagents_failing_agent())(
+        [{"role": "user", "content": "Refund order 7"}])
+    assert reply.content == "Sorry."
+    [refund, wire] = reply.tool_calls
+    assert (refund.name, refund.arguments, wire.name) == ("refund", {"order": 7}, "wire_money")
+    assert isinstance(refund.result, str) and "refunds are closed" in refund.result
+    assert isinstance(wire.result, str) and "wire_money" in wire.result
+    await assert_exclude_check_fails(SmolagentsAdapter(smolagents_failing_agent()), "refund")
+
+
+async def test_smolagents_code_agent_error_is_the_call_result() -> None:
+    from smolagents import CodeAgent
+    from smolagents.models import ChatMessage, MessageRole, Model
+    from smolagents.monitoring import LogLevel
+
+    from sparring.adapters.smolagents import SmolagentsAdapter
+
+    codes = ["print('trying')\nraise ValueError('no refunds')", "final_answer('Sorry.')"]
+    script = iter(codes)
+
+    class Scripted(Model):
+        def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
+            code = next(script)
+            return ChatMessage(role=MessageRole.ASSISTANT, content=f"<code>\n{code}\n</code>")
+
+    agent = CodeAgent(tools=[], model=Scripted(), verbosity_level=LogLevel.OFF)
+    reply = await SmolagentsAdapter(agent)([{"role": "user", "content": QUESTION}])
+    assert reply.content == "Sorry."
+    [failed, answered] = reply.tool_calls
+    assert failed.arguments == {"code": codes[0]}
+    assert isinstance(failed.result, str)
+    assert failed.result.index("trying") < failed.result.index("no refunds")
+    assert answered.arguments == {"code": codes[1]}
+
+
+async def test_pydantic_ai_records_retried_and_unknown_tool_calls() -> None:
+    from pydantic_ai import Agent, ModelRetry
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from sparring.adapters.pydantic_ai import PydanticAIAdapter
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("refund", {"order": 7}, tool_call_id="a"),
+                                        ToolCallPart("wire_money", {}, tool_call_id="b")])
+        return ModelResponse(parts=[TextPart("Sorry.")])
+
+    def agent() -> Agent[None, str]:
+        built = Agent(FunctionModel(model))
+
+        @built.tool_plain
+        def refund(order: int) -> str:  # pyright: ignore[reportUnusedFunction]
+            raise ModelRetry("refunds are closed")
+
+        return built
+
+    reply = await PydanticAIAdapter(agent())([{"role": "user", "content": "Refund order 7"}])
+    [refund, wire] = reply.tool_calls
+    assert (refund.name, refund.result) == ("refund", "refunds are closed")
+    assert wire.name == "wire_money" and "wire_money" in str(wire.result)
+    await assert_exclude_check_fails(PydanticAIAdapter(agent()), "refund")
+
+
+def test_pydantic_ai_retry_prompt_part_answers_a_call() -> None:
+    """Older pydantic-ai versions answer a retried call with a `RetryPromptPart`."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse, RetryPromptPart, ToolCallPart
+
+    from sparring.adapters.pydantic_ai import (
+        _tool_calls,  # pyright: ignore[reportPrivateUsage]
+    )
+
+    with pytest.warns(Warning, match="RetryPromptPart` is deprecated"):
+        retry = RetryPromptPart("refunds are closed", tool_name="refund", tool_call_id="a")
+    calls = _tool_calls([ModelResponse(parts=[ToolCallPart("refund", {}, tool_call_id="a")]),
+                         ModelRequest(parts=[retry])])
+    assert [(c.name, c.result) for c in calls] == [("refund", "refunds are closed")]
+
+
+async def test_langchain_records_failed_and_unparsable_tool_calls() -> None:
+    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+    from langchain_core.runnables import RunnableLambda
+
+    from sparring.adapters.langchain import LangChainAdapter
+
+    def agent(state: dict[str, list[BaseMessage]]) -> dict[str, list[BaseMessage]]:
+        return {"messages": [*state["messages"], AIMessage(
+            "", tool_calls=[{"name": "refund", "args": {"order": 7}, "id": "a"}],
+            invalid_tool_calls=[{"name": "wire_money", "args": "{to:", "id": "b",
+                                 "error": "bad JSON", "type": "invalid_tool_call"}]),
+            ToolMessage("Error: refunds are closed", tool_call_id="a", status="error"),
+            AIMessage("Sorry.")]}
+
+    reply = await LangChainAdapter(RunnableLambda(agent))(
+        [{"role": "user", "content": "Refund order 7"}])
+    [refund, wire] = reply.tool_calls
+    assert (refund.name, refund.result) == ("refund", "Error: refunds are closed")
+    assert (wire.name, wire.arguments_raw, wire.result) == ("wire_money", "{to:", "bad JSON")
+    assert wire.arguments_error is not None
+    await assert_exclude_check_fails(LangChainAdapter(RunnableLambda(agent)), "wire_money")
+
+
+async def test_openai_agents_records_a_call_whose_tool_raised() -> None:
+    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, function_tool
+    from openai import AsyncOpenAI
+
+    from sparring.adapters.openai_agents import OpenAIAgentsAdapter
+
+    @function_tool
+    def refund(order: int) -> str:
+        """Refund an order."""
+        raise RuntimeError("refunds are closed")
+
+    replies = [Reply(tool_calls=[{"name": "refund", "arguments": {"order": 7}, "id": "a"}]),
+               Reply("Sorry.")]
+    with ScriptedOpenAIServer(replies) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        agent = Agent(name="support", tools=[refund],
+                      model=OpenAIChatCompletionsModel(model="gpt-test", openai_client=client))
+        try:
+            reply = await OpenAIAgentsAdapter(agent, run_config=RunConfig(
+                tracing_disabled=True))([{"role": "user", "content": "Refund order 7"}])
+        finally:
+            await client.close()
+    [refund_call] = reply.tool_calls
+    assert refund_call.name == "refund" and "error" in str(refund_call.result)
+
+
+# --- LangChain runnables that return only the new messages -----------------------------------
+
+async def test_langchain_node_shaped_output_is_appended_to_the_input() -> None:
+    """A runnable returning `{"messages": [AIMessage]}` keeps the whole conversation."""
+    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.runnables import RunnableLambda
+
+    from sparring.adapters.langchain import LangChainAdapter
+
+    seen: list[list[tuple[str, Any]]] = []
+
+    def node(state: dict[str, list[BaseMessage]]) -> dict[str, list[BaseMessage]]:
+        seen.append([(m.type, m.content) for m in state["messages"]])
+        return {"messages": [AIMessage(f"reply {len(seen)}")]}
+
+    target = CallableTarget(LangChainAdapter(RunnableLambda(node)), name="agent")
+    session = await target.open_session()
+    transcript = Transcript(messages=())
+    for text in ("one", "two", "three"):
+        transcript = transcript.with_message(Message(role="user", content=text))
+        transcript = transcript.with_message(await session.send(transcript))
+    await session.close()
+    assert [m.content for m in transcript.messages] == [
+        "one", "reply 1", "two", "reply 2", "three", "reply 3"]
+    assert seen[-1] == [("human", "one"), ("ai", "reply 1"), ("human", "two"),
+                        ("ai", "reply 2"), ("human", "three")]
+
+
+# --- adapters reject the wrong object when built ---------------------------------------------
+
+def test_adapters_reject_objects_they_cannot_run() -> None:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from pydantic_ai import Agent
+
+    from sparring.adapters.langchain import LangChainAdapter
+    from sparring.adapters.openai_agents import OpenAIAgentsAdapter
+    from sparring.adapters.pydantic_ai import PydanticAIAdapter
+    from sparring.adapters.smolagents import SmolagentsAdapter
+
+    def reply(history: History) -> str:
+        return "hi"
+
+    cases: list[tuple[Callable[[Any], object], object, str]] = [
+        (PydanticAIAdapter, reply, "PydanticAIAdapter needs a pydantic_ai.Agent; got function "
+                                   "'test_adapters_reject_objects_they_cannot_run.<locals>.reply'"),
+        (PydanticAIAdapter, None, "PydanticAIAdapter needs a pydantic_ai.Agent; got None."),
+        (PydanticAIAdapter, Agent, "got the class 'Agent' (pass an instance)"),
+        (SmolagentsAdapter, Agent("test"), "SmolagentsAdapter needs a smolagents agent "
+                                           "(ToolCallingAgent or CodeAgent); got a Agent object"),
+        (OpenAIAgentsAdapter, Agent("test"), "OpenAIAgentsAdapter needs an OpenAI Agents SDK"),
+        (LangChainAdapter, "graph", "LangChainAdapter needs a LangChain Runnable"),
+        (LangChainAdapter, GenericFakeChatModel(messages=iter([])),
+         "got a GenericFakeChatModel object. A chat model alone answers one message and runs "
+         "no tools: wrap it in a graph"),
+    ]
+    for adapter, obj, message in cases:
+        with pytest.raises(TypeError) as caught:
+            adapter(obj)
+        assert message in str(caught.value)
+
+
+def test_a_callable_ref_to_a_misbuilt_adapter_fails_at_load(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparring.errors import UserError
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "sp_misbuilt", raising=False)
+    (tmp_path / "sp_misbuilt.py").write_text(
+        "from sparring.adapters.pydantic_ai import PydanticAIAdapter\n\n"
+        "def agent(history):\n    return 'hi'\n\ntarget = PydanticAIAdapter(agent)\n",
+        encoding="utf-8")
+    importlib.invalidate_caches()
+    with pytest.raises(UserError, match=r"sp_misbuilt:target.*TypeError: PydanticAIAdapter "
+                                        r"needs a pydantic_ai.Agent; got function 'agent'"):
+        build_target(CallableTargetSpec.model_validate(
+            {"type": "callable", "ref": "sp_misbuilt:target"}), client=httpx.AsyncClient(),
+            secrets=Secrets({}))

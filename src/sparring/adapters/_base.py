@@ -11,6 +11,7 @@ turns) is converted from its text.
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -124,6 +125,28 @@ def reply_content(output: object) -> tuple[str, JsonValue]:
         return output, None
     data = jsonable(output)
     return content_text(data), data
+
+
+def has_method(obj: object, name: str) -> bool:
+    """Whether `obj` is an instance (not a class) with a callable attribute `name`."""
+    return not isinstance(obj, type) and callable(getattr(obj, name, None))
+
+
+def wrong_object(obj: object, *, adapter: str, expected: str, hint: str = "") -> TypeError:
+    """The error for an adapter built around the wrong object, e.g. "PydanticAIAdapter needs
+    a pydantic_ai.Agent; got function 'reply'", followed by `hint` (a sentence) if given."""
+    return TypeError(f"{adapter} needs {expected}; got {_describe(obj)}."
+                     + (f" {hint}" if hint else ""))
+
+
+def _describe(obj: object) -> str:
+    if obj is None:
+        return "None"
+    if isinstance(obj, type):
+        return f"the class {obj.__qualname__!r} (pass an instance)"
+    if inspect.isroutine(obj):
+        return f"function {getattr(obj, '__qualname__', repr(obj))!r}"
+    return f"a {type(obj).__qualname__} object"
 
 
 def missing_extra(feature: str, extra: str) -> UserError:

@@ -21,6 +21,7 @@ from sparring.adapters._base import (
     jsonable,
     missing_extra,
     reply_content,
+    wrong_object,
 )
 from sparring.targets.templates import History
 from sparring.transcript import Message, ToolCall
@@ -58,9 +59,15 @@ class OpenAIAgentsAdapter(FrameworkAdapter[_Conversation]):
             from them (see `sparring.adapters`).
         run_options: Passed to every `Runner.run(...)`, e.g. `context=...`, `max_turns=5`,
             `run_config=RunConfig(tracing_disabled=True)`.
+
+    Raises:
+        TypeError: `agent` is not an `agents.Agent` (what `Runner.run` takes).
     """
 
     def __init__(self, agent: Agent[Any], *, remember: int = 1024, **run_options: Any) -> None:
+        if not isinstance(cast(object, agent), Agent):
+            raise wrong_object(agent, adapter="OpenAIAgentsAdapter",
+                               expected="an OpenAI Agents SDK agents.Agent")
         super().__init__(remember=remember)
         self.agent = agent
         self.run_options = run_options

@@ -2,9 +2,10 @@
 
 Each turn is one `agent.run(text, message_history=...)`. The reply is the run's output (text
 as is, structured output as canonical JSON); tool calls are the run's `ToolCallPart`s with
-the matching `ToolReturnPart` content as result. pydantic-ai's output tools (named
-`final_result...`), which carry structured output rather than an action, are left out.
-Token counts are summed over the run's model responses.
+the matching `ToolReturnPart` (or `RetryPromptPart`) content as result, so a call whose
+tool raised `ModelRetry`, was unknown, or got invalid arguments is recorded with the error.
+pydantic-ai's output tools (named `final_result...`), which carry structured output rather
+than an action, are left out. Token counts are summed over the run's model responses.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from typing import Any
 from sparring.adapters._base import (
     FrameworkAdapter,
     Turn,
+    has_method,
     jsonable,
     missing_extra,
     reply_content,
+    wrong_object,
 )
 from sparring.results import add_tokens
 from sparring.targets.templates import History
@@ -52,10 +55,15 @@ class PydanticAIAdapter(FrameworkAdapter[list[ModelMessage]]):
         remember: Conversations whose pydantic-ai messages are kept so the next turn continues
             from them (see `sparring.adapters`).
         run_options: Passed to every `agent.run(...)`, e.g. `deps=...`, `model_settings=...`.
+
+    Raises:
+        TypeError: `agent` has no `run` method (not a pydantic-ai agent).
     """
 
     def __init__(self, agent: Agent[Any, Any], *, remember: int = 1024,
                  **run_options: Any) -> None:
+        if not has_method(agent, "run"):
+            raise wrong_object(agent, adapter="PydanticAIAdapter", expected="a pydantic_ai.Agent")
         super().__init__(remember=remember)
         self.agent = agent
         self.run_options = run_options
@@ -80,8 +88,13 @@ class PydanticAIAdapter(FrameworkAdapter[list[ModelMessage]]):
 
 
 def _tool_calls(messages: Sequence[ModelMessage]) -> tuple[ToolCall, ...]:
+    """The run's `ToolCallPart`s (output tools left out), each with the content of the part
+    that answered it: a `ToolReturnPart`, or the `RetryPromptPart` older pydantic-ai versions
+    send when the tool raised `ModelRetry`, was unknown, or got invalid arguments."""
     results = {p.tool_call_id: p.content for m in messages if isinstance(m, ModelRequest)
-               for p in m.parts if isinstance(p, ToolReturnPart)}
+               for p in m.parts
+               if isinstance(p, ToolReturnPart)
+               or (p.part_kind == "retry-prompt" and p.tool_name is not None)}
     return tuple(
         ToolCall.from_arguments(p.tool_name, p.args, id=p.tool_call_id,
                                 result=jsonable(results.get(p.tool_call_id)))

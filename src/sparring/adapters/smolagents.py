@@ -4,10 +4,11 @@ under test (extra `smolagents`).
 
 Each turn is one `agent.run(text, reset=False)` on the conversation's memory steps, in a
 worker thread (smolagents is synchronous). The reply is the final answer (text as is, other
-values as canonical JSON); tool calls are the new action steps' calls with each tool's
-output as result (a `CodeAgent` step is one `python_interpreter` call with `{"code": ...}`
-and the execution observations as result); the `final_answer` tool call, which only carries
-the reply, is left out. Token counts are summed over the new steps.
+values as canonical JSON); tool calls are every call the run made, with each tool's output
+as result, or the step's error text when the tool raised or was unknown (a `CodeAgent` step
+is one `python_interpreter` call with `{"code": ...}` and the execution observations as
+result); the `final_answer` tool call, which only carries the reply, is left out. Token
+counts are summed over the new steps.
 
 A smolagents agent keeps the conversation in `agent.memory`, so one agent runs one
 conversation at a time: concurrent conversations wait for each other. Build the agent with
@@ -21,14 +22,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 import anyio.to_thread
-from pydantic import JsonValue
 
 from sparring.adapters._base import (
     FrameworkAdapter,
     Turn,
+    has_method,
     jsonable,
     missing_extra,
     reply_content,
+    wrong_object,
 )
 from sparring.results import add_tokens
 from sparring.targets.templates import History
@@ -38,6 +40,7 @@ try:
     from smolagents import MultiStepAgent
     from smolagents.agents import ToolOutput
     from smolagents.memory import ActionStep, FinalAnswerStep, PlanningStep, TaskStep
+    from smolagents.memory import ToolCall as SmolToolCall
     from smolagents.monitoring import Timing
 except ImportError as e:  # pragma: no cover - the dev environment has every extra
     raise missing_extra("the smolagents adapter", "smolagents") from e
@@ -62,10 +65,16 @@ class SmolagentsAdapter(FrameworkAdapter[list[Step]]):
         remember: Conversations whose memory steps are kept so the next turn continues from
             them (see `sparring.adapters`).
         run_options: Passed to every `agent.run(...)`, e.g. `max_steps=5`.
+
+    Raises:
+        TypeError: `agent` has no `run` method and `memory` (not a smolagents agent).
     """
 
     def __init__(self, agent: MultiStepAgent, *, remember: int = 1024,
                  **run_options: Any) -> None:
+        if not (has_method(agent, "run") and hasattr(agent, "memory")):
+            raise wrong_object(agent, adapter="SmolagentsAdapter",
+                               expected="a smolagents agent (ToolCallingAgent or CodeAgent)")
         super().__init__(remember=remember)
         self.agent = agent
         self.run_options = run_options
@@ -89,43 +98,58 @@ class SmolagentsAdapter(FrameworkAdapter[list[Step]]):
     def _run_sync(self, native: list[Step], text: str) -> Turn[list[Step]]:
         with self._lock:
             self.agent.memory.steps = list(native)
-            outputs: dict[str, object] = {}
-            answer: object = None
-            events = cast(Iterable[object], self.agent.run(  # pyright: ignore[reportUnknownMemberType]
-                text, stream=True, reset=False, **self.run_options))  # a generator: stream=True
-            for event in events:
-                if isinstance(event, ToolOutput):
-                    outputs[event.id] = event.output
-                elif isinstance(event, FinalAnswerStep):
-                    answer = event.output
+            events = list(cast(Iterable[object], self.agent.run(  # pyright: ignore[reportUnknownMemberType]
+                text, stream=True, reset=False, **self.run_options)))  # a generator: stream=True
             steps = list(self.agent.memory.steps)
-        new = steps[len(native):]
-        content, raw = reply_content(answer)
+        answers = [e.output for e in events if isinstance(e, FinalAnswerStep)]
+        content, raw = reply_content(answers[-1] if answers else None)
         input_tokens = output_tokens = None
-        for step in new:
+        for step in steps[len(native):]:
             if isinstance(step, ActionStep | PlanningStep) and step.token_usage is not None:
                 input_tokens = add_tokens(input_tokens, step.token_usage.input_tokens)
                 output_tokens = add_tokens(output_tokens, step.token_usage.output_tokens)
         message = Message(role="agent", content=content, raw=raw,
-                          tool_calls=_tool_calls(new, outputs),
+                          tool_calls=_tool_calls(events),
                           input_tokens=input_tokens, output_tokens=output_tokens)
         return Turn(message, steps)
 
 
-def _tool_calls(steps: Sequence[Step], outputs: dict[str, object]) -> tuple[ToolCall, ...]:
+def _tool_calls(events: Sequence[object]) -> tuple[ToolCall, ...]:
+    """The turn's tool calls, in the order the run's `events` announce them.
+
+    smolagents yields each call before running it and the call's `ActionStep` when the step
+    ends. The events, not `step.tool_calls`, are read because a step whose tool raised (or
+    was unknown) keeps `tool_calls = None` and only sets `step.error`: such a call is still
+    recorded, with the error text as result.
+    """
     calls: list[ToolCall] = []
-    for step in steps:
-        if not isinstance(step, ActionStep):
-            continue
-        for call in step.tool_calls or ():
-            if call.name == _FINAL_ANSWER:
-                continue
-            arguments: Any = call.arguments
-            if call.name == _CODE_TOOL and isinstance(arguments, str):
-                arguments = {"code": arguments}
-            result: JsonValue = jsonable(outputs[call.id] if call.id in outputs
-                                         else step.observations)
-            calls.append(ToolCall.from_arguments(
-                call.name, arguments if isinstance(arguments, str) else jsonable(arguments),
-                id=call.id, result=result))
+    pending: list[SmolToolCall] = []
+    outputs: dict[str, object] = {}
+    for event in events:
+        if isinstance(event, SmolToolCall):
+            pending.append(event)
+        elif isinstance(event, ToolOutput):
+            outputs[event.id] = event.output
+        elif isinstance(event, ActionStep):
+            calls.extend(_call(c, outputs[c.id] if c.id in outputs else _step_result(event))
+                         for c in pending if c.name != _FINAL_ANSWER)
+            pending, outputs = [], {}
     return tuple(calls)
+
+
+def _call(call: SmolToolCall, result: object) -> ToolCall:
+    arguments: Any = call.arguments
+    if call.name == _CODE_TOOL and isinstance(arguments, str):
+        arguments = {"code": arguments}
+    return ToolCall.from_arguments(
+        call.name, arguments if isinstance(arguments, str) else jsonable(arguments),
+        id=call.id, result=jsonable(result))
+
+
+def _step_result(step: ActionStep) -> str | None:
+    """The result of a call without its own output: the step's observations (a `CodeAgent`
+    step's execution log), then its error if the step failed."""
+    if step.error is None:
+        return step.observations
+    error = str(step.error)
+    return f"{step.observations}\n{error}" if step.observations else error
