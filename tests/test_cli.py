@@ -156,6 +156,26 @@ def test_list_schema_and_init(tmp_path: Path) -> None:
     assert "already exist" in again.stderr
 
 
+def test_list_shows_yaml_and_python_sources_relative_to_the_current_directory(
+    tmp_path: Path,
+) -> None:
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "order_status.yaml").write_text(
+        (EXAMPLES / "order_status.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    (tests / "test_bot.py").write_text(
+        "from sparring.api import Suite\n\nsuite = Suite(target='http://127.0.0.1:9/chat')\n"
+        "\n\n@suite.scenario\nasync def test_hello() -> None:\n    pass\n",
+        encoding="utf-8")
+    listed = sparring("run", str(tests / "order_status.yaml"), str(tests / "test_bot.py"),
+                      "--list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    sources = [line.rsplit("  ", 1)[-1] for line in listed.stdout.splitlines()[:-1]]
+    assert any(s.startswith("tests/order_status.yaml:") for s in sources), sources
+    assert "tests/test_bot.py:6" in sources  # the decorator line
+    assert not any(str(tmp_path) in s for s in sources)
+
+
 def test_unknown_model_provider_is_a_usage_error(tmp_path: Path) -> None:
     done = sparring("run", str(EXAMPLES), "--model", "opneai:gpt-4o-mini")
     assert done.returncode == 2

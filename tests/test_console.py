@@ -19,7 +19,13 @@ from sparring.events import (
 )
 from sparring.reports.console import ConsoleView, print_summary
 from sparring.results import RunResult, Verdict
-from tests.test_reports import NO_MODEL, sample_run, unfold_run
+from tests.test_reports import (
+    NO_MODEL,
+    cut_short_run,
+    interrupted_run,
+    sample_run,
+    unfold_run,
+)
 
 
 def run_events(run: RunResult) -> list[Event]:
@@ -192,6 +198,42 @@ def test_print_summary_alone() -> None:
     console, out = _plain_console()
     print_summary(sample_run(), console=console)
     assert "Failures (1)" in out.getvalue()
+
+
+def test_a_sub_test_that_replayed_its_history_says_so() -> None:
+    run = unfold_run()
+    sub = run.scenarios[0].trials[0].subtests[1]
+    run.scenarios[0].trials[0].subtests[1] = sub.model_copy(update={"history": "replayed"})
+    console, out = _plain_console()
+    with ConsoleView(console=console) as view:
+        for event in run_events(run):
+            view(event)
+    lines = [line.strip() for line in out.getvalue().splitlines()]
+    assert "⚠ unfold1.step4 error, history replayed (the agent's own replies): step 4" \
+        in lines
+    assert "✔ unfold1.step2 passed: step 2" in lines
+
+
+def test_summary_says_fail_fast_stopped_the_run() -> None:
+    console, out = _plain_console()
+    print_summary(cut_short_run(), console=console)
+    text = out.getvalue()
+    assert "⏭ the run stopped early because of --fail-fast: 4 planned trials did not run" \
+        in text
+    console, out = _plain_console()
+    print_summary(cut_short_run(interrupted=True), console=console)
+    assert "--fail-fast" not in out.getvalue()
+
+
+def test_a_scenario_cut_off_in_every_trial_shows_as_interrupted() -> None:
+    console, out = _plain_console()
+    with ConsoleView(console=console) as view:
+        for event in run_events(interrupted_run()):
+            view(event)
+    text = out.getvalue()
+    assert "■ cut: interrupted, pass rate - (0/3 passed, threshold 100%)" in text
+    row = next(line for line in text.splitlines() if line.startswith("│ cut"))
+    assert "⚠ interrupted" in row and " - " in row and "error" not in row
 
 
 def test_a_display_bug_never_reaches_the_runner() -> None:

@@ -112,6 +112,31 @@ def unfold_run() -> RunResult:
                        trials=[trial])])
 
 
+def cut_short_run(*, interrupted: bool = False) -> RunResult:
+    """A run that stopped early: `bad` failed, `partial` ran 1 of 3 trials, `never` none of
+    its 2 (fail-fast, or Ctrl-C with `interrupted`)."""
+    ok = _v("c1", "met")
+    return RunResult(sparring_version="0", run_id="r", started_at="2026-01-01T00:00:00+00:00",
+                     interrupted=interrupted, scenarios=[
+        ScenarioResult(scenario_id="bad", name="bad", kind="scripted", threshold=1.0,
+                       planned_trials=1, trials=[_trial("bad", 1, [_v("c1", "not_met")])]),
+        ScenarioResult(scenario_id="partial", name="partial", kind="scripted", threshold=1.0,
+                       planned_trials=3, trials=[_trial("partial", 1, [ok])]),
+        ScenarioResult(scenario_id="never", name="never", kind="scripted", threshold=1.0,
+                       planned_trials=2)])
+
+
+def interrupted_run() -> RunResult:
+    """One scenario whose 3 trials were all cut off by Ctrl-C."""
+    cut = "the run was interrupted before this trial finished"
+    return RunResult(sparring_version="0", run_id="r", started_at="2026-01-01T00:00:00+00:00",
+                     interrupted=True, scenarios=[
+        ScenarioResult(scenario_id="cut", name="cut", kind="simulated", threshold=1.0,
+                       planned_trials=3, trials=[
+            _trial("cut", n, [], status="error", end_reason="interrupted", error=cut)
+            for n in (1, 2, 3)])])
+
+
 def test_sample_run_statuses() -> None:
     run = sample_run()
     assert [s.status for s in run.scenarios] == ["failed", "error", "skipped", "passed"]
@@ -209,6 +234,24 @@ def test_junit_errors_and_skips() -> None:
     assert [s.get("message") for s in skipped if s is not None][:2] == [NO_MODEL, NO_MODEL]
 
 
+def test_junit_lists_trials_that_never_ran_as_skipped_with_the_reason() -> None:
+    suites = _suites(render_junit(cut_short_run()))
+    never = suites["never"]
+    assert [never.get(k) for k in ("tests", "failures", "errors", "skipped")] == [
+        "2", "0", "0", "2"]
+    names = [c.get("name") for c in never.iter("testcase")]
+    assert names == ["trial 1 / not run", "trial 2 / not run"]
+    reasons = {c.find("skipped").get("message") for c in never.iter("testcase")}  # type: ignore[union-attr]
+    assert reasons == {"not run: --fail-fast stopped the run"}
+    partial = {c.get("name"): c for c in suites["partial"].iter("testcase")}
+    assert {"trial 2 / not run", "trial 3 / not run"} <= set(partial)
+    threshold = partial["pass rate 1/1 = 100% (threshold 100%)"].find("error")
+    assert threshold is not None and "never ran" in (threshold.get("message") or "")
+    cut = _suites(render_junit(cut_short_run(interrupted=True)))["never"]
+    assert cut.find("testcase/skipped").get("message") == (  # type: ignore[union-attr]
+        "not run: the run was interrupted")
+
+
 def test_junit_has_no_control_characters(tmp_path: Path) -> None:
     xml = render_junit(sample_run())
     assert not CONTROL.search(xml)
@@ -260,6 +303,31 @@ def test_markdown_counts_sub_tests_and_names_an_undecided_verdict_once() -> None
     assert "0 turns" not in md
     assert md.count("unfold1.step4.should1") == 1  # the verdict line, not the trial error too
     assert "- ⚠️ **unfold1.step4.should1** should" in md
+
+
+def test_markdown_says_a_sub_test_replayed_its_history() -> None:
+    run = unfold_run()
+    sub = run.scenarios[0].trials[0].subtests[1]
+    run.scenarios[0].trials[0].subtests[1] = sub.model_copy(update={"history": "replayed"})
+    md = render_markdown(run)
+    assert ("<summary>Sub-test unfold1.step4: ⚠️ error · history replayed (the agent's own "
+            "replies) · step 4</summary>") in md
+    assert md.count("history replayed") == 1  # not on the sub-test given as written
+
+
+def test_markdown_says_why_trials_did_not_run() -> None:
+    md = render_markdown(cut_short_run())
+    assert "_No trial ran: --fail-fast stopped the run._" in md
+    assert "_2 planned trials did not run: --fail-fast stopped the run._" in md
+    assert "_No trial ran: the run was interrupted._" in render_markdown(
+        cut_short_run(interrupted=True))
+
+
+def test_markdown_shows_a_scenario_cut_off_in_every_trial_as_interrupted() -> None:
+    md = render_markdown(interrupted_run())
+    assert "| cut | simulated | 3 | 0 | - | 100% | ⚠️ interrupted |" in md
+    assert "## ⚠️ cut (interrupted)" in md and "pass rate - (0/3)" in md
+    assert " 0%" not in md
 
 
 def test_markdown_cuts_long_messages(tmp_path: Path) -> None:

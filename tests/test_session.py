@@ -36,7 +36,14 @@ class RecordingSession:
 
     async def preload(self, history: Transcript, /) -> Transcript:
         self.preloaded.append(history)
-        return history
+        if not self.target.replay:
+            return history
+        replayed = Transcript()  # as a2a does: each user message answered live
+        for message in history.messages:
+            if message.role == "user":
+                replayed = replayed.with_message(message)
+                replayed = replayed.with_message(await self.send(replayed))
+        return replayed
 
     async def send(self, transcript: Transcript, /) -> Message:
         self.sent.append(transcript)
@@ -57,12 +64,14 @@ class RecordingSession:
 
 
 class RecordingTarget:
-    """Echoes the user message; every session keeps what it was preloaded and sent."""
+    """Echoes the user message; every session keeps what it was preloaded and sent. With
+    `replay`, preloading sends the history's user messages instead (as an a2a target)."""
 
-    def __init__(self, *, delay_s: float = 0.0) -> None:
+    def __init__(self, *, delay_s: float = 0.0, replay: bool = False) -> None:
         self.name = "recording"
         self.sessions: list[RecordingSession] = []
         self.delay_s = delay_s
+        self.replay = replay
         self.in_flight = 0
         self.most_in_flight = 0
 
@@ -185,6 +194,7 @@ async def test_unfold_runs_each_assertion_point_in_a_fresh_preloaded_session() -
     assert all(s.closed for s in fresh)
     assert [s.id for s in subtests] == ["unfold1.step2", "unfold1.step4", "unfold1.step6"]
     assert [s.status for s in subtests] == ["passed"] * 3
+    assert [s.history for s in subtests] == ["as_written"] * 3
     assert [m.content for m in subtests[2].transcript.messages][-2:] == [
         "mornings please", "echo: mornings please"]
     log = session.trial.recorder
@@ -192,6 +202,15 @@ async def test_unfold_runs_each_assertion_point_in_a_fresh_preloaded_session() -
     assert [v.id for v in log.verdicts] == [
         "unfold1.step2.should1", "unfold1.step4.should1", "unfold1.step4.should2",
         "unfold1.step6.check1", "unfold1.step6.should1"]
+
+
+async def test_a_sub_test_on_a_target_that_replays_history_says_so() -> None:
+    async with open_session(RecordingTarget(replay=True), model=judge_by_condition()) as s:
+        subtests = await s.unfold(BOOKING)
+    assert [sub.history for sub in subtests] == ["as_written", "replayed", "replayed"]
+    assert [m.content for m in subtests[1].transcript.messages] == [
+        "book a flight", "echo: book a flight", "Paris, Monday", "echo: Paris, Monday"]
+    assert s.trial.recorder.subtests[1].history == "replayed"  # type: ignore[attr-defined]
 
 
 async def test_unfold_failures_name_each_sub_test_and_its_reply() -> None:

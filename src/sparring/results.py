@@ -160,6 +160,12 @@ class SubtestResult(BaseModel):
     status: TrialStatus
     transcript: Transcript = Field(default_factory=Transcript)
     """The preloaded history plus the live message and the reply."""
+    history: Literal["as_written", "replayed"] = "as_written"
+    """How the target got the steps before the live message: `as_written` (the agent
+    steps' written texts), or `replayed` (a target that can only replay, such as a2a: the
+    customer messages were sent live and the agent's own replies stand in the transcript in
+    place of the written ones, so the tested reply followed a history unlike the written
+    one)."""
     error: str | None = None
     """Why the sub-test could not run (e.g. the target failed)."""
 

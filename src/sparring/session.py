@@ -433,9 +433,11 @@ class Session:
         session.unfold(steps)` (never awaited, it makes the trial `error`).
 
         For each such step a fresh conversation is opened, preloaded with every earlier step
-        (agent steps as written), and the customer message just before it is sent live; the
-        reply is checked and judged. Sub-tests run at once and are reported in order, as
-        `unfoldN.stepK` (K: the 1-based position of the agent step in `steps`).
+        (agent steps as written; a target that can only replay, such as a2a, answers the
+        earlier customer messages itself, and the sub-test's `history` says `replayed`), and
+        the customer message just before it is sent live; the reply is checked and judged.
+        Sub-tests run at once and are reported in order, as `unfoldN.stepK` (K: the 1-based
+        position of the agent step in `steps`).
 
         Returns:
             The sub-tests, in order.
@@ -487,7 +489,8 @@ class Session:
         wire = history.with_message(user)
         connection = await self.target.open_session()
         try:
-            wire = (await connection.preload(history)).with_message(user)
+            loaded = await connection.preload(history)
+            wire = loaded.with_message(user)
             reply = await self.trial.send(connection, wire, target=self.target.name)
         except TargetError as e:
             reason = f"sub-test {sub_id} could not run: {e}"
@@ -497,6 +500,7 @@ class Session:
         finally:
             with anyio.CancelScope(shield=True):
                 await connection.close()
+        replayed = loaded != history  # a transport that can only replay (a2a)
         transcript = wire.with_message(reply)
         turn = transcript.user_turns
         verdicts = [run_check(c, transcript, check_id=f"{sub_id}.check{k}", turn=turn)
@@ -504,8 +508,9 @@ class Session:
         verdicts += await judge_shoulds(
             [Condition(f"{sub_id}.should{k}", s) for k, s in enumerate(step.should, start=1)],
             transcript=transcript, turn=turn, judge=self.trial.judge, usage=self.trial.usage)
-        status = trial_status(verdicts)
-        return SubtestResult(id=sub_id, name=name, status=status, transcript=transcript), verdicts
+        return SubtestResult(id=sub_id, name=name, status=trial_status(verdicts),
+                             transcript=transcript,
+                             history="replayed" if replayed else "as_written"), verdicts
 
 
 def _plan(steps: Sequence[Step]) -> list[int]:

@@ -94,8 +94,23 @@ def _print_list(scenarios: list[AnyRunnable], *, trials: int | None) -> None:
     for s in scenarios:
         count = trials or s.trials
         click.echo(f"{s.id}  [{s.kind}, {count} trial{'s' if count != 1 else ''}]  "
-                   f"{s.source or ''}")
+                   f"{_listed_source(s.source)}")
     click.echo(f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}")
+
+
+def _listed_source(source: str | None) -> str:
+    """`source` (`file:line`, YAML or Python) with the file relative to the current
+    directory when it is under it, else as it is; `""` for none."""
+    if not source:
+        return ""
+    file, _, line = source.rpartition(":")
+    if not line.isdigit():
+        file, line = source, ""
+    try:
+        shown = Path(file).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
+        return source
+    return f"{shown}:{line}" if line else shown
 
 
 def _resolve_models(settings: Settings) -> tuple[Model | None, Model | None]:

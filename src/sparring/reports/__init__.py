@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sparring.results import TrialResult, UsageTotals
+    from sparring.results import RunResult, ScenarioResult, TrialResult, UsageTotals
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SPACES = re.compile(r"\s+")
@@ -60,6 +60,37 @@ def trial_size(trial: TrialResult) -> str:
     turns, subtests = trial.transcript.user_turns, len(trial.subtests)
     parts = [plural(turns, "turn")] if turns or not subtests else []
     return ", ".join(parts + ([plural(subtests, "sub-test")] if subtests else []))
+
+
+REPLAYED_HISTORY = "history replayed (the agent's own replies)"
+"""Said of a sub-test whose target replayed the written history (`SubtestResult.history`)."""
+
+
+def shown_status(scenario: ScenarioResult) -> str:
+    """The status reports show for `scenario`: `interrupted` when every trial that ran was
+    cut off by Ctrl-C / SIGTERM (end reason `interrupted`), so none was decided; else
+    `scenario.status` (which counts such trials as errors)."""
+    trials = scenario.trials
+    if trials and all(t.end_reason == "interrupted" for t in trials):
+        return "interrupted"
+    return scenario.status
+
+
+def shown_pass_rate(scenario: ScenarioResult) -> str:
+    """`scenario`'s pass rate as `percent` shows it; `-` when it is shown as `interrupted`
+    (no trial was decided, so 0% would be wrong)."""
+    return percent(None if shown_status(scenario) == "interrupted" else scenario.pass_rate)
+
+
+def why_not_run(result: RunResult) -> str:
+    """Why planned trials of `result` never started: the run was interrupted, or else (the
+    runner leaves trials out for no other reason) fail-fast stopped it."""
+    return "the run was interrupted" if result.interrupted else "--fail-fast stopped the run"
+
+
+def stopped_by_fail_fast(result: RunResult) -> bool:
+    """Whether fail-fast left planned trials unrun (see `why_not_run`)."""
+    return not result.interrupted and any(s.missing_trials for s in result.scenarios)
 
 
 def percent(fraction: float | None) -> str:

@@ -38,9 +38,13 @@ from sparring.events import (
 )
 from sparring.reports import (
     EXIT_CODE_MEANING,
+    REPLAYED_HISTORY,
     one_line,
     percent,
     plural,
+    shown_pass_rate,
+    shown_status,
+    stopped_by_fail_fast,
     trial_size,
     usage_text,
 )
@@ -48,13 +52,13 @@ from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict, un
 from sparring.transcript import Message
 
 _SYMBOLS = {"passed": "✔", "failed": "✘", "error": "⚠", "timed_out": "⚠", "skipped": "⏭",
-            "not_run": "⏭", "start": "▶", "scenario": "■"}
+            "not_run": "⏭", "interrupted": "⚠", "start": "▶", "scenario": "■"}
 _ASCII = {"passed": "+", "failed": "x", "error": "!", "timed_out": "!", "skipped": "-",
-          "not_run": "-", "start": ">", "scenario": "#"}
+          "not_run": "-", "interrupted": "!", "start": ">", "scenario": "#"}
 _VERDICT_SYMBOL = {"met": "passed", "not_met": "failed", "error": "error", "skipped": "skipped"}
 STYLE: dict[str, str] = {
     "passed": "green", "met": "green", "failed": "red", "not_met": "red", "error": "yellow",
-    "timed_out": "yellow", "skipped": "dim", "not_run": "dim",
+    "timed_out": "yellow", "skipped": "dim", "not_run": "dim", "interrupted": "yellow",
 }
 _LINE_CHARS = 160
 _PANEL_LINES = 6
@@ -236,16 +240,18 @@ class ConsoleView:
             line += f": {reason}"
         self._emit(Text(one_line(line, 2 * _LINE_CHARS), style=STYLE[trial.status]))
         for sub in trial.subtests:  # unfold steps, in the order they were written
-            text = f"  {self._sym[sub.status]} {sub.id} {_status_text(sub.status)}: {sub.name}"
+            replayed = f", {REPLAYED_HISTORY}" if sub.history == "replayed" else ""
+            text = (f"  {self._sym[sub.status]} {sub.id} {_status_text(sub.status)}{replayed}: "
+                    f"{sub.name}")
             self._emit(Text(one_line(text + (f": {sub.error}" if sub.error else ""),
                                      2 * _LINE_CHARS), style=STYLE[sub.status]))
 
     def _scenario_line(self, s: ScenarioResult) -> Text:
-        passed = s.passed_trials
-        line = (f"{self._sym['scenario']} {s.scenario_id}: {_status_text(s.status)}, pass rate "
-                f"{percent(s.pass_rate)} ({passed}/{len(s.counted)} passed, threshold "
+        status = shown_status(s)
+        line = (f"{self._sym['scenario']} {s.scenario_id}: {_status_text(status)}, pass rate "
+                f"{shown_pass_rate(s)} ({s.passed_trials}/{len(s.counted)} passed, threshold "
                 f"{percent(s.threshold)})")
-        return Text(line, style=f"bold {STYLE.get(s.status, '')}".strip())
+        return Text(line, style=f"bold {STYLE[status]}")
 
     # --- output ----------------------------------------------------------------------------
 
@@ -381,6 +387,11 @@ def print_summary(result: RunResult, *, console: Console,
     for line in _skipped_lines(result, sym):
         console.print(Text(line, style="dim"), highlight=False, soft_wrap=True)
     console.print(Text(_totals(result)), highlight=False, soft_wrap=True)
+    if stopped_by_fail_fast(result):
+        missing = sum(s.missing_trials for s in result.scenarios)
+        console.print(Text(f"{sym['not_run']} the run stopped early because of --fail-fast: "
+                           f"{plural(missing, 'planned trial')} did not run", style="yellow"),
+                      highlight=False, soft_wrap=True)
     usage = usage_text(result.usage_totals())
     if usage:
         console.print(Text(f"usage: {usage}"), highlight=False, soft_wrap=True)
@@ -395,13 +406,14 @@ def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
     for column in ("Scenario", "Status", "Pass rate", "Passed", "Threshold"):
         table.add_column(column, justify="left" if column in ("Scenario", "Status") else "right")
     for s in result.scenarios:
-        passed = s.passed_trials
-        status = f"{sym[s.status]} {_status_text(s.status)}"
+        shown = shown_status(s)
+        status = f"{sym[shown]} {_status_text(shown)}"
         skipped = sum(v.status == "skipped" for t in s.counted for v in t.verdicts)
         if skipped:  # say when a row passed with part of it unchecked
             status += f" ({skipped} not judged)"
-        table.add_row(Text(s.scenario_id, overflow="fold"), Text(status, style=STYLE[s.status]),
-                      percent(s.pass_rate), f"{passed}/{len(s.counted)}", percent(s.threshold))
+        table.add_row(Text(s.scenario_id, overflow="fold"), Text(status, style=STYLE[shown]),
+                      shown_pass_rate(s), f"{s.passed_trials}/{len(s.counted)}",
+                      percent(s.threshold))
     return table
 
 

@@ -12,10 +12,13 @@ Layout (CI tools such as GitLab, Jenkins and GitHub test reporters read it):
   in the text), `<error>` for `error`, `<skipped>` for `skipped`;
 - a trial that errored or timed out gets a testcase `trial N / conversation` with an
   `<error>` carrying the error text and end reason (also when it has no verdicts);
-- for scenarios with more than one trial, one `pass rate` testcase, failing when the
-  threshold is missed; when the scenario passed its threshold, the failures and errors of
-  single trials become `<system-out>` notes, so the CI counts agree with sparring's verdict
-  and exit code;
+- planned trials that never started (`--fail-fast` stopped the run, or it was interrupted)
+  get a testcase `trial N / not run` with `<skipped message="not run: <why>">`, so a
+  scenario that never ran is a skipped testcase, not an empty testsuite;
+- for scenarios with more than one trial (run or planned), one `pass rate` testcase,
+  failing when the threshold is missed; when the scenario passed its threshold, the
+  failures and errors of single trials become `<system-out>` notes, so the CI counts agree
+  with sparring's verdict and exit code;
 - when Python suite hooks failed outside every trial (after_all), a `<testsuite name="suite
   hooks">` with one `<error>` testcase per failure.
 
@@ -29,7 +32,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from sparring.reports import one_line, percent, write_report_text
+from sparring.reports import one_line, percent, why_not_run, write_report_text
 from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict, usage_totals
 
 _XML_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -39,7 +42,8 @@ _MESSAGE_CHARS = 500
 def render_junit(result: RunResult) -> str:
     """The JUnit XML report as text, with an XML declaration, indented."""
     root = ET.Element("testsuites", name=_clean(f"sparring run {result.run_id}"))
-    suites = [_suite(s, timestamp=result.started_at) for s in result.scenarios]
+    suites = [_suite(s, timestamp=result.started_at, why_not_run=why_not_run(result))
+              for s in result.scenarios]
     if result.hook_errors:
         suites.append(_hooks_suite(result.hook_errors, timestamp=result.started_at))
     root.extend(suites)
@@ -62,7 +66,7 @@ def write_junit(result: RunResult, path: Path) -> None:
 _COUNT_KEYS = {"failures": "failure", "errors": "error", "skipped": "skipped"}
 
 
-def _suite(scenario: ScenarioResult, *, timestamp: str) -> ET.Element:
+def _suite(scenario: ScenarioResult, *, timestamp: str, why_not_run: str) -> ET.Element:
     suite = ET.Element("testsuite", name=_clean(scenario.scenario_id),
                        timestamp=_clean(timestamp))
     suite.append(_properties(scenario))
@@ -72,7 +76,8 @@ def _suite(scenario: ScenarioResult, *, timestamp: str) -> ET.Element:
     if scenario.status == "passed":  # the threshold absorbed these: CI must agree
         for case in cases:
             _tolerate(case, scenario)
-    if len(scenario.trials) > 1:
+    cases.extend(_not_run_cases(scenario, why_not_run))
+    if len(scenario.trials) > 1 or (scenario.trials and scenario.missing_trials):
         cases.append(_threshold_case(scenario))
     suite.extend(cases)
     suite.set("tests", str(len(cases)))
@@ -115,6 +120,19 @@ def _trial_cases(trial: TrialResult) -> list[ET.Element]:
         cases.insert(0, _conversation_case(trial))
     for i, case in enumerate(cases):
         case.set("time", _seconds(trial.duration_ms if i == 0 else 0))
+    return cases
+
+
+def _not_run_cases(scenario: ScenarioResult, why: str) -> list[ET.Element]:
+    """A skipped `trial N / not run` testcase per planned trial that never started."""
+    ran = {t.trial for t in scenario.trials}
+    missing = [n for n in range(1, scenario.planned_trials + 1) if n not in ran]
+    cases: list[ET.Element] = []
+    for n in missing:
+        case = ET.Element("testcase", classname=_clean(scenario.scenario_id),
+                          name=f"trial {n} / not run", time="0.000")
+        _outcome(case, "skipped", f"not run: {why}")
+        cases.append(case)
     return cases
 
 
@@ -166,8 +184,8 @@ def _threshold_case(scenario: ScenarioResult) -> ET.Element:
         _outcome(case, "failure", f"pass rate {percent(scenario.pass_rate)} is below the "
                  f"threshold {percent(scenario.threshold)}", kind="threshold")
     elif status == "error":
-        _outcome(case, "error", "the threshold is undecided: trials that errored or timed "
-                 "out could have made the difference", kind="threshold")
+        _outcome(case, "error", "the threshold is undecided: trials that errored, timed "
+                 "out or never ran could have made the difference", kind="threshold")
     elif status in ("skipped", "not_run"):
         _outcome(case, "skipped", f"no trial ran ({status})")
     return case

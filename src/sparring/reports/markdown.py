@@ -22,12 +22,16 @@ from pathlib import Path
 
 from sparring.reports import (
     EXIT_CODE_MEANING,
+    REPLAYED_HISTORY,
     one_line,
     percent,
     plural,
+    shown_pass_rate,
+    shown_status,
     strip_control,
     trial_size,
     usage_text,
+    why_not_run,
 )
 from sparring.reports import write_report_text as _write
 from sparring.results import (
@@ -43,7 +47,7 @@ from sparring.transcript import Message, Transcript
 
 STATUS_ICON: dict[str, str] = {
     "passed": "✅", "met": "✅", "failed": "❌", "not_met": "❌", "error": "⚠️",
-    "timed_out": "⚠️", "skipped": "⏭", "not_run": "⏭",
+    "timed_out": "⚠️", "skipped": "⏭", "not_run": "⏭", "interrupted": "⚠️",
 }
 _VERDICT_ORDER = {"not_met": 0, "error": 1, "met": 2, "skipped": 3}
 _STATUS_TEXT = {"not_met": "not met", "timed_out": "timed out", "not_run": "not run"}
@@ -66,7 +70,7 @@ def render_markdown(result: RunResult, *, max_message_chars: int = 4000,
     head = "\n".join([*_header(result, exit_status), *_gates(gate_lines),
                       *_summary_table(result)])
     details = "\n".join(line for scenario in result.scenarios
-                        for line in _scenario_section(scenario,
+                        for line in _scenario_section(scenario, why_not_run(result),
                                                       max_message_chars=max_message_chars))
     text = f"{head}\n{details}".rstrip() + "\n"
     return text if len(text) <= MAX_REPORT_CHARS else _cut(text)
@@ -144,7 +148,7 @@ def _summary_table(result: RunResult) -> list[str]:
     for s in result.scenarios:
         passed = s.passed_trials
         cells = [_scenario_label(s), s.kind, str(len(s.trials)), str(passed),
-                 percent(s.pass_rate), percent(s.threshold), _status(s.status)]
+                 shown_pass_rate(s), percent(s.threshold), _status(shown_status(s))]
         rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return [*rows, ""]
 
@@ -153,20 +157,28 @@ def _scenario_label(s: ScenarioResult) -> str:
     return s.name if s.name == s.scenario_id else f"{s.name} ({s.scenario_id})"
 
 
-def _scenario_section(s: ScenarioResult, *, max_message_chars: int) -> list[str]:
+def _scenario_section(s: ScenarioResult, why_not_run: str, *,
+                      max_message_chars: int) -> list[str]:
+    """The scenario's heading, facts and trials; `why_not_run` explains planned trials that
+    never started."""
     passed = s.passed_trials
     facts = [f"`{_inline(s.scenario_id)}`", s.kind,
-             f"pass rate {percent(s.pass_rate)} ({passed}/{len(s.counted)})",
+             f"pass rate {shown_pass_rate(s)} ({passed}/{len(s.counted)})",
              f"threshold {percent(s.threshold)}"]
     if s.source:
         facts.append(f"source `{_inline(s.source)}`")
     hat = pass_hat_k(passed, len(s.counted))
     if len(hat) > 1:
         facts.append("pass^k " + ", ".join(f"k={k}: {v:.2f}" for k, v in hat.items()))
-    out = [f"## {STATUS_ICON[s.status]} {_text(one_line(s.name, 200))}", "",
-           " · ".join(facts), ""]
+    status = shown_status(s)
+    out = [f"## {STATUS_ICON[status]} {_text(one_line(s.name, 200))}"
+           + (" (interrupted)" if status == "interrupted" else ""), "", " · ".join(facts), ""]
     if not s.trials:
-        out += ["_No trial ran._", ""]
+        out += [f"_No trial ran: {why_not_run}._" if s.missing_trials else "_No trial ran._",
+                ""]
+    elif s.missing_trials:
+        out += [f"_{plural(s.missing_trials, 'planned trial')} did not run: {why_not_run}._",
+                ""]
     for trial in s.trials:
         out.extend(_trial_section(trial, of=len(s.trials), max_message_chars=max_message_chars))
     return out
@@ -193,8 +205,10 @@ def _trial_section(trial: TrialResult, *, of: int, max_message_chars: int) -> li
                                summary=f"Transcript ({len(trial.transcript.messages)} messages)",
                                max_message_chars=max_message_chars))
     for sub in trial.subtests:  # in the order they were written
-        summary = (f"Sub-test {_text(sub.id)}: {_status(sub.status)} · "
-                   f"{_text(one_line(sub.name, 300))}")
+        summary = f"Sub-test {_text(sub.id)}: {_status(sub.status)} · "
+        if sub.history == "replayed":
+            summary += f"{_text(REPLAYED_HISTORY)} · "
+        summary += _text(one_line(sub.name, 300))
         if sub.error:
             summary += f" · {_text(one_line(sub.error, 500))}"
         out.extend(_transcript(sub.transcript, [], summary=summary,
