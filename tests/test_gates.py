@@ -70,8 +70,8 @@ def test_a_must_pass_entry_that_matches_no_test_fails_the_gate_and_names_close_o
         "  failed: a.yaml::cancel_slot",
         "  must_pass: confirm_slott matched no test of this session; did you mean "
         "'confirm_slot'?",
-        "  must_pass: zzz matched no test of this session; check its spelling: use a node id, "
-        "test name or scenario id",
+        "  must_pass: zzz matched no test of this session; check its spelling (a node id, test "
+        "name or scenario id) and that its file was collected without errors",
         "exit code stays 1: gate booking FAILED"]
 
 

@@ -137,8 +137,8 @@ def test_deterministic_scenarios_run_and_model_ones_skip_with_how_to_enable(
     result = pytester.runpytest("-rs")
     result.assert_outcomes(passed=1, failed=1, skipped=2)
     result.stdout.fnmatch_lines([
-        "*SKIPPED ?2? evals/judged.yaml: sparring: it calls a model*pass --sparring-live, set "
-        "SPARRING_LIVE=1, or put `live = true` in ?tool.sparring?"])
+        "*SKIPPED ?1? evals/judged.yaml: sparring: scenario '*' calls a model*pass "
+        "--sparring-live, set SPARRING_LIVE=1, or put `live = true` in ?tool.sparring?"])
     assert result.ret == 1
 
 

@@ -74,7 +74,8 @@ class MustPass:
         if self.status != "no match":
             return f"  must_pass: {self.entry} {self.status}"
         hint = (f"did you mean {' or '.join(repr(n) for n in self.close)}?" if self.close
-                else "check its spelling: use a node id, test name or scenario id")
+                else "check its spelling (a node id, test name or scenario id) and that its "
+                "file was collected without errors")
         return f"  must_pass: {self.entry} matched no test of this session; {hint}"
 
 

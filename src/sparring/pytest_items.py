@@ -53,7 +53,8 @@ class ScenarioFile(pytest.File):
         for scenario in scenarios:
             item = ScenarioItem.from_parent(  # pyright: ignore[reportUnknownMemberType]
                 self, name=scenario.id, scenario=scenario)
-            why = state.why_not_run(needs_model=needs_model(scenario))
+            why = state.why_not_run(needs_model=needs_model(scenario),
+                                    subject=f"scenario {scenario.id!r}")
             if why:
                 item.add_marker(pytest.mark.skip(reason=why))
             yield item

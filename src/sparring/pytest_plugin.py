@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from sparring.results import ScenarioResult
     from sparring.session import TargetLike, TrialContext
 
-LIVE_HINT = ("it calls a model (simulated user or judge), so it runs only when asked: pass "
+LIVE_HINT = ("calls a model (simulated user or judge), so it runs only when asked: pass "
              "--sparring-live, set SPARRING_LIVE=1, or put `live = true` in [tool.sparring]")
 NO_MODEL_HINT = ("no model configured for sparring: set `model = \"provider:name\"` (e.g. "
                  "\"openai:gpt-4o-mini\") in [tool.sparring] or sparring.toml, or export "
@@ -181,12 +181,13 @@ class SparringState:
         """Whether tests that call models may run."""
         return bool(self.config.getoption("sparring_live")) or self.settings.live
 
-    def why_not_run(self, *, needs_model: bool) -> str | None:
-        """Why a test that calls models (`needs_model`) must be skipped, or `None`."""
+    def why_not_run(self, *, needs_model: bool, subject: str = "it") -> str | None:
+        """Why a test that calls models (`needs_model`) must be skipped, or `None`;
+        `subject` names it in the reason (e.g. "scenario 'refund'")."""
         if not needs_model:
             return None
         if not self.live:
-            return f"sparring: {LIVE_HINT}"
+            return f"sparring: {subject} {LIVE_HINT}"
         settings = self.settings
         if settings.resolved_user_model is None or settings.resolved_judge_model is None:
             return f"sparring: {NO_MODEL_HINT}"
