@@ -69,7 +69,8 @@ def written_history() -> History:
 
 
 def test_importing_the_package_imports_no_framework() -> None:
-    code = ("import sys, sparring.adapters; print(sorted(m for m in sys.modules if m.split('.')"
+    code = ("import sys, sparring.targets.adapters; "
+            "print(sorted(m for m in sys.modules if m.split('.')"
             "[0] in {'pydantic_ai', 'langchain_core', 'langgraph', 'agents', 'smolagents'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
@@ -112,7 +113,7 @@ def pydantic_ai_agent(seen: list[list[Any]]) -> Any:
 async def test_pydantic_ai_two_turns_keep_tool_calls_in_history() -> None:
     from pydantic_ai.messages import ToolCallPart, ToolReturnPart, UserPromptPart
 
-    from sparring.adapters.pydantic_ai import PydanticAIAdapter
+    from sparring.targets.adapters.pydantic_ai import PydanticAIAdapter
 
     seen: list[list[Any]] = []
     first, second = await two_turns(PydanticAIAdapter(pydantic_ai_agent(seen)))
@@ -130,7 +131,7 @@ async def test_pydantic_ai_structured_output_and_written_history() -> None:
     from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, UserPromptPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-    from sparring.adapters.pydantic_ai import PydanticAIAdapter
+    from sparring.targets.adapters.pydantic_ai import PydanticAIAdapter
 
     class Answer(BaseModel):
         text: str
@@ -193,7 +194,7 @@ def langgraph_replies() -> list[Any]:
 async def test_langgraph_two_turns_keep_tool_calls_in_history() -> None:
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    from sparring.adapters.langchain import LangChainAdapter
+    from sparring.targets.adapters.langchain import LangChainAdapter
 
     seen: list[list[Any]] = []
     first, second = await two_turns(
@@ -211,7 +212,7 @@ async def test_langchain_written_history_and_wrong_output_shape() -> None:
     from langchain_core.messages import AIMessage, HumanMessage
     from langchain_core.runnables import RunnableLambda
 
-    from sparring.adapters.langchain import LangChainAdapter
+    from sparring.targets.adapters.langchain import LangChainAdapter
 
     seen: list[list[Any]] = []
     reply = await LangChainAdapter(langgraph_agent([AIMessage("Bye!")], seen))(
@@ -229,7 +230,7 @@ def openai_agents_adapter(server: ScriptedOpenAIServer) -> tuple[Any, Any]:
     from agents import Agent, OpenAIChatCompletionsModel, RunConfig, function_tool
     from openai import AsyncOpenAI
 
-    from sparring.adapters.openai_agents import OpenAIAgentsAdapter
+    from sparring.targets.adapters.openai_agents import OpenAIAgentsAdapter
 
     @function_tool
     def lookup(order: int) -> dict[str, Any]:
@@ -324,7 +325,7 @@ def smolagents_agent(seen: list[list[Any]]) -> Any:
 
 
 async def test_smolagents_two_turns_keep_tool_calls_in_history() -> None:
-    from sparring.adapters.smolagents import SmolagentsAdapter
+    from sparring.targets.adapters.smolagents import SmolagentsAdapter
 
     seen: list[list[Any]] = []
     first, second = await two_turns(SmolagentsAdapter(smolagents_agent(seen)))
@@ -338,7 +339,7 @@ async def test_smolagents_two_turns_keep_tool_calls_in_history() -> None:
 
 
 async def test_smolagents_written_history() -> None:
-    from sparring.adapters.smolagents import SmolagentsAdapter
+    from sparring.targets.adapters.smolagents import SmolagentsAdapter
 
     seen: list[list[Any]] = []
     reply = await SmolagentsAdapter(smolagents_agent(seen))(written_history())
@@ -350,9 +351,9 @@ async def test_smolagents_written_history() -> None:
 # --- end to end -----------------------------------------------------------------------------
 
 async def test_every_adapter_passes_tool_called_checks_in_a_run() -> None:
-    from sparring.adapters.langchain import LangChainAdapter
-    from sparring.adapters.pydantic_ai import PydanticAIAdapter
-    from sparring.adapters.smolagents import SmolagentsAdapter
+    from sparring.targets.adapters.langchain import LangChainAdapter
+    from sparring.targets.adapters.pydantic_ai import PydanticAIAdapter
+    from sparring.targets.adapters.smolagents import SmolagentsAdapter
 
     await assert_tool_called_checks_pass(PydanticAIAdapter(pydantic_ai_agent([])))
     await assert_tool_called_checks_pass(
@@ -369,7 +370,7 @@ async def test_every_adapter_passes_tool_called_checks_in_a_run() -> None:
 async def test_remember_zero_converts_the_text_history_every_turn() -> None:
     from pydantic_ai.messages import TextPart, UserPromptPart
 
-    from sparring.adapters.pydantic_ai import PydanticAIAdapter
+    from sparring.targets.adapters.pydantic_ai import PydanticAIAdapter
 
     seen: list[list[Any]] = []
     await two_turns(PydanticAIAdapter(pydantic_ai_agent(seen), remember=0))
@@ -384,7 +385,7 @@ async def test_an_adapter_named_by_a_callable_ref(tmp_path: Path,
     monkeypatch.delitem(sys.modules, "sp_adapted", raising=False)
     (tmp_path / "sp_adapted.py").write_text(
         "from pydantic_ai import Agent\nfrom pydantic_ai.models.test import TestModel\n"
-        "from sparring.adapters.pydantic_ai import PydanticAIAdapter\n\n"
+        "from sparring.targets.adapters.pydantic_ai import PydanticAIAdapter\n\n"
         "agent = Agent(TestModel(custom_output_text='hello from pydantic-ai'))\n"
         "target = PydanticAIAdapter(agent)\n", encoding="utf-8")
     importlib.invalidate_caches()
@@ -401,7 +402,7 @@ async def test_smolagents_code_agent_step_is_one_python_interpreter_call() -> No
     from smolagents.models import ChatMessage, MessageRole, Model
     from smolagents.monitoring import LogLevel
 
-    from sparring.adapters.smolagents import SmolagentsAdapter
+    from sparring.targets.adapters.smolagents import SmolagentsAdapter
 
     @tool
     def lookup(order: int) -> str:
@@ -477,7 +478,7 @@ def smolagents_failing_agent() -> Any:
 
 
 async def test_smolagents_records_a_call_whose_tool_raised_or_was_unknown() -> None:
-    from sparring.adapters.smolagents import SmolagentsAdapter
+    from sparring.targets.adapters.smolagents import SmolagentsAdapter
 
     reply = await SmolagentsAdapter(smolagents_failing_agent())(
         [{"role": "user", "content": "Refund order 7"}])
@@ -494,7 +495,7 @@ async def test_smolagents_code_agent_error_is_the_call_result() -> None:
     from smolagents.models import ChatMessage, MessageRole, Model
     from smolagents.monitoring import LogLevel
 
-    from sparring.adapters.smolagents import SmolagentsAdapter
+    from sparring.targets.adapters.smolagents import SmolagentsAdapter
 
     codes = ["print('trying')\nraise ValueError('no refunds')", "final_answer('Sorry.')"]
     script = iter(codes)
@@ -519,7 +520,7 @@ async def test_pydantic_ai_records_retried_and_unknown_tool_calls() -> None:
     from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-    from sparring.adapters.pydantic_ai import PydanticAIAdapter
+    from sparring.targets.adapters.pydantic_ai import PydanticAIAdapter
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if len(messages) == 1:
@@ -547,7 +548,7 @@ def test_pydantic_ai_retry_prompt_part_answers_a_call() -> None:
     """Older pydantic-ai versions answer a retried call with a `RetryPromptPart`."""
     from pydantic_ai.messages import ModelRequest, ModelResponse, RetryPromptPart, ToolCallPart
 
-    from sparring.adapters.pydantic_ai import (
+    from sparring.targets.adapters.pydantic_ai import (
         _tool_calls,  # pyright: ignore[reportPrivateUsage]
     )
 
@@ -562,7 +563,7 @@ async def test_langchain_records_failed_and_unparsable_tool_calls() -> None:
     from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
     from langchain_core.runnables import RunnableLambda
 
-    from sparring.adapters.langchain import LangChainAdapter
+    from sparring.targets.adapters.langchain import LangChainAdapter
 
     def agent(state: dict[str, list[BaseMessage]]) -> dict[str, list[BaseMessage]]:
         return {"messages": [*state["messages"], AIMessage(
@@ -585,7 +586,7 @@ async def test_openai_agents_records_a_call_whose_tool_raised() -> None:
     from agents import Agent, OpenAIChatCompletionsModel, RunConfig, function_tool
     from openai import AsyncOpenAI
 
-    from sparring.adapters.openai_agents import OpenAIAgentsAdapter
+    from sparring.targets.adapters.openai_agents import OpenAIAgentsAdapter
 
     @function_tool
     def refund(order: int) -> str:
@@ -614,7 +615,7 @@ async def test_langchain_node_shaped_output_is_appended_to_the_input() -> None:
     from langchain_core.messages import AIMessage, BaseMessage
     from langchain_core.runnables import RunnableLambda
 
-    from sparring.adapters.langchain import LangChainAdapter
+    from sparring.targets.adapters.langchain import LangChainAdapter
 
     seen: list[list[tuple[str, Any]]] = []
 
@@ -641,10 +642,10 @@ def test_adapters_reject_objects_they_cannot_run() -> None:
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from pydantic_ai import Agent
 
-    from sparring.adapters.langchain import LangChainAdapter
-    from sparring.adapters.openai_agents import OpenAIAgentsAdapter
-    from sparring.adapters.pydantic_ai import PydanticAIAdapter
-    from sparring.adapters.smolagents import SmolagentsAdapter
+    from sparring.targets.adapters.langchain import LangChainAdapter
+    from sparring.targets.adapters.openai_agents import OpenAIAgentsAdapter
+    from sparring.targets.adapters.pydantic_ai import PydanticAIAdapter
+    from sparring.targets.adapters.smolagents import SmolagentsAdapter
 
     def reply(history: History) -> str:
         return "hi"
@@ -676,7 +677,7 @@ def test_a_callable_ref_to_a_misbuilt_adapter_fails_at_load(
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.delitem(sys.modules, "sp_misbuilt", raising=False)
     (tmp_path / "sp_misbuilt.py").write_text(
-        "from sparring.adapters.pydantic_ai import PydanticAIAdapter\n\n"
+        "from sparring.targets.adapters.pydantic_ai import PydanticAIAdapter\n\n"
         "def agent(history):\n    return 'hi'\n\ntarget = PydanticAIAdapter(agent)\n",
         encoding="utf-8")
     importlib.invalidate_caches()

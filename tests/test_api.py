@@ -413,7 +413,7 @@ def test_cli_connects_a_suite_s_own_model_with_the_run_s_base_url(tmp_path: Path
 # --- tests that misbehave never pass, hang or lose results ----------------------------
 
 def test_a_blocking_sync_test_times_out_and_sees_its_trial() -> None:
-    from sparring.session import current_trial
+    from sparring.runner.context import current_trial
 
     gate = threading.Event()
     suite = Suite(target=greeter)

@@ -67,7 +67,7 @@ def test_settings_file_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> Non
 
 
 def test_transcript_limits_override_only_what_is_set(tmp_path: Path) -> None:
-    from sparring.rendering import Limits
+    from sparring.prompts import Limits
     from sparring.runner import RunSettings
 
     settings = load_settings({}, cwd=tmp_path, env={"SPARRING_JUDGE_CHARS_TOTAL": "4000"})

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from sparring.cli.doctor.diagnosis import Exchange, Probe, diagnose, is_healthy, reply_candidates
 from sparring.cli.main import cli
 from sparring.demo.server import DemoServer
-from sparring.diagnosis import Exchange, Probe, diagnose, is_healthy, reply_candidates
 from sparring.errors import ConfigError, UserError
 from sparring.transcript import Message
 from tests.support.parlant_server import Say, ScriptedParlantServer, tool

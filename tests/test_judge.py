@@ -16,7 +16,7 @@ from sparring.judging.judge import (
     skipped_verdicts,
 )
 from sparring.models.scripted import ScriptedModel, example_for_schema
-from sparring.rendering import Limits
+from sparring.prompts import Limits
 from sparring.results import Usage
 from sparring.scenario import ScriptedScenario, SimulatedScenario, SingleTurnScenario
 from sparring.transcript import Message, ToolCall, Transcript

@@ -563,7 +563,8 @@ def test_importing_the_plugin_imports_no_other_sparring_module(pytester: pytest.
     result = pytester.run(
         sys.executable, "-c", "import sys, sparring.pytest_plugin; "
         "print(sorted(m for m in sys.modules if m.startswith(('sparring', 'pydantic'))))")
-    assert result.outlines[-1] == "['sparring', 'sparring.pytest_plugin']"
+    assert result.outlines[-1] == (
+        "['sparring', 'sparring.pytest_plugin', 'sparring.pytest_plugin.fixtures']")
 
 
 def test_the_plugin_is_registered_as_a_pytest11_entry_point() -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from sparring.rendering import (
+from sparring.prompts import (
     EMPTY_REPLY,
     Limits,
     cut,

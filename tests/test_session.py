@@ -20,7 +20,7 @@ from sparring.errors import TargetError, UserError
 from sparring.judging.should import ConditionGrammarWarning
 from sparring.models.base import ChatMessage
 from sparring.models.scripted import ScriptedModel
-from sparring.session import TrialLog
+from sparring.runner.context import TrialLog
 from sparring.transcript import Message, StatusEvent, ToolCall, Transcript
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 

@@ -8,7 +8,7 @@ import pytest
 
 from sparring.errors import ModelError, ModelOutputError
 from sparring.models.scripted import ScriptedModel
-from sparring.rendering import Limits
+from sparring.prompts import Limits
 from sparring.results import Usage
 from sparring.scenario import SimulatedScenario
 from sparring.simulator import USER_SCHEMA, UserTurn, next_user_message

@@ -15,11 +15,11 @@ import httpx
 import pytest
 
 from sparring.errors import TargetError, TargetTimeout, UserError
-from sparring.response_paths import ResponsePathError
 from sparring.secrets import Secrets
 from sparring.target_specs import HttpTargetSpec
 from sparring.targets.base import Target, TargetSession
 from sparring.targets.http import HttpTarget
+from sparring.targets.response_paths import ResponsePathError
 from sparring.transcript import Message, Transcript
 
 pytestmark = pytest.mark.anyio

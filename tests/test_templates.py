@@ -5,8 +5,8 @@ import json
 import pytest
 
 from sparring.errors import TargetError, UserError
-from sparring.response_paths import ResponsePath, ResponsePathError, extract_path
 from sparring.secrets import Secrets
+from sparring.targets.response_paths import ResponsePath, ResponsePathError, extract_path
 from sparring.targets.templates import (
     JsonTemplate,
     TextTemplate,

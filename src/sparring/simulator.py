@@ -12,7 +12,7 @@ from typing import Any, Literal, cast
 
 from sparring.models.base import ChatMessage, Model
 from sparring.models.structured import complete_json
-from sparring.rendering import DEFAULT_LIMITS, Limits, Scrub, render_for_user
+from sparring.prompts import DEFAULT_LIMITS, Limits, Scrub, render_for_user
 from sparring.results import Usage
 from sparring.scenario import SimulatedScenario
 from sparring.transcript import Transcript

@@ -22,7 +22,7 @@ from pydantic import (
 )
 
 from sparring.errors import UserError
-from sparring.response_paths import ResponsePath
+from sparring.targets.response_paths import ResponsePath
 
 FROZEN = ConfigDict(frozen=True, extra="forbid")
 """Model config of every test-file model: immutable, unknown keys rejected."""
@@ -69,7 +69,7 @@ def _check_response_path(path: str, info: ValidationInfo) -> str:
 
 
 ResponsePathText = Annotated[str, AfterValidator(_check_response_path)]
-"""A `str` field holding a response path (`sparring.response_paths`), parsed at load time so
+"""A `str` field holding a response path (`sparring.targets.response_paths`), parsed at load time so
 a wrong path is reported with the test file's line, not on the first reply."""
 
 

@@ -71,7 +71,7 @@ def doctor(file: str, message: str, scenario: str | None, secrets_file: str | No
     (credentials masked) and responses, the reply read from them, and how to fix the
     usual mistakes (wrong response_path, redirects, HTTP errors, agent not running).
     """
-    from sparring.cli.doctor import doctor_command
+    from sparring.cli.doctor.command import doctor_command
 
     sys.exit(doctor_command(file=file, message=message, secrets_file=secrets_file,
                             scenario=scenario))

@@ -16,7 +16,7 @@ from typing import Any, Literal, cast
 from sparring.errors import ModelError, ModelOutputError, UserError
 from sparring.models.base import ChatMessage, Completion, Model
 from sparring.models.structured import complete_json
-from sparring.rendering import DEFAULT_LIMITS, JudgeView, Limits, Scrub, judge_view
+from sparring.prompts import DEFAULT_LIMITS, JudgeView, Limits, Scrub, judge_view
 from sparring.results import ReplyNote, Usage, Verdict, VerdictKind, VerdictStatus
 from sparring.scenario import AnyScenario, SimulatedScenario, SingleTurnScenario
 from sparring.transcript import Transcript

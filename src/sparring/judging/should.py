@@ -28,7 +28,7 @@ from sparring.judging.judge import (
 )
 from sparring.models.base import ChatMessage, Model
 from sparring.models.structured import complete_json
-from sparring.rendering import DEFAULT_LIMITS, Limits, Scrub, judge_view
+from sparring.prompts import DEFAULT_LIMITS, Limits, Scrub, judge_view
 from sparring.results import Usage, Verdict
 from sparring.transcript import Transcript
 

@@ -16,14 +16,14 @@ from typing import Any, cast
 import openai
 from openai import AsyncOpenAI
 
-from sparring.chat_completion import (
+from sparring.errors import ModelError, UserError
+from sparring.models._retries import retries_text
+from sparring.models.base import ChatMessage, Completion
+from sparring.models.chat_completion import (
     MalformedCompletion,
     not_a_completion,
     parse_chat_completion,
 )
-from sparring.errors import ModelError, UserError
-from sparring.models._retries import retries_text
-from sparring.models.base import ChatMessage, Completion
 from sparring.secrets import Scrubber, mask_url, url_credentials
 
 _EXCERPT_CHARS = 300

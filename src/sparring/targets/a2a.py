@@ -46,10 +46,10 @@ import httpx
 from pydantic import JsonValue
 
 from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, UserError
-from sparring.response_paths import ResponsePath
 from sparring.secrets import Secrets, mask_url
 from sparring.target_specs import A2ATargetSpec, is_raw_mapping
 from sparring.targets.headers import HeaderTemplate
+from sparring.targets.response_paths import ResponsePath
 from sparring.targets.templates import (
     last_user_message,
     misspelt_placeholders,

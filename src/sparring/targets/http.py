@@ -21,11 +21,11 @@ import httpx
 from pydantic import JsonValue
 
 from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, UserError
-from sparring.response_paths import ResponsePath, ResponsePathError
 from sparring.secrets import Secrets
 from sparring.target_specs import HttpTargetSpec
 from sparring.targets.base import StatelessSession
 from sparring.targets.headers import HeaderTemplate
+from sparring.targets.response_paths import ResponsePath, ResponsePathError
 from sparring.targets.templates import (
     History,
     JsonTemplate,

@@ -18,13 +18,13 @@ import httpx
 import openai
 from openai import AsyncOpenAI
 
-from sparring.chat_completion import (
+from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, UserError
+from sparring.models.chat_completion import (
     ChatAnswer,
     MalformedCompletion,
     not_a_completion,
     parse_chat_completion,
 )
-from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, UserError
 from sparring.secrets import Secrets, mask_url, url_credentials
 from sparring.target_specs import OpenAIChatTargetSpec
 from sparring.targets.base import StatelessSession

@@ -1,5 +1,5 @@
 """Request templates for HTTP-style targets (DESIGN.md sections 4, 5), and reading tool
-calls out of their answers (response paths: `sparring.response_paths`).
+calls out of their answers (response paths: `sparring.targets.response_paths`).
 
 Templates are filled on the parsed JSON, so quotes and newlines in a message never break a
 body. Placeholders: `{{input}}` / `{{message}}` (the message being sent), `{{history}}`

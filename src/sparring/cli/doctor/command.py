@@ -1,7 +1,7 @@
 """`sparring doctor FILE`: send one message to a test file's target and explain the result.
 
 Shows each HTTP request (credentials masked) and response, the reply the target read from
-it, tool calls, latency, and a diagnosis with fixes (`sparring.diagnosis`). Every value of
+it, tool calls, latency, and a diagnosis with fixes (`diagnosis.py`). Every value of
 a secret the target uses is masked in all of it, in one place: the console's output stream
 (`_ScrubbedStdout`), so an agent that echoes a secret in its reply or a tool call does not
 show it either. Exit code 0 when
@@ -22,10 +22,10 @@ import anyio
 from rich.console import Console
 from rich.text import Text
 
+from sparring.cli.doctor.diagnosis import Finding, Probe, diagnose, is_healthy
+from sparring.cli.doctor.probe import probe
 from sparring.config import load_settings
-from sparring.diagnosis import Finding, Probe, diagnose, is_healthy
 from sparring.loaders.target_file import load_target
-from sparring.probe import probe
 from sparring.secrets import Secrets, mask_url
 from sparring.target_specs import CallableTargetSpec, HttpTargetSpec, OpenAIChatTargetSpec
 from sparring.targets.registry import AnyTargetSpec

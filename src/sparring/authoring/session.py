@@ -1,4 +1,4 @@
-"""Conversations in Python tests: `Session`, `Response.should`, `unfold`, `InteractionBuilder`.
+"""Conversations in Python tests: `Session`, `Response.should`, `unfold`, `open_session`.
 
 A `Session` is one conversation with a target. `await session.send(text)` returns a
 `Response`; `await response.should("verb phrase")` asks the judge about that reply (one model
@@ -6,35 +6,22 @@ call per condition, all at once) and raises `ConditionsNotMet`, an `AssertionErr
 every unmet condition. `session.unfold(steps)` tests each scripted agent step that has
 `should` or `checks` in a fresh conversation preloaded with the steps before it.
 
-Inside a run (`sparring run`, `Suite.run`, the pytest plugin) the runner gives each trial a
-`TrialContext` (`current_trial()`): sessions record their messages, verdicts and sub-tests
-into that trial and use the run's judge model, limits, timeouts and secret scrubbing. Outside
-a run, `open_session(target, model=...)` makes a context of its own (`TrialLog`).
+Inside a run (`sparring run`, `Suite.run`, the pytest plugin) sessions record into the
+trial's `TrialContext` (`sparring.runner.context`); outside one, `open_session(target,
+model=...)` makes a context of its own (`TrialLog`).
 """
 
 from __future__ import annotations
 
-import contextvars
-import functools
-import inspect
-import threading
-from collections import Counter
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from sparring.errors import RunError, TargetError, TargetTimeout, UserError
-from sparring.judging.checks import run_check
-from sparring.judging.should import Condition, JudgeSettings, judge_shoulds
-from sparring.models.base import Model
-from sparring.results import SubtestResult, Usage, Verdict, trial_status
-from sparring.scenario import unseen_tool_calls
-from sparring.steps import (
+from sparring.authoring.steps import (
     AgentMessage,
     CustomerMessage,
     Step,
@@ -42,163 +29,48 @@ from sparring.steps import (
     validation_summary,
     warn_condition,
 )
+from sparring.errors import TargetError, UserError
+from sparring.judging.checks import run_check
+from sparring.judging.should import Condition, JudgeSettings, judge_shoulds
+from sparring.models.base import Model
+from sparring.results import SubtestResult, Verdict, trial_status
+from sparring.runner.context import (
+    ConditionsNotMet,
+    ConditionsUndecided,
+    TrialContext,
+    TrialLog,
+    current_trial,
+)
+from sparring.scenario import unseen_tool_calls
 from sparring.target_specs import TargetSpec
 from sparring.targets.base import Target, TargetSession
-from sparring.transcript import Message, StatusEvent, ToolCall, Transcript, sanitized
+from sparring.transcript import Message, StatusEvent, ToolCall, Transcript
 
 if TYPE_CHECKING:
     from sparring.config import Settings
     from sparring.secrets import Secrets
     from sparring.targets.registry import AnyTargetSpec
 
-REPLY_TIMEOUT_HINT = ("raise the Suite's `response_timeout` (or --reply-timeout) if the agent "
-                      "is just slow")
-_REPLY_CHARS = 600
 T = TypeVar("T")
 
 
-# --- the trial a session records into ---------------------------------------------------
+def session_for(trial: TrialContext, **overrides: Any) -> Session:
+    """A session on the test's target; `overrides` replace fields of its spec (e.g.
+    `customer_id=...` for a Parlant target).
 
-class Recorder(Protocol):
-    """Where a trial keeps what its sessions did (the runner's trial state, or `TrialLog`)."""
-
-    def add_message(self, message: Message, /) -> None:
-        """A user or agent message of the trial's main conversation."""
-        ...
-
-    def add_verdicts(self, verdicts: Sequence[Verdict], /) -> None:
-        """Verdicts decided in the trial."""
-        ...
-
-    def add_subtest(self, subtest: SubtestResult, /) -> None:
-        """A finished sub-test (`unfold` step)."""
-        ...
-
-
-@dataclass
-class TrialLog:
-    """A `Recorder` that keeps everything in memory, for sessions outside a run.
-
-    Messages (of `transcript` and of sub-tests) are kept as a run keeps them: with every
-    secret value `scrub` knows masked.
+    Raises:
+        UserError: no target, overrides on a target not given as a spec, or overrides
+            that make the spec invalid.
     """
-
-    transcript: Transcript = field(default_factory=Transcript)
-    verdicts: list[Verdict] = field(default_factory=list[Verdict])
-    subtests: list[SubtestResult] = field(default_factory=list[SubtestResult])
-    scrub: Callable[[str], str] | None = None
-
-    def add_message(self, message: Message, /) -> None:
-        """Append to `transcript`, secrets masked."""
-        self.transcript = self.transcript.with_message(self._kept(message))
-
-    def add_verdicts(self, verdicts: Sequence[Verdict], /) -> None:
-        """Append to `verdicts`."""
-        self.verdicts.extend(verdicts)
-
-    def add_subtest(self, subtest: SubtestResult, /) -> None:
-        """Append to `subtests`, its transcript's secrets masked."""
-        messages = tuple(self._kept(m) for m in subtest.transcript.messages)
-        self.subtests.append(subtest.model_copy(update={
-            "transcript": Transcript(messages=messages)}))
-
-    def _kept(self, message: Message) -> Message:
-        return sanitized(message, self.scrub)
-
-
-@dataclass(kw_only=True)
-class TrialContext:
-    """One trial of a Python test, as its body sees it (also `current_trial()`).
-
-    Attributes:
-        scenario_id: The test's id; `trial` its 1-based trial number.
-        target: The test's target (`None` when it has none: sessions then need one given).
-        spec: The target's spec, when it was given as one (session overrides apply to it).
-        build_target: Builds a target from a spec (the run's target pool).
-        judge: Model and settings for `should`.
-        reply_timeout_s: Limit for one reply, in seconds (`None`: the target's own).
-        usage: Model calls and tokens of the judge are added here.
-        recorder: Where messages, verdicts and sub-tests go.
-    """
-
-    scenario_id: str
-    trial: int = 1
-    target: Target | None
-    spec: AnyTargetSpec | None = None
-    build_target: Callable[[AnyTargetSpec], Target] | None = None
-    judge: JudgeSettings
-    reply_timeout_s: float | None = None
-    usage: Usage = field(default_factory=Usage)
-    recorder: Recorder = field(default_factory=TrialLog)
-    _ids: Counter[str] = field(default_factory=Counter[str])
-    _asserts: list[tuple[str, Coroutine[Any, Any, Any]]] = field(
-        default_factory=list[tuple[str, Coroutine[Any, Any, Any]]])
-
-    def __repr__(self) -> str:
-        """`TrialContext(scenario_id='t.py::test_books', trial=2)`: short, as pytest's
-        failed-`assert` explanation shows it."""
-        return f"TrialContext(scenario_id={self.scenario_id!r}, trial={self.trial})"
-
-    def next_id(self, prefix: str) -> str:
-        """`prefix` numbered from 1, unique in this trial: `t1.should` -> `t1.should2`."""
-        self._ids[prefix] += 1
-        return f"{prefix}{self._ids[prefix]}"
-
-    def track(self, call: str, assertion: Coroutine[Any, Any, T]) -> Coroutine[Any, Any, T]:
-        """Keep `assertion` (the coroutine of `call`, e.g. `response.should`) so that
-        `unawaited()` can tell when it was never awaited; returns it unchanged."""
-        self._asserts.append((call, assertion))
-        return assertion
-
-    def unawaited(self) -> str | None:
-        """Why the trial cannot pass when an assertion was never awaited (`None` when all
-        were), e.g. "response.should(...) was not awaited; write `await
-        response.should(...)`". Closes such coroutines (no RuntimeWarning follows) and
-        forgets every tracked one."""
-        forgotten = [call for call, c in self._asserts
-                     if inspect.getcoroutinestate(c) == inspect.CORO_CREATED]
-        for _, assertion in self._asserts:
-            assertion.close()
-        self._asserts.clear()
-        if not forgotten:
-            return None
-        count = f" ({len(forgotten)} times)" if len(forgotten) > 1 else ""
-        return (f"{forgotten[0]}(...) was not awaited{count}, so it checked nothing; write "
-                f"`await {forgotten[0]}(...)`")
-
-    def session(self, **overrides: Any) -> Session:
-        """A session on the test's target; `overrides` replace fields of its spec (e.g.
-        `customer_id=...` for a Parlant target).
-
-        Raises:
-            UserError: no target, overrides on a target not given as a spec, or overrides
-                that make the spec invalid.
-        """
-        if self.target is None:
-            raise UserError(f"test {self.scenario_id!r} has no target; give the Suite a "
-                            "`target=` (a URL, a target spec, a function or a Target)")
-        if not overrides:
-            return Session(self.target, trial=self)
-        spec = with_overrides(self.spec or self.target, overrides)
-        if self.build_target is None:
-            raise UserError("session overrides need a run that can build targets")
-        return Session(self.build_target(spec), trial=self)
-
-    async def send(self, connection: TargetSession, wire: Transcript, *,
-                   target: str) -> Message:
-        """Send the last message of `wire` on `connection` within `reply_timeout_s`.
-
-        Raises:
-            TargetError: the target failed; `TargetTimeout` when it was too slow.
-        """
-        if self.reply_timeout_s is None:
-            return await connection.send(wire)
-        try:
-            with anyio.fail_after(self.reply_timeout_s):
-                return await connection.send(wire)
-        except TimeoutError:
-            raise TargetTimeout(target=target, timeout_seconds=self.reply_timeout_s,
-                                hint=REPLY_TIMEOUT_HINT) from None
+    if trial.target is None:
+        raise UserError(f"test {trial.scenario_id!r} has no target; give the Suite a "
+                        "`target=` (a URL, a target spec, a function or a Target)")
+    if not overrides:
+        return Session(trial.target, trial=trial)
+    spec = with_overrides(trial.spec or trial.target, overrides)
+    if trial.build_target is None:
+        raise UserError("session overrides need a run that can build targets")
+    return Session(trial.build_target(spec), trial=trial)
 
 
 def with_overrides(target: Target | AnyTargetSpec,
@@ -222,46 +94,6 @@ def with_overrides(target: Target | AnyTargetSpec,
                         f"{spec.type} target: {validation_summary(e)}") from None
 
 
-
-CURRENT_TRIAL: ContextVar[TrialContext | None] = ContextVar("sparring_trial", default=None)
-
-
-def current_trial() -> TrialContext | None:
-    """The trial a Python test body is running in, or `None` outside a run."""
-    return CURRENT_TRIAL.get()
-
-
-# --- failures ------------------------------------------------------------------------------
-
-class ConditionsNotMet(AssertionError):
-    """Some `should` conditions or checks were not met; the message names each, with the
-    judge's reason and the reply it was about.
-
-    Attributes:
-        verdicts: Every verdict of the assertion (met ones too).
-    """
-
-    def __init__(self, verdicts: Sequence[Verdict], replies: Mapping[str, str]) -> None:
-        self.verdicts = list(verdicts)
-        unmet = [v for v in verdicts if v.status == "not_met"]
-        lines = [f"{len(unmet)} of {len(verdicts)} condition"
-                 f"{'s' if len(verdicts) != 1 else ''} not met:"]
-        for v in unmet:
-            lines.append(f"  - {v.id} {v.description}: {v.reason}")
-        for where, reply in replies.items():
-            lines.append(f"{where}: {reply[:_REPLY_CHARS]!r}")
-        super().__init__("\n".join(lines))
-
-
-class ConditionsUndecided(RunError):
-    """The judge could not decide some conditions (its answer was unreadable, or the model
-    failed): the trial is `error`, never passed."""
-
-    def __init__(self, verdicts: Sequence[Verdict]) -> None:
-        self.verdicts = list(verdicts)
-        undecided = "; ".join(f"{v.id} {v.description}: {v.reason}"
-                              for v in verdicts if v.status == "error")
-        super().__init__(f"could not be decided: {undecided}")
 
 
 def _raise_unless_met(verdicts: Sequence[Verdict], replies: Mapping[str, str]) -> None:
@@ -691,107 +523,3 @@ async def _built(spec: AnyTargetSpec, stack: AsyncExitStack,
     stack.push_async_callback(target.aclose)
     return target
 
-
-# --- code-defined scenarios, for the runner -------------------------------------------------
-
-Body = Callable[[TrialContext], Awaitable[None] | None]
-"""A Python test's body: gets its trial, may be sync or async."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class CodeScenario:
-    """A test written in Python, run by `sparring.runner.run_scenarios` like a YAML one.
-
-    Attributes:
-        id: Unique in the run; `display_name` is shown in reports.
-        body: Called once per trial with its `TrialContext` (also `current_trial()`). A
-            failing `assert` (any AssertionError) fails the trial; any other exception makes
-            it `error`; returning with no verdict at all passes it, like a pytest test.
-        target: Spec (built by the run's target pool) or Target object; `None` when the body
-            opens its own sessions.
-        source: `file:line` of the test.
-        trials: Repetitions; `threshold`: pass rate required across them (0-1).
-        timeout_s: Limit for one trial, in seconds; `reply_timeout_s` for one reply.
-        judge_model: Judges this test's `should`s instead of the run's judge model.
-        before: Awaited before each trial's body (setup hooks); raising makes it `error`.
-        after: Awaited after each trial with `(passed, error)`; raising makes it `error`.
-    """
-
-    id: str
-    display_name: str
-    body: Body
-    target: AnyTargetSpec | Target | None = None
-    source: str | None = None
-    trials: int = 1
-    threshold: float = 1.0
-    timeout_s: float = 600
-    reply_timeout_s: float | None = None
-    judge_model: Model | None = None
-    before: Callable[[], Awaitable[None]] | None = None
-    after: Callable[[bool, str | None], Awaitable[None]] | None = None
-    kind: Literal["python"] = "python"
-
-    @property
-    def name(self) -> str:
-        """Same as `display_name` (YAML scenarios have both)."""
-        return self.display_name
-
-
-class HookError(Exception):
-    """A test hook (before_all, before_each, after_each, after_all) raised or did not return
-    in time; the message says which."""
-
-
-async def call_body(body: Callable[..., Any], *args: Any) -> None:
-    """Call a sync or async function and await its result when it is awaitable.
-
-    A sync function runs in a daemon worker thread (with the caller's context variables),
-    so the event loop stays free: timeouts and Ctrl-C still work while it blocks. Cancelled
-    (a timeout, Ctrl-C), the call is abandoned: the thread keeps running until the function
-    returns (Python cannot stop a thread) but no longer holds up the run or the process exit.
-
-    Raises:
-        BaseException: whatever `body` raises.
-    """
-    if inspect.iscoroutinefunction(body):
-        await body(*args)
-        return
-    result = await _in_thread(functools.partial(body, *args))
-    if inspect.isawaitable(result):
-        await result
-
-
-def raised_text(error: BaseException) -> str:
-    """What a test or hook raised, for messages: `ValueError: boom`, or `SystemExit(0)` for
-    exceptions whose text says nothing by itself (`SystemExit`, `KeyboardInterrupt`, an
-    empty message)."""
-    if isinstance(error, SystemExit | KeyboardInterrupt | GeneratorExit) or not str(error):
-        return f"{type(error).__name__}({', '.join(map(repr, error.args))})"
-    return f"{type(error).__name__}: {error}"
-
-
-async def _in_thread(call: Callable[[], T]) -> T:
-    """`call()` in a daemon thread; cancelling the wait abandons the thread."""
-    done = threading.Event()
-    outcome: list[T] = []
-    failure: list[BaseException] = []
-    context = contextvars.copy_context()
-
-    def work() -> None:
-        try:
-            outcome.append(context.run(call))
-        except BaseException as e:  # handed to the awaiting task
-            failure.append(e)
-        finally:
-            done.set()
-
-    name = getattr(call, "func", call)
-    threading.Thread(target=work, daemon=True,
-                     name=f"sparring {getattr(name, '__name__', 'test')}").start()
-    try:  # anyio's own worker only waits, so it is freed at once when the wait is cancelled
-        await anyio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
-    finally:
-        done.set()
-    if failure:
-        raise failure[0]
-    return outcome[0]

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from sparring.models.base import Model
     from sparring.results import ScenarioResult
     from sparring.runner import AnyRunnable
+    from sparring.runner.context import TrialContext
     from sparring.scenario import AnyScenario
-    from sparring.session import TrialContext
 
 
 # --- YAML test files ----------------------------------------------------------------------
@@ -197,7 +197,7 @@ def run_test(item: pytest.Function, state: SparringState) -> None:
     """
     import anyio
 
-    from sparring.session import CodeScenario, call_body
+    from sparring.runner.code import CodeScenario, call_body
 
     trials, threshold, live = marker_options(item)
     function = item.obj

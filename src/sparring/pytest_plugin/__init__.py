@@ -14,7 +14,7 @@
 
 Importing this module imports nothing but pytest: it loads in every pytest session, and
 sessions without sparring tests must not pay for sparring. The tests it makes live in
-`sparring.pytest_items`, imported when there are some.
+`sparring.pytest_plugin.items`, imported when there are some.
 """
 
 from __future__ import annotations
@@ -30,15 +30,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-if TYPE_CHECKING:
-    from contextlib import AbstractAsyncContextManager
+from sparring.pytest_plugin.fixtures import sparring
 
-    from sparring.api import Session
+if TYPE_CHECKING:
     from sparring.config import Settings
     from sparring.gates import GateReport, Outcome, TestRecord
-    from sparring.models.base import Model
     from sparring.results import ScenarioResult
-    from sparring.session import TargetLike, TrialContext
 
 LIVE_HINT = ("calls a model (simulated user or judge), so it runs only when asked: pass "
              "--sparring-live, set SPARRING_LIVE=1, or put `live = true` in [tool.sparring]")
@@ -53,6 +50,7 @@ ID_PROPERTY = "sparring.id"
 RESULT_PROPERTY = "sparring.result"
 RESULT_KEY: pytest.StashKey[ScenarioResult] = pytest.StashKey()
 """Where a sparring test keeps its result for `pytest_runtest_makereport`."""
+__all__ = ["sparring"]  # the fixture, registered by being in the plugin module
 _STATE_KEY: pytest.StashKey[SparringState] = pytest.StashKey()
 
 
@@ -200,7 +198,7 @@ class SparringState:
             return None
         if not any(file_path.is_relative_to(d) for d in self.settings.yaml_dirs):
             return None
-        from sparring.pytest_items import ScenarioFile
+        from sparring.pytest_plugin.items import ScenarioFile
 
         return ScenarioFile.from_parent(  # pyright: ignore[reportUnknownMemberType]
             parent, path=file_path)
@@ -209,10 +207,11 @@ class SparringState:
                                   obj: object) -> list[pytest.Item] | None:
         """A module-level `Suite` becomes one `SuiteTestItem` per test; the functions it
         registered are not collected again as plain (possibly `async def`) tests."""
-        if "sparring.api" not in sys.modules or not isinstance(collector, pytest.Module):
+        suites_loaded = "sparring.authoring.suite" in sys.modules
+        if not suites_loaded or not isinstance(collector, pytest.Module):
             return None  # no test module imported the authoring API
         from sparring.api import Suite
-        from sparring.pytest_items import SuiteTestItem
+        from sparring.pytest_plugin.items import SuiteTestItem
 
         if isinstance(obj, Suite):
             return [SuiteTestItem.from_parent(  # pyright: ignore[reportUnknownMemberType]
@@ -226,7 +225,7 @@ class SparringState:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         """Mark Python sparring tests that call models to skip unless the session is live."""
         from sparring.errors import UserError
-        from sparring.pytest_items import marker_options
+        from sparring.pytest_plugin.items import marker_options
 
         for item in items:
             live = _live_option(item)
@@ -246,7 +245,7 @@ class SparringState:
         """Run a test with the `sparring` marker or fixture as trials (see `run_test`)."""
         if _live_option(pyfuncitem) is None:
             return None
-        from sparring.pytest_items import run_test
+        from sparring.pytest_plugin.items import run_test
 
         run_test(pyfuncitem, self)
         return True
@@ -266,7 +265,7 @@ class SparringState:
             extra.append((MARKERS_PROPERTY, sorted({m.name for m in item.iter_markers()})))
         if (report.skipped or report.failed) and RESULT_KEY not in item.stash \
                 and _is_sparring_test(item):
-            from sparring.pytest_items import unrun_result
+            from sparring.pytest_plugin.items import unrun_result
 
             reason = (_skip_reason(report) if report.skipped else
                       str(report.longrepr) if isinstance(report.longrepr, str) else
@@ -402,7 +401,7 @@ def _skip_reason(report: pytest.TestReport) -> str:
 
 def _is_sparring_test(item: pytest.Item) -> bool:
     """A scenario of a test file, or a Python sparring test (see `_live_option`)."""
-    items = sys.modules.get("sparring.pytest_items")
+    items = sys.modules.get("sparring.pytest_plugin.items")
     return _live_option(item) is not None or (
         items is not None and isinstance(item, items.ScenarioItem))
 
@@ -413,7 +412,7 @@ def _live_option(item: pytest.Item) -> bool | None:
     marker = item.get_closest_marker("sparring")
     if marker is not None:
         return bool(marker.kwargs.get("live", True))
-    items = sys.modules.get("sparring.pytest_items")
+    items = sys.modules.get("sparring.pytest_plugin.items")
     if items is not None and isinstance(item, items.SuiteTestItem):
         return True
     if "sparring" in getattr(item, "fixturenames", ()):
@@ -421,64 +420,9 @@ def _live_option(item: pytest.Item) -> bool | None:
     return None
 
 
-class SparringFixture:
-    """What the `sparring` fixture gives a test: sessions on targets, in the test's trial.
-
-    ```python
-    @pytest.mark.sparring(trials=3, threshold=0.66)
-    async def test_books(sparring):
-        async with sparring.session(my_agent) as session:
-            response = await session.send("Book me a slot tomorrow at 10am")
-            await response.should("confirm the booking")
-    ```
-    """
-
-    def __repr__(self) -> str:
-        """`sparring`, the fixture's name, as pytest's failed-`assert` explanation shows it."""
-        return "sparring"
-
-    def session(self, target: TargetLike, *, model: Model | str | None = None,
-                response_timeout: float = 60) -> AbstractAsyncContextManager[Session]:
-        """A conversation with `target` (`async with sparring.session(target) as s:`).
-
-        Args:
-            target: An `http(s)://` URL, a target spec mapping as under `target:` in YAML,
-                a function `agent(history)`, or a `sparring.targets.base.Target`.
-            model: Judges this session's `should`s instead of the session's model.
-            response_timeout: Seconds to wait for one reply.
-
-        Raises:
-            UserError: the target or model cannot be used.
-        """
-        from sparring.session import open_session
-
-        return open_session(target, model=model, response_timeout=response_timeout)
-
-    @property
-    def trial(self) -> TrialContext:
-        """The running trial: `trial.trial` is its 1-based number.
-
-        Raises:
-            UserError: used outside the test's body.
-        """
-        from sparring.errors import UserError
-        from sparring.session import current_trial
-
-        trial = current_trial()
-        if trial is None:
-            raise UserError("sparring.trial exists only while the test runs")
-        return trial
-
-
-@pytest.fixture
-def sparring() -> SparringFixture:
-    """Sessions on targets for a sparring test; the test then runs as trials (see
-    `@pytest.mark.sparring`) and calls models only in live sessions."""
-    return SparringFixture()
-
-
 def _is_ours(error: BaseException) -> bool:
     """A failed threshold or a misconfiguration: its message is the whole story."""
-    items, errors = sys.modules.get("sparring.pytest_items"), sys.modules.get("sparring.errors")
+    items = sys.modules.get("sparring.pytest_plugin.items")
+    errors = sys.modules.get("sparring.errors")
     return (items is not None and isinstance(error, items.ScenarioFailed)) or (
         errors is not None and isinstance(error, errors.UserError))

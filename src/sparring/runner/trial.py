@@ -1,41 +1,25 @@
-"""Run scenarios: trials, concurrency, timeouts, stop conditions. Never prints.
-
-The runner drives each trial through the conversation loop of DESIGN.md section 3, runs the
-deterministic checks, makes one judge call per trial (plus one repair call if its answer
-cannot be read), and reports progress as
-events (`sparring.events`). Every trial that started gets a `TrialResult` with whatever
-transcript it got, even when the target or a model fails; such trials are `error` or
-`timed_out`, never `failed` and never `passed`.
-"""
+"""One trial: the conversation loop of DESIGN.md section 3, checks, the judge call, and
+Python test bodies with their hooks. Every trial that started ends with an outcome."""
 
 from __future__ import annotations
 
 import time
 import traceback
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, fields, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import anyio
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
-    import httpx
 
-    from sparring.config import Settings
-    from sparring.secrets import Secrets
+    pass
 
-from sparring import __version__
-from sparring.errors import ModelError, TargetError, TargetTimeout, UserError
+from sparring.errors import ModelError, TargetError, TargetTimeout
 from sparring.events import (
-    Event,
     MessageAdded,
     Observer,
-    RunFinished,
-    RunStarted,
-    ScenarioFinished,
     TrialFinished,
     TrialStarted,
     VerdictAdded,
@@ -44,12 +28,9 @@ from sparring.judging.checks import run_check
 from sparring.judging.judge import ShouldItem, judge_conversation, skipped_verdicts
 from sparring.judging.should import NO_MODEL_HINT, JudgeSettings
 from sparring.models.base import Model
-from sparring.rendering import Limits
 from sparring.results import (
     EndReason,
     ReplyNote,
-    RunResult,
-    ScenarioResult,
     SubtestResult,
     TrialResult,
     TrialStatus,
@@ -58,83 +39,28 @@ from sparring.results import (
     trial_status,
     undecided_text,
 )
+from sparring.runner.code import CodeScenario, HookError, call_body, raised_text
+from sparring.runner.context import (
+    CURRENT_TRIAL,
+    ConditionsNotMet,
+    ConditionsUndecided,
+    TrialContext,
+)
+from sparring.runner.settings import REPLY_TIMEOUT_HINT, AnyRunnable, RunSettings
 from sparring.scenario import (
-    EXPECTED_OUTPUT_ID,
     AnyScenario,
     Check,
-    Criterion,
     ScriptedScenario,
     SimulatedScenario,
     SingleTurnScenario,
-)
-from sparring.session import (
-    CURRENT_TRIAL,
-    CodeScenario,
-    ConditionsNotMet,
-    ConditionsUndecided,
-    HookError,
-    TrialContext,
-    call_body,
-    raised_text,
 )
 from sparring.simulator import next_user_message
 from sparring.targets.base import Target, TargetSession
 from sparring.transcript import Message, Transcript, sanitized
 
-REPLY_TIMEOUT_HINT = "raise --reply-timeout (or drop it) if the agent is just slow"
-__all__ = ["NO_MODEL_HINT", "REPLY_TIMEOUT_HINT", "AnyRunnable", "RunSettings", "TargetPool",
-           "run_scenarios"]
-
-AnyRunnable = AnyScenario | CodeScenario
-"""What the runner runs: scenarios from test files, and tests written in Python."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunSettings:
-    """How to run a suite.
-
-    Attributes:
-        parallel: Trials in flight at once, >= 1.
-        trials: Overrides every scenario's `trials` when set.
-        reply_timeout_s: Limit for one target reply, in seconds; `None` leaves it to the
-            target's own `timeout_s`.
-        conversation_timeout_s: Overrides every scenario's `timeout_s` when set.
-        fail_fast: Start no new trial once some scenario can no longer reach its threshold
-            (a single failed trial of a scenario that tolerates one does not stop the run).
-        fail_on_skip: Make the exit code 3 when steps were skipped (e.g. no model), so CI
-            cannot pass without them; see `RunResult.exit_code`.
-        limits: What the judge and simulated user see of long transcripts.
-        user_temperature: Sampling temperature of the simulated user (DESIGN.md: 0.7).
-        judge_temperature: Sampling temperature of the judge (DESIGN.md: 0).
-    """
-
-    parallel: int = 8
-    trials: int | None = None
-    reply_timeout_s: float | None = None
-    conversation_timeout_s: float | None = None
-    fail_fast: bool = False
-    fail_on_skip: bool = False
-    limits: Limits = field(default_factory=Limits)
-    user_temperature: float = 0.7
-    judge_temperature: float = 0.0
-
-    @classmethod
-    def from_settings(cls, settings: Settings, *, fail_fast: bool = False,
-                      fail_on_skip: bool = False) -> RunSettings:
-        """The run settings `settings` give (parallel, trials, timeouts, temperatures,
-        limits: DESIGN.md section 3 defaults where a limit is not set)."""
-        limits = Limits(**{f.name: getattr(settings, f.name) for f in fields(Limits)
-                           if getattr(settings, f.name) is not None})
-        return cls(
-            parallel=settings.parallel, trials=settings.trials,
-            reply_timeout_s=settings.reply_timeout_s,
-            conversation_timeout_s=settings.conversation_timeout_s, fail_fast=fail_fast,
-            fail_on_skip=fail_on_skip, user_temperature=settings.user_temperature,
-            judge_temperature=settings.judge_temperature, limits=limits)
-
 
 @dataclass(kw_only=True)
-class _Context:
+class RunContext:
     settings: RunSettings
     user_model: Model | None
     judge_model: Model | None
@@ -147,7 +73,7 @@ class _Context:
 class _TrialState:
     """Mutable state of one trial while it runs; turned into a TrialResult at the end."""
 
-    def __init__(self, scenario: AnyRunnable, trial: int, ctx: _Context) -> None:
+    def __init__(self, scenario: AnyRunnable, trial: int, ctx: RunContext) -> None:
         self.scenario, self.trial, self.ctx = scenario, trial, ctx
         self.transcript = Transcript()
         """What is kept, reported and shown to models: secrets masked (`transcript.sanitized`)."""
@@ -207,16 +133,6 @@ class _TrialState:
         return reply
 
 
-def _with_expected_output(scenario: AnyRunnable) -> AnyRunnable:
-    """Give a single-turn scenario's `expected_output` an explicit criterion for the judge."""
-    if not isinstance(scenario, SingleTurnScenario) or not scenario.expected_output:
-        return scenario
-    criterion = Criterion(
-        id=EXPECTED_OUTPUT_ID,
-        text="The reply gives the same answer as the expected output: "
-        + scenario.expected_output[:400],
-    )
-    return scenario.model_copy(update={"criteria": [*scenario.criteria, criterion]})
 
 
 async def _simulate(state: _TrialState, session: TargetSession) -> EndReason:
@@ -385,7 +301,7 @@ def _scrubbed(text: str, scrub: Callable[[str], str] | None) -> str:
 Outcome = tuple[TrialStatus, EndReason, str | None]
 
 
-async def _run_trial(scenario: AnyRunnable, trial: int, target: Target | None, ctx: _Context,
+async def run_trial(scenario: AnyRunnable, trial: int, target: Target | None, ctx: RunContext,
                      *, trials: int, on_result: Callable[[TrialResult], None]) -> None:
     """Run trial number `trial` (1-based, of `trials`) and pass its TrialResult to `on_result`.
 
@@ -452,155 +368,3 @@ async def _after(state: _TrialState, after: Callable[[bool, str | None], Awaitab
     return outcome
 
 
-class TargetPool:
-    """Builds one Target per distinct target spec, sharing one HTTP client; closes them all.
-
-    Use as `async with TargetPool(secrets=...) as pool: pool.for_scenario(s)`.
-    """
-
-    def __init__(self, *, secrets: Secrets) -> None:
-        self._secrets = secrets
-        self._targets: dict[str, Target] = {}
-        self._client: httpx.AsyncClient | None = None
-
-    async def __aenter__(self) -> TargetPool:
-        import httpx
-
-        self._client = httpx.AsyncClient(
-            follow_redirects=False, limits=httpx.Limits(max_connections=None,
-                                                         max_keepalive_connections=100))
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        with anyio.CancelScope(shield=True):
-            for target in self._targets.values():
-                await target.aclose()
-            if self._client is not None:
-                await self._client.aclose()
-
-    @property
-    def client(self) -> httpx.AsyncClient:
-        """The HTTP client the pool's targets share (`follow_redirects=False`)."""
-        assert self._client is not None, "use TargetPool as an async context manager"
-        return self._client
-
-    def for_scenario(self, scenario: AnyRunnable) -> Target:
-        """The target of `scenario`, built on first use; a Python test's Target object is
-        used as it is (and not closed by the pool).
-
-        Raises:
-            UserError: the scenario has no target, or its target cannot be built.
-        """
-        from sparring.targets.registry import build_target
-
-        if isinstance(scenario.target, Target):
-            return scenario.target
-        if scenario.target is None:
-            raise UserError(f"scenario {scenario.id!r} ({scenario.source}) has no target: add "
-                            "`target:` to its file or to the scenario")
-        key = scenario.target.model_dump_json()
-        if key not in self._targets:
-            assert self._client is not None, "use TargetPool as an async context manager"
-            try:
-                self._targets[key] = build_target(scenario.target, client=self._client,
-                                                  secrets=self._secrets)
-            except UserError as e:
-                raise UserError(f"{scenario.source or scenario.id}: target of scenario "
-                                f"{scenario.id!r}: {e}") from None
-        return self._targets[key]
-
-
-def _ignore(event: Event) -> None:
-    """The default observer: drops every event."""
-
-
-async def run_scenarios(
-    scenarios: Sequence[AnyRunnable], *, targets: Callable[[AnyRunnable], Target],
-    user_model: Model | None, judge_model: Model | None,
-    settings: RunSettings | None = None, observer: Observer | None = None,
-    scrub: Callable[[str], str] | None = None,
-) -> RunResult:
-    """Run every trial of every scenario, `settings.parallel` trials at a time.
-
-    Args:
-        scenarios: Scenarios to run (from test files, or `CodeScenario`s: tests written in
-            Python); ids must be unique.
-        targets: Gives the Target for a scenario (e.g. `TargetPool.for_scenario`); called
-            once per scenario before anything starts, so misconfiguration fails early (not
-            for a Python test without a target), and for a Python test's session overrides.
-        user_model: Plays simulated users; `None` skips simulated scenarios.
-        judge_model: Grades criteria and `should`s; `None` marks them `skipped`.
-        settings: Concurrency, timeouts, trials override, limits, temperatures.
-        observer: Called with every event (live view, store); must not raise.
-        scrub: Masks secret values in everything the run keeps and reports (transcripts,
-            verdicts, events) and in what models are shown; the target is sent the real
-            conversation.
-
-    Returns:
-        One ScenarioResult per scenario, in the order given; trials in trial order.
-
-    Raises:
-        UserError: `settings.parallel < 1`, duplicate scenario ids, or a target that
-            cannot be built.
-    """
-    settings = settings or RunSettings()
-    if settings.parallel < 1:
-        raise UserError(f"--parallel must be at least 1, got {settings.parallel}")
-    ids = [s.id for s in scenarios]
-    if len(set(ids)) != len(ids):
-        repeated = sorted({i for i in ids if ids.count(i) > 1})
-        raise UserError(f"scenario ids must be unique; repeated: {', '.join(repeated)}")
-    prepared = [_with_expected_output(s) for s in scenarios]
-    bound = [(s, None if isinstance(s, CodeScenario) and s.target is None else targets(s))
-             for s in prepared]
-    emit: Observer = observer or _ignore
-    ctx = _Context(settings=settings, user_model=user_model, judge_model=judge_model,
-                   observer=emit, targets=targets, scrub=scrub)
-    counts = [settings.trials or s.trials for s in prepared]
-    results = [ScenarioResult(scenario_id=s.id, name=s.display_name, kind=s.kind,
-                              source=s.source, threshold=s.threshold, planned_trials=n)
-               for s, n in zip(prepared, counts, strict=True)]
-    run = RunResult(sparring_version=__version__, run_id=uuid.uuid4().hex[:12],
-                    started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                    user_model=getattr(user_model, "name", None),
-                    judge_model=getattr(judge_model, "name", None), scenarios=results,
-                    fail_on_skip=settings.fail_on_skip)
-    emit(RunStarted(len(prepared), sum(counts), run.user_model, run.judge_model))
-    started = time.perf_counter()
-    try:
-        await _run_all(bound, counts, results, ctx)
-    except anyio.get_cancelled_exc_class():
-        run.interrupted = True
-        raise
-    finally:  # also when interrupted: observers get what finished
-        for r in results:
-            r.trials.sort(key=lambda t: t.trial)
-        run.duration_ms = (time.perf_counter() - started) * 1000
-        emit(RunFinished(run))
-    return run
-
-
-async def _run_all(bound: list[tuple[AnyRunnable, Target | None]], counts: list[int],
-                   results: list[ScenarioResult], ctx: _Context) -> None:
-    limiter = anyio.CapacityLimiter(ctx.settings.parallel)
-    remaining = list(counts)
-
-    def record(index: int, result: TrialResult) -> None:
-        results[index].trials.append(result)
-        remaining[index] -= 1
-        if ctx.settings.fail_fast and not results[index].can_still_pass(remaining[index]):
-            ctx.stop = True
-        if remaining[index] == 0:
-            ctx.observer(ScenarioFinished(results[index]))
-
-    async def one(index: int, trial: int) -> None:
-        scenario, target = bound[index]
-        async with limiter:
-            if not ctx.stop:
-                await _run_trial(scenario, trial, target, ctx, trials=counts[index],
-                                on_result=lambda result: record(index, result))
-
-    async with anyio.create_task_group() as tg:
-        for index, count in enumerate(counts):
-            for trial in range(1, count + 1):
-                tg.start_soon(one, index, trial)

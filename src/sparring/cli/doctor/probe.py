@@ -18,13 +18,13 @@ from dataclasses import dataclass, field, replace
 import anyio
 import httpx
 
-from sparring.diagnosis import Exchange, Failure, Probe, TransportError
+from sparring.cli.doctor.diagnosis import Exchange, Failure, Probe, TransportError
 from sparring.errors import TARGET_TIMEOUT_HINT, RunError, TargetTimeout
-from sparring.response_paths import ResponsePathError
 from sparring.secrets import MASK, Secrets
 from sparring.target_specs import HttpTargetSpec, OpenAIChatTargetSpec
 from sparring.targets.base import Target
 from sparring.targets.registry import AnyTargetSpec, build_target
+from sparring.targets.response_paths import ResponsePathError
 from sparring.transcript import Message, Transcript
 
 _CREDENTIAL_HEADERS = ("authorization", "cookie", "api-key", "apikey", "token", "secret",

@@ -20,7 +20,7 @@ from typing import Literal
 import httpx
 from pydantic import JsonValue
 
-from sparring.response_paths import ResponsePath, ResponsePathError
+from sparring.targets.response_paths import ResponsePath, ResponsePathError
 from sparring.transcript import Message
 
 Severity = Literal["ok", "note", "warning", "problem"]

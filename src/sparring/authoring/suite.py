@@ -1,0 +1,505 @@
+"""Suites of Python tests: `Suite`, `@suite.scenario`, sessions, `should`, `unfold`, hooks.
+
+```python
+from sparring.api import AgentMessage, CustomerMessage, Suite
+
+suite = Suite(target="http://127.0.0.1:8787/chat")
+
+@suite.scenario(repetitions=3, threshold="66%")
+async def test_greets() -> None:
+    async with suite.session() as session:
+        response = await session.send("Hello!")
+        await response.should("greet the customer")
+```
+
+Run it with `sparring run test_file.py` (with every other option of `sparring run`), or from
+Python with `suite.run()` / `await suite.arun()`, which return the `RunResult` every report is
+made from. Tests run through the same runner as YAML scenarios: each repetition is a trial,
+the threshold is the pass rate required across them.
+
+A trial passes when its body returns without failing: a `should` not met or a failing
+`assert` fails it; the judge failing to decide, the target failing, or any other exception
+makes it `error`; `should`s without a judge model are `skipped` (the trial is then passed
+only on what was checked, as for YAML; `--fail-on-skip` makes that exit 3). A body with no
+assertion at all passes, like a pytest test.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+import anyio
+
+from sparring.authoring.session import (
+    Session,
+    TargetLike,
+    coerce_target,
+    open_session,
+    resolve_judge_model,
+    session_for,
+    with_overrides,
+)
+from sparring.errors import UserError
+from sparring.events import Observer
+from sparring.models.base import Model
+from sparring.results import RunResult
+from sparring.runner import RunSettings, TargetPool, run_scenarios
+from sparring.runner.code import (
+    CodeScenario,
+    HookError,
+    call_body,
+    raised_text,
+)
+from sparring.runner.context import (
+    TrialContext,
+    current_trial,
+)
+from sparring.scenario import parse_threshold
+
+if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
+    import httpx
+
+    from sparring.config import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+Hook = Callable[..., Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredTest:
+    """A test `@suite.scenario` registered: the function and its run settings."""
+
+    fn: Callable[[], Any]
+    name: str
+    source: str
+    repetitions: int
+    threshold: float
+    timeout_s: float
+
+
+class Suite:
+    """A set of Python tests against one target, with hooks and shared context.
+
+    Args:
+        target: The agent under test: an `http(s)://` URL (JSON body `{"message": ...}`,
+            whole body as reply), a target spec mapping as under `target:` in YAML (e.g.
+            `{"url": ..., "body_template": ..., "response_path": "reply"}` or
+            `{"type": "parlant", "url": ..., "agent_id": ...}`), a function
+            `agent(history)`, or a `sparring.targets.base.Target`. `None` when every test
+            opens sessions with `open_session(target)`.
+        model: Judge for `should`: `"provider:name"`, a `Model`, or `None` for the run's
+            model (`--model`, SPARRING_MODEL, `[tool.sparring]`). With no model at all,
+            `should` verdicts are `skipped`, never passed.
+        response_timeout: Seconds to wait for one agent reply (`--reply-timeout` wins).
+
+    Attributes:
+        context: A dict shared by hooks and tests (e.g. ids made in `before_all`).
+
+    Raises:
+        UserError: an argument that cannot be used (a bad URL, an invalid spec, a model
+            that is neither text nor a `Model`, a timeout not above 0); the message names
+            the argument, what was given and what is accepted.
+    """
+
+    def __init__(self, target: TargetLike | None = None, *, model: Model | str | None = None,
+                 response_timeout: float = 60) -> None:
+        _check_seconds("Suite", "response_timeout", response_timeout)
+        _check_model(model)
+        try:
+            self.target = (None if target is None
+                           else coerce_target(target, timeout_s=response_timeout))
+        except UserError as e:
+            raise UserError(f"Suite(target=...): {e}") from None
+        self.model = model
+        self.response_timeout = response_timeout
+        self.context: dict[str, Any] = {}
+        self.tests: list[RegisteredTest] = []
+        self._hooks: dict[str, list[Hook]] = {
+            "before_all": [], "after_all": [], "before_each": [], "after_each": []}
+        self._client: httpx.AsyncClient | None = None
+
+    # --- registering ---------------------------------------------------------------------
+
+    @overload
+    def scenario(self, fn: F) -> F: ...
+    @overload
+    def scenario(self, *, repetitions: int = 1, threshold: float | str = 1.0,
+                 timeout_s: float = 600) -> Callable[[F], F]: ...
+
+    def scenario(self, fn: F | None = None, *, repetitions: int = 1,
+                 threshold: float | str = 1.0, timeout_s: float = 600) -> F | Callable[[F], F]:
+        """Register a test: `@suite.scenario` or `@suite.scenario(repetitions=5,
+        threshold="80%")`.
+
+        Args:
+            repetitions: Trials to run, 1-100.
+            threshold: Pass rate required across them: `0.8`, `"80%"` or `80`; the
+                default 1.0 means every repetition must pass.
+            timeout_s: Limit for one trial, in seconds.
+
+        Raises:
+            UserError: bad repetitions, threshold or timeout_s, or a test name used twice.
+        """
+        if (not isinstance(repetitions, int) or isinstance(repetitions, bool)  # pyright: ignore[reportUnnecessaryIsInstance]
+                or not 1 <= repetitions <= 100):
+            raise UserError(f"suite.scenario(repetitions=...) must be a whole number from 1 "
+                            f"to 100, got {repetitions!r}")
+        _check_seconds("suite.scenario", "timeout_s", timeout_s)
+        try:
+            fraction = parse_threshold(threshold)
+        except ValueError as e:
+            raise UserError(f"threshold: {e}") from None
+
+        def register(test: F) -> F:
+            name = getattr(test, "__name__", type(test).__name__)
+            if any(t.name == name for t in self.tests):
+                raise UserError(f"the suite already has a test named {name!r}; rename one")
+            code = getattr(test, "__code__", None)
+            source = (f"{code.co_filename}:{code.co_firstlineno}" if code is not None
+                      else name)
+            self.tests.append(RegisteredTest(test, name, source, repetitions, fraction, timeout_s))
+            return test
+
+        return register if fn is None else register(fn)
+
+    def before_all(self, hook: F) -> F:
+        """Register `hook()` (sync or async) to run once, before the suite's first test."""
+        self._hooks["before_all"].append(hook)
+        return hook
+
+    def after_all(self, hook: F) -> F:
+        """Register `hook()` to run once, after the suite's last test (when before_all ran
+        without failing)."""
+        self._hooks["after_all"].append(hook)
+        return hook
+
+    def before_each(self, hook: F) -> F:
+        """Register `hook(test_name)` to run before each trial of each test."""
+        self._hooks["before_each"].append(hook)
+        return hook
+
+    def after_each(self, hook: F) -> F:
+        """Register `hook(test_name, passed, error)` to run after each trial; `error` is why
+        it did not pass (`None` when it passed)."""
+        self._hooks["after_each"].append(hook)
+        return hook
+
+    # --- inside tests ----------------------------------------------------------------------
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The run's shared `httpx.AsyncClient` (no redirects followed), for setup and
+        teardown calls against the agent's own API in hooks and tests.
+
+        Raises:
+            UserError: the suite is not running (the client exists only during a run).
+        """
+        if self._client is None:
+            raise UserError("suite.client exists only while the suite runs (in hooks and "
+                            "tests); use it there")
+        return self._client
+
+    def session(self, **overrides: Any) -> AbstractAsyncContextManager[Session]:
+        """A conversation with the suite's target: `async with suite.session() as s:`.
+
+        `overrides` replace fields of a target given as a spec, e.g.
+        `suite.session(customer_id="c-42")` or `agent_id=` for a Parlant target. Outside a
+        run (a script or notebook) the session judges with the suite's model or the
+        configured one.
+
+        Raises:
+            UserError: no target, or overrides that do not fit it.
+        """
+        trial = current_trial()
+        if trial is not None:
+            return session_for(trial, **overrides)
+        if self.target is None:
+            raise UserError("this suite has no target; give Suite(target=...)")
+        target = with_overrides(self.target, overrides) if overrides else self.target
+        return open_session(target, model=self.model, response_timeout=self.response_timeout)
+
+    # --- running ---------------------------------------------------------------------------
+
+    async def arun(self, *, pattern: str | None = None, settings: RunSettings | None = None,
+                   observer: Observer | None = None) -> RunResult:
+        """Run every test (those whose name matches the regex `pattern`) and return the
+        result; reports are rendered from it (`sparring.reports`).
+
+        Raises:
+            UserError: misconfiguration (bad pattern, target, model).
+            HookError: an after_all hook raised or did not return in time; `error.result`
+                holds the run's result, whose `hook_errors` and `exit_code` (3) say so too.
+        """
+        from sparring.secrets import Secrets
+
+        run = SuiteRun([self])
+        scenarios = run.scenarios(pattern=pattern)
+        secrets = Secrets.load()
+        async with AsyncExitStack() as stack:
+            judge = await resolve_judge_model(self.model, stack, fallback=True)
+            pool = await stack.enter_async_context(TargetPool(secrets=secrets))
+            async with run.active(client=pool.client) as active:
+                result = await run_scenarios(
+                    [active[s.id] for s in scenarios], targets=pool.for_scenario,
+                    user_model=None, judge_model=judge, settings=settings,
+                    observer=observer, scrub=secrets.scrub)
+        result.hook_errors.extend(run.hook_errors)
+        if run.hook_errors:
+            raise _hook_failure(run.hook_errors, result)
+        return result
+
+    def run(self, *, pattern: str | None = None, settings: RunSettings | None = None,
+            observer: Observer | None = None) -> RunResult:
+        """`arun` from synchronous code. Inside a running event loop (Jupyter, an async
+        test, a web app) the run goes to a worker thread with its own loop, so the caller's
+        loop is never re-entered or patched."""
+        def go() -> RunResult:
+            return anyio.run(lambda: self.arun(pattern=pattern, settings=settings,
+                                               observer=observer))
+
+        if not _loop_running():
+            return go()
+        outcome: list[RunResult | BaseException] = []
+
+        def work() -> None:
+            try:
+                outcome.append(go())
+            except BaseException as e:  # handed back to the caller's thread
+                outcome.append(e)
+
+        worker = threading.Thread(target=work, name="sparring-suite-run")
+        worker.start()
+        worker.join()
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
+
+    # --- for SuiteRun ----------------------------------------------------------------------
+
+    def written_in(self, path: Path) -> bool:
+        """Whether the suite belongs to the file `path`: a test of it is written there, or
+        none is written in a known file. A Suite a test file imports from another belongs to
+        that other file, so it is collected (and run) once."""
+        files = {Path(t.source.rsplit(":", 1)[0]).resolve() for t in self.tests
+                 if ":" in t.source}
+        return not files or path.resolve() in files
+
+    async def _run_hooks(self, kind: str, *args: Any, timeout_s: float | None = None,
+                         limit: str = "") -> None:
+        """Run the `kind` hooks in order with `args`, each within `timeout_s` seconds (`None`:
+        no limit; `limit` says where that limit comes from).
+
+        Raises:
+            HookError: a hook raised anything (`SystemExit` too) but the run's own
+                cancellation, or did not return in time; the message names it.
+        """
+        for hook in self._hooks[kind]:
+            what = f"{kind} hook {getattr(hook, '__name__', 'hook')}()"
+            try:
+                with anyio.move_on_after(timeout_s) as scope:
+                    await call_body(hook, *args)
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as e:
+                raise HookError(f"{what} raised {raised_text(e)}") from e
+            if scope.cancelled_caught:
+                raise HookError(f"{what} did not return within {timeout_s:g} s ({limit}); "
+                                "make it return, or raise that timeout if it is just slow")
+
+
+def _shown_path(file: str) -> str:
+    """A test file as test ids show it: relative to the current directory when it is under
+    it (`d1/test_greet.py`), else its name."""
+    path = Path(file)
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
+        return path.name
+
+
+def _loop_running() -> bool:
+    import sniffio
+
+    try:
+        sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return False
+    return True
+
+
+def _hook_failure(errors: list[str], result: RunResult) -> HookError:
+    error = HookError("; ".join(errors))
+    error.add_note("the run finished; its result is in the exception's `result`")
+    error.result = result  # type: ignore[attr-defined]
+    return error
+
+
+def _check_seconds(call: str, name: str, value: object) -> None:
+    """A duration argument must be a number of seconds above 0.
+
+    Raises:
+        UserError: naming `call(name=...)`, the value given and what is accepted.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise UserError(f"{call}({name}=...) must be a number of seconds above 0, e.g. "
+                        f"{name}=60; got {value!r}")
+
+
+def _check_model(model: object) -> None:
+    """A Suite's judge model must be `"provider:name"`, a `Model` or `None`.
+
+    Raises:
+        UserError: anything else (a spec without `provider:` included).
+    """
+    if model is None or isinstance(model, Model):
+        return
+    if isinstance(model, str):
+        if ":" in model.strip(" :"):
+            return
+        raise UserError(f"Suite(model={model!r}) names no provider; write 'provider:name', "
+                        f"e.g. 'openai:{model.strip(' :') or 'gpt-4o-mini'}' or "
+                        "'ollama:qwen2.5:7b'")
+    raise UserError(f"Suite(model=...) is the judge model: a 'provider:name' text such as "
+                    f"'openai:gpt-4o-mini', a sparring Model, or None for the run's model "
+                    f"(--model, SPARRING_MODEL); got {type(model).__name__} {model!r}")
+
+
+class SuiteRun:
+    """Suites prepared for one run: their tests as `CodeScenario`s, their hooks wired.
+
+    `sparring run` and `Suite.arun` use it: `scenarios()` to list or filter the tests, and
+    `async with run.active(client=...) as by_id:` around the run, which binds
+    `suite.client`, resolves each suite's own model, runs after_all hooks at the end
+    (failures are collected in `hook_errors`) and closes what it opened.
+
+    Args:
+        suites: The suites, in run order.
+        settings: The run's settings (CLI > env > files), which connect a suite's model
+            given as `"provider:name"` (`--base-url`, `--api-key`, timeouts, prices);
+            `None`: read from the environment and files.
+    """
+
+    def __init__(self, suites: Sequence[Suite], *, settings: Settings | None = None) -> None:
+        self.suites = list(suites)
+        self.settings = settings
+        self.hook_errors: list[str] = []
+        self._started: dict[int, bool] = {}
+        self._failed: dict[int, str] = {}
+        self._locks: dict[int, anyio.Lock] = {}
+
+    def scenarios(self, *, pattern: str | None = None,
+                  models: dict[int, Model | None] | None = None) -> list[CodeScenario]:
+        """The tests of every suite, in order; with `pattern`, those whose id or name it
+        matches (`re.search`). A test's id is `<file>::<name>`, the file relative to the
+        current directory when it is under it (see `_shown_path`).
+
+        Raises:
+            UserError: `pattern` is not a regular expression, or two tests have one id.
+        """
+        try:
+            regex = re.compile(pattern) if pattern is not None else None
+        except re.error as e:
+            raise UserError(f"pattern {pattern!r} is not a valid regular expression ({e})"
+                            ) from None
+        out: list[CodeScenario] = []
+        seen: dict[str, str] = {}
+        for suite in self.suites:
+            model = (models or {}).get(id(suite))
+            for test in suite.tests:
+                scenario = self._scenario(suite, test, model)
+                if scenario.id in seen:
+                    raise UserError(f"two tests have the id {scenario.id!r}: {seen[scenario.id]} "
+                                    f"and {test.source}; rename one (or put them in one "
+                                    "Suite, which refuses a name used twice)")
+                seen[scenario.id] = test.source
+                if regex is None or regex.search(scenario.id) or regex.search(test.name):
+                    out.append(scenario)
+        return out
+
+    def _scenario(self, suite: Suite, test: RegisteredTest, model: Model | None) -> CodeScenario:
+        fn = test.fn
+
+        async def body(trial: TrialContext) -> None:
+            await call_body(fn)
+
+        async def before() -> None:
+            await self._before_all(suite)
+            await suite._run_hooks("before_each", test.name)  # pyright: ignore[reportPrivateUsage]
+
+        async def after(passed: bool, error: str | None) -> None:
+            await suite._run_hooks(  # pyright: ignore[reportPrivateUsage]
+                "after_each", test.name, passed, error, timeout_s=test.timeout_s,
+                limit=f"the timeout_s of {test.name}")
+
+        return CodeScenario(
+            id=f"{_shown_path(test.source.rsplit(':', 1)[0])}::{test.name}",
+            display_name=test.name, body=body, target=suite.target, source=test.source,
+            trials=test.repetitions, threshold=test.threshold, timeout_s=test.timeout_s,
+            reply_timeout_s=suite.response_timeout, judge_model=model, before=before,
+            after=after)
+
+    async def _before_all(self, suite: Suite) -> None:
+        """Run the suite's before_all hooks once (the first trial to get here runs them);
+        if they failed or never finished (that trial timed out), every trial of the suite
+        fails with that error."""
+        key = id(suite)
+        async with self._locks.setdefault(key, anyio.Lock()):
+            if not self._started.get(key):
+                self._started[key] = True
+                self._failed[key] = ("the suite's before_all hooks did not finish: the trial "
+                                     "running them timed out or was interrupted")
+                try:
+                    await suite._run_hooks("before_all")  # pyright: ignore[reportPrivateUsage]
+                    del self._failed[key]
+                except HookError as e:
+                    self._failed[key] = str(e)
+        if key in self._failed:
+            raise HookError(self._failed[key])
+
+    @asynccontextmanager
+    async def active(self, *, client: httpx.AsyncClient
+                     ) -> AsyncGenerator[dict[str, CodeScenario]]:
+        """Bind the suites to a run; yields their tests by id, with their models resolved.
+
+        Raises:
+            UserError: a suite is already running, or its model cannot be resolved.
+        """
+        busy = [s for s in self.suites if s._client is not None]  # pyright: ignore[reportPrivateUsage]
+        if busy:
+            raise UserError("a suite is already running; run one suite at a time")
+        async with AsyncExitStack() as stack:
+            models = {id(s): await resolve_judge_model(s.model, stack, fallback=False,
+                                                       settings=self.settings)
+                      for s in self.suites}
+            for suite in self.suites:
+                suite._client = client  # pyright: ignore[reportPrivateUsage]
+            try:
+                yield {s.id: s for s in self.scenarios(models=models)}
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._after_all()
+                for suite in self.suites:
+                    suite._client = None  # pyright: ignore[reportPrivateUsage]
+
+    async def _after_all(self) -> None:
+        for suite in reversed(self.suites):
+            key = id(suite)
+            if self._started.get(key) and key not in self._failed:
+                longest = max((t.timeout_s for t in suite.tests), default=600)
+                try:
+                    await suite._run_hooks(  # pyright: ignore[reportPrivateUsage]
+                        "after_all", timeout_s=longest,
+                        limit="the longest timeout_s of the suite's tests")
+                except HookError as e:
+                    self.hook_errors.append(str(e))
+        self._started.clear()
+        self._failed.clear()
+

@@ -1,0 +1,128 @@
+"""Tests written in Python, as the runner runs them: `CodeScenario`, calling a sync or async
+body (sync ones in a worker thread, so timeouts and Ctrl-C still work), and hook errors."""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import anyio
+
+from sparring.models.base import Model
+from sparring.runner.context import TrialContext
+from sparring.targets.base import Target
+
+if TYPE_CHECKING:
+    from sparring.targets.registry import AnyTargetSpec
+
+T = TypeVar("T")
+
+
+# --- code-defined scenarios, for the runner -------------------------------------------------
+
+Body = Callable[[TrialContext], Awaitable[None] | None]
+"""A Python test's body: gets its trial, may be sync or async."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodeScenario:
+    """A test written in Python, run by `sparring.runner.run_scenarios` like a YAML one.
+
+    Attributes:
+        id: Unique in the run; `display_name` is shown in reports.
+        body: Called once per trial with its `TrialContext` (also `current_trial()`). A
+            failing `assert` (any AssertionError) fails the trial; any other exception makes
+            it `error`; returning with no verdict at all passes it, like a pytest test.
+        target: Spec (built by the run's target pool) or Target object; `None` when the body
+            opens its own sessions.
+        source: `file:line` of the test.
+        trials: Repetitions; `threshold`: pass rate required across them (0-1).
+        timeout_s: Limit for one trial, in seconds; `reply_timeout_s` for one reply.
+        judge_model: Judges this test's `should`s instead of the run's judge model.
+        before: Awaited before each trial's body (setup hooks); raising makes it `error`.
+        after: Awaited after each trial with `(passed, error)`; raising makes it `error`.
+    """
+
+    id: str
+    display_name: str
+    body: Body
+    target: AnyTargetSpec | Target | None = None
+    source: str | None = None
+    trials: int = 1
+    threshold: float = 1.0
+    timeout_s: float = 600
+    reply_timeout_s: float | None = None
+    judge_model: Model | None = None
+    before: Callable[[], Awaitable[None]] | None = None
+    after: Callable[[bool, str | None], Awaitable[None]] | None = None
+    kind: Literal["python"] = "python"
+
+    @property
+    def name(self) -> str:
+        """Same as `display_name` (YAML scenarios have both)."""
+        return self.display_name
+
+
+class HookError(Exception):
+    """A test hook (before_all, before_each, after_each, after_all) raised or did not return
+    in time; the message says which."""
+
+
+async def call_body(body: Callable[..., Any], *args: Any) -> None:
+    """Call a sync or async function and await its result when it is awaitable.
+
+    A sync function runs in a daemon worker thread (with the caller's context variables),
+    so the event loop stays free: timeouts and Ctrl-C still work while it blocks. Cancelled
+    (a timeout, Ctrl-C), the call is abandoned: the thread keeps running until the function
+    returns (Python cannot stop a thread) but no longer holds up the run or the process exit.
+
+    Raises:
+        BaseException: whatever `body` raises.
+    """
+    if inspect.iscoroutinefunction(body):
+        await body(*args)
+        return
+    result = await _in_thread(functools.partial(body, *args))
+    if inspect.isawaitable(result):
+        await result
+
+
+def raised_text(error: BaseException) -> str:
+    """What a test or hook raised, for messages: `ValueError: boom`, or `SystemExit(0)` for
+    exceptions whose text says nothing by itself (`SystemExit`, `KeyboardInterrupt`, an
+    empty message)."""
+    if isinstance(error, SystemExit | KeyboardInterrupt | GeneratorExit) or not str(error):
+        return f"{type(error).__name__}({', '.join(map(repr, error.args))})"
+    return f"{type(error).__name__}: {error}"
+
+
+async def _in_thread(call: Callable[[], T]) -> T:
+    """`call()` in a daemon thread; cancelling the wait abandons the thread."""
+    done = threading.Event()
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            outcome.append(context.run(call))
+        except BaseException as e:  # handed to the awaiting task
+            failure.append(e)
+        finally:
+            done.set()
+
+    name = getattr(call, "func", call)
+    threading.Thread(target=work, daemon=True,
+                     name=f"sparring {getattr(name, '__name__', 'test')}").start()
+    try:  # anyio's own worker only waits, so it is freed at once when the wait is cancelled
+        await anyio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
+    finally:
+        done.set()
+    if failure:
+        raise failure[0]
+    return outcome[0]

@@ -1,0 +1,211 @@
+"""Run scenarios: trials, concurrency, timeouts, stop conditions. Never prints.
+
+The runner drives each trial through the conversation loop of DESIGN.md section 3, runs the
+deterministic checks, makes one judge call per trial (plus one repair call if its answer
+cannot be read), and reports progress as
+events (`sparring.events`). Every trial that started gets a `TrialResult` with whatever
+transcript it got, even when the target or a model fails; such trials are `error` or
+`timed_out`, never `failed` and never `passed`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import anyio
+
+if TYPE_CHECKING:
+    import httpx
+
+    from sparring.secrets import Secrets
+
+from sparring import __version__
+from sparring.errors import UserError
+from sparring.events import (
+    Event,
+    Observer,
+    RunFinished,
+    RunStarted,
+    ScenarioFinished,
+)
+from sparring.models.base import Model
+from sparring.results import (
+    RunResult,
+    ScenarioResult,
+    TrialResult,
+)
+from sparring.runner.code import CodeScenario
+from sparring.runner.settings import AnyRunnable, RunSettings
+from sparring.runner.trial import RunContext, run_trial
+from sparring.scenario import EXPECTED_OUTPUT_ID, Criterion, SingleTurnScenario
+from sparring.targets.base import Target
+
+
+def _with_expected_output(scenario: AnyRunnable) -> AnyRunnable:
+    """Give a single-turn scenario's `expected_output` an explicit criterion for the judge."""
+    if not isinstance(scenario, SingleTurnScenario) or not scenario.expected_output:
+        return scenario
+    criterion = Criterion(
+        id=EXPECTED_OUTPUT_ID,
+        text="The reply gives the same answer as the expected output: "
+        + scenario.expected_output[:400],
+    )
+    return scenario.model_copy(update={"criteria": [*scenario.criteria, criterion]})
+
+
+class TargetPool:
+    """Builds one Target per distinct target spec, sharing one HTTP client; closes them all.
+
+    Use as `async with TargetPool(secrets=...) as pool: pool.for_scenario(s)`.
+    """
+
+    def __init__(self, *, secrets: Secrets) -> None:
+        self._secrets = secrets
+        self._targets: dict[str, Target] = {}
+        self._client: httpx.AsyncClient | None = None
+
+    async def __aenter__(self) -> TargetPool:
+        import httpx
+
+        self._client = httpx.AsyncClient(
+            follow_redirects=False, limits=httpx.Limits(max_connections=None,
+                                                         max_keepalive_connections=100))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        with anyio.CancelScope(shield=True):
+            for target in self._targets.values():
+                await target.aclose()
+            if self._client is not None:
+                await self._client.aclose()
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The HTTP client the pool's targets share (`follow_redirects=False`)."""
+        assert self._client is not None, "use TargetPool as an async context manager"
+        return self._client
+
+    def for_scenario(self, scenario: AnyRunnable) -> Target:
+        """The target of `scenario`, built on first use; a Python test's Target object is
+        used as it is (and not closed by the pool).
+
+        Raises:
+            UserError: the scenario has no target, or its target cannot be built.
+        """
+        from sparring.targets.registry import build_target
+
+        if isinstance(scenario.target, Target):
+            return scenario.target
+        if scenario.target is None:
+            raise UserError(f"scenario {scenario.id!r} ({scenario.source}) has no target: add "
+                            "`target:` to its file or to the scenario")
+        key = scenario.target.model_dump_json()
+        if key not in self._targets:
+            assert self._client is not None, "use TargetPool as an async context manager"
+            try:
+                self._targets[key] = build_target(scenario.target, client=self._client,
+                                                  secrets=self._secrets)
+            except UserError as e:
+                raise UserError(f"{scenario.source or scenario.id}: target of scenario "
+                                f"{scenario.id!r}: {e}") from None
+        return self._targets[key]
+
+
+def _ignore(event: Event) -> None:
+    """The default observer: drops every event."""
+
+
+async def run_scenarios(
+    scenarios: Sequence[AnyRunnable], *, targets: Callable[[AnyRunnable], Target],
+    user_model: Model | None, judge_model: Model | None,
+    settings: RunSettings | None = None, observer: Observer | None = None,
+    scrub: Callable[[str], str] | None = None,
+) -> RunResult:
+    """Run every trial of every scenario, `settings.parallel` trials at a time.
+
+    Args:
+        scenarios: Scenarios to run (from test files, or `CodeScenario`s: tests written in
+            Python); ids must be unique.
+        targets: Gives the Target for a scenario (e.g. `TargetPool.for_scenario`); called
+            once per scenario before anything starts, so misconfiguration fails early (not
+            for a Python test without a target), and for a Python test's session overrides.
+        user_model: Plays simulated users; `None` skips simulated scenarios.
+        judge_model: Grades criteria and `should`s; `None` marks them `skipped`.
+        settings: Concurrency, timeouts, trials override, limits, temperatures.
+        observer: Called with every event (live view, store); must not raise.
+        scrub: Masks secret values in everything the run keeps and reports (transcripts,
+            verdicts, events) and in what models are shown; the target is sent the real
+            conversation.
+
+    Returns:
+        One ScenarioResult per scenario, in the order given; trials in trial order.
+
+    Raises:
+        UserError: `settings.parallel < 1`, duplicate scenario ids, or a target that
+            cannot be built.
+    """
+    settings = settings or RunSettings()
+    if settings.parallel < 1:
+        raise UserError(f"--parallel must be at least 1, got {settings.parallel}")
+    ids = [s.id for s in scenarios]
+    if len(set(ids)) != len(ids):
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        raise UserError(f"scenario ids must be unique; repeated: {', '.join(repeated)}")
+    prepared = [_with_expected_output(s) for s in scenarios]
+    bound = [(s, None if isinstance(s, CodeScenario) and s.target is None else targets(s))
+             for s in prepared]
+    emit: Observer = observer or _ignore
+    ctx = RunContext(settings=settings, user_model=user_model, judge_model=judge_model,
+                   observer=emit, targets=targets, scrub=scrub)
+    counts = [settings.trials or s.trials for s in prepared]
+    results = [ScenarioResult(scenario_id=s.id, name=s.display_name, kind=s.kind,
+                              source=s.source, threshold=s.threshold, planned_trials=n)
+               for s, n in zip(prepared, counts, strict=True)]
+    run = RunResult(sparring_version=__version__, run_id=uuid.uuid4().hex[:12],
+                    started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                    user_model=getattr(user_model, "name", None),
+                    judge_model=getattr(judge_model, "name", None), scenarios=results,
+                    fail_on_skip=settings.fail_on_skip)
+    emit(RunStarted(len(prepared), sum(counts), run.user_model, run.judge_model))
+    started = time.perf_counter()
+    try:
+        await _run_all(bound, counts, results, ctx)
+    except anyio.get_cancelled_exc_class():
+        run.interrupted = True
+        raise
+    finally:  # also when interrupted: observers get what finished
+        for r in results:
+            r.trials.sort(key=lambda t: t.trial)
+        run.duration_ms = (time.perf_counter() - started) * 1000
+        emit(RunFinished(run))
+    return run
+
+
+async def _run_all(bound: list[tuple[AnyRunnable, Target | None]], counts: list[int],
+                   results: list[ScenarioResult], ctx: RunContext) -> None:
+    limiter = anyio.CapacityLimiter(ctx.settings.parallel)
+    remaining = list(counts)
+
+    def record(index: int, result: TrialResult) -> None:
+        results[index].trials.append(result)
+        remaining[index] -= 1
+        if ctx.settings.fail_fast and not results[index].can_still_pass(remaining[index]):
+            ctx.stop = True
+        if remaining[index] == 0:
+            ctx.observer(ScenarioFinished(results[index]))
+
+    async def one(index: int, trial: int) -> None:
+        scenario, target = bound[index]
+        async with limiter:
+            if not ctx.stop:
+                await run_trial(scenario, trial, target, ctx, trials=counts[index],
+                                on_result=lambda result: record(index, result))
+
+    async with anyio.create_task_group() as tg:
+        for index, count in enumerate(counts):
+            for trial in range(1, count + 1):
+                tg.start_soon(one, index, trial)

@@ -1,0 +1,65 @@
+"""Run settings and what the runner runs (`AnyRunnable`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+
+    from sparring.config import Settings
+
+from sparring.prompts import Limits
+from sparring.runner.code import CodeScenario
+from sparring.scenario import (
+    AnyScenario,
+)
+
+REPLY_TIMEOUT_HINT = "raise --reply-timeout (or drop it) if the agent is just slow"
+
+AnyRunnable = AnyScenario | CodeScenario
+"""What the runner runs: scenarios from test files, and tests written in Python."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSettings:
+    """How to run a suite.
+
+    Attributes:
+        parallel: Trials in flight at once, >= 1.
+        trials: Overrides every scenario's `trials` when set.
+        reply_timeout_s: Limit for one target reply, in seconds; `None` leaves it to the
+            target's own `timeout_s`.
+        conversation_timeout_s: Overrides every scenario's `timeout_s` when set.
+        fail_fast: Start no new trial once some scenario can no longer reach its threshold
+            (a single failed trial of a scenario that tolerates one does not stop the run).
+        fail_on_skip: Make the exit code 3 when steps were skipped (e.g. no model), so CI
+            cannot pass without them; see `RunResult.exit_code`.
+        limits: What the judge and simulated user see of long transcripts.
+        user_temperature: Sampling temperature of the simulated user (DESIGN.md: 0.7).
+        judge_temperature: Sampling temperature of the judge (DESIGN.md: 0).
+    """
+
+    parallel: int = 8
+    trials: int | None = None
+    reply_timeout_s: float | None = None
+    conversation_timeout_s: float | None = None
+    fail_fast: bool = False
+    fail_on_skip: bool = False
+    limits: Limits = field(default_factory=Limits)
+    user_temperature: float = 0.7
+    judge_temperature: float = 0.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, fail_fast: bool = False,
+                      fail_on_skip: bool = False) -> RunSettings:
+        """The run settings `settings` give (parallel, trials, timeouts, temperatures,
+        limits: DESIGN.md section 3 defaults where a limit is not set)."""
+        limits = Limits(**{f.name: getattr(settings, f.name) for f in fields(Limits)
+                           if getattr(settings, f.name) is not None})
+        return cls(
+            parallel=settings.parallel, trials=settings.trials,
+            reply_timeout_s=settings.reply_timeout_s,
+            conversation_timeout_s=settings.conversation_timeout_s, fail_fast=fail_fast,
+            fail_on_skip=fail_on_skip, user_temperature=settings.user_temperature,
+            judge_temperature=settings.judge_temperature, limits=limits)
