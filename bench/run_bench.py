@@ -31,11 +31,18 @@ from sparring.targets.scripted import ScriptedTarget
 
 
 def _scenarios(count: int, turns: int) -> list[SimulatedScenario]:
-    return [SimulatedScenario(
-        id=f"conversation-{i}", persona="A customer in a hurry.", goal="Get a refund.",
-        max_turns=turns, min_turns=turns,
-        criteria=["The assistant apologises", "The assistant offers a refund"],
-        restrictions=["The assistant asks for a card number"]) for i in range(count)]
+    return [
+        SimulatedScenario(
+            id=f"conversation-{i}",
+            persona="A customer in a hurry.",
+            goal="Get a refund.",
+            max_turns=turns,
+            min_turns=turns,
+            criteria=["The assistant apologises", "The assistant offers a refund"],
+            restrictions=["The assistant asks for a card number"],
+        )
+        for i in range(count)
+    ]
 
 
 _SERVER = """
@@ -55,8 +62,13 @@ with ScriptedOpenAIServer([answer] * 1_000_000) as server:
 @contextlib.contextmanager
 def _openai_server(latency_ms: float) -> Iterator[str]:
     root = Path(__file__).resolve().parent.parent
-    with subprocess.Popen([sys.executable, "-c", _SERVER, str(latency_ms / 1000)], cwd=root,
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(
+        [sys.executable, "-c", _SERVER, str(latency_ms / 1000)],
+        cwd=root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as proc:
         assert proc.stdout is not None and proc.stdin is not None
         try:
             yield proc.stdout.readline().strip()
@@ -65,24 +77,27 @@ def _openai_server(latency_ms: float) -> Iterator[str]:
 
 
 async def _bench(args: argparse.Namespace, model: Model) -> None:
-    target = ScriptedTarget([lambda t: f"Sorry about that. Reply {len(t.messages)}."]
-                            * args.turns)
+    target = ScriptedTarget([lambda t: f"Sorry about that. Reply {len(t.messages)}."] * args.turns)
     scenarios = _scenarios(args.conversations, args.turns)
     settings = RunSettings(parallel=args.conversations)
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    result = await run_scenarios(scenarios, targets=lambda s: target, user_model=model,
-                                 judge_model=model, settings=settings)
+    result = await run_scenarios(
+        scenarios, targets=lambda s: target, user_model=model, judge_model=model, settings=settings
+    )
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     ideal = (args.turns + 1) * args.latency_ms / 1000
     statuses = {s.status for s in result.scenarios}
     calls = sum(t.usage.model_calls for s in result.scenarios for t in s.trials)
     calls /= args.conversations
     turns_run = sum(t.transcript.user_turns for s in result.scenarios for t in s.trials)
-    print(f"conversations     {args.conversations} x {args.turns} turns, "
-          f"model latency {args.latency_ms} ms via {'HTTP' if args.http else 'in-process'}, "
-          f"statuses {sorted(statuses)}")
-    print(f"wall time         {wall:.3f} s  (ideal {ideal:.3f} s, ratio {wall / ideal:.3f}, "
-          f"bar 1.10)")
+    print(
+        f"conversations     {args.conversations} x {args.turns} turns, "
+        f"model latency {args.latency_ms} ms via {'HTTP' if args.http else 'in-process'}, "
+        f"statuses {sorted(statuses)}"
+    )
+    print(
+        f"wall time         {wall:.3f} s  (ideal {ideal:.3f} s, ratio {wall / ideal:.3f}, bar 1.10)"
+    )
     print(f"model calls/conv  {calls:.2f}  (turns + 1 = {args.turns + 1})")
     print(f"CPU time          {cpu:.3f} s total, {cpu / turns_run * 1e6:.0f} us per turn")
 
@@ -93,19 +108,24 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=100)
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--latency-ms", type=float, default=200)
-    parser.add_argument("--http", action="store_true",
-                        help="reach the models through the openai SDK over HTTP")
+    parser.add_argument(
+        "--http", action="store_true", help="reach the models through the openai SDK over HTTP"
+    )
     args = parser.parse_args()
     if not args.http:
-        model = ScriptedModel(handler=lambda messages, schema: example_for_schema(schema or {}),
-                              latency_seconds=args.latency_ms / 1000, name="scripted-bench")
+        model = ScriptedModel(
+            handler=lambda messages, schema: example_for_schema(schema or {}),
+            latency_seconds=args.latency_ms / 1000,
+            name="scripted-bench",
+        )
         anyio.run(_bench, args, model)
         return
     from sparring.models.openai import OpenAIModel
 
     with _openai_server(args.latency_ms) as base_url:
-        model = OpenAIModel(name="openai-compatible:bench", model="bench", base_url=base_url,
-                            api_key="bench")
+        model = OpenAIModel(
+            name="openai-compatible:bench", model="bench", base_url=base_url, api_key="bench"
+        )
         anyio.run(_bench, args, model)
 
 

@@ -38,46 +38,73 @@ async def two_turns(adapter: Adapter) -> tuple[Message, Message]:
     target = CallableTarget(adapter, name="agent")
     session = await target.open_session()
     first = await session.send(Transcript(messages=(Message(role="user", content=QUESTION),)))
-    second = await session.send(Transcript(messages=(
-        Message(role="user", content=QUESTION), first, Message(role="user", content=THANKS))))
+    second = await session.send(
+        Transcript(
+            messages=(
+                Message(role="user", content=QUESTION),
+                first,
+                Message(role="user", content=THANKS),
+            )
+        )
+    )
     await session.close()
     return first, second
 
 
 def assert_lookup(message: Message, *, result: Any) -> None:
     assert [(c.name, c.arguments, c.result) for c in message.tool_calls] == [
-        ("lookup", {"order": 7}, result)]
+        ("lookup", {"order": 7}, result)
+    ]
 
 
 async def assert_tool_called_checks_pass(adapter: Adapter) -> None:
-    scenario = ScriptedScenario.model_validate({"id": "order", "turns": [
-        {"user": QUESTION, "checks": [{"tool_called": ["lookup"]}, {"contains": "sent"}]},
-        {"user": THANKS, "checks": [{"tool_called": {"exclude": ["lookup"]}}]}]})
+    scenario = ScriptedScenario.model_validate(
+        {
+            "id": "order",
+            "turns": [
+                {"user": QUESTION, "checks": [{"tool_called": ["lookup"]}, {"contains": "sent"}]},
+                {"user": THANKS, "checks": [{"tool_called": {"exclude": ["lookup"]}}]},
+            ],
+        }
+    )
     target = CallableTarget(adapter, name="agent")
-    result = await run_scenarios([scenario], targets=lambda s: target, user_model=None,
-                                 judge_model=None, settings=RunSettings())
+    result = await run_scenarios(
+        [scenario],
+        targets=lambda s: target,
+        user_model=None,
+        judge_model=None,
+        settings=RunSettings(),
+    )
     trial = result.scenarios[0].trials[0]
     assert [(v.id, v.status) for v in trial.verdicts] == [
-        ("t1.check1", "met"), ("t1.check2", "met"), ("t2.check1", "met")]
+        ("t1.check1", "met"),
+        ("t1.check2", "met"),
+        ("t2.check1", "met"),
+    ]
     assert trial.status == "passed" and result.exit_code == 0
 
 
 def written_history() -> History:
     """A conversation the adapter did not produce (as in an unfold preload)."""
-    return [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
-            {"role": "user", "content": "Bye"}]
+    return [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello!"},
+        {"role": "user", "content": "Bye"},
+    ]
 
 
 def test_importing_the_package_imports_no_framework() -> None:
-    code = ("import sys, sparring.targets.adapters; "
-            "print(sorted(m for m in sys.modules if m.split('.')"
-            "[0] in {'pydantic_ai', 'langchain_core', 'langgraph', 'agents', 'smolagents'}))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    code = (
+        "import sys, sparring.targets.adapters; "
+        "print(sorted(m for m in sys.modules if m.split('.')"
+        "[0] in {'pydantic_ai', 'langchain_core', 'langgraph', 'agents', 'smolagents'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 # --- pydantic-ai -----------------------------------------------------------------------
+
 
 def pydantic_ai_agent(seen: list[list[Any]]) -> Any:
     from pydantic_ai import Agent
@@ -141,18 +168,26 @@ async def test_pydantic_ai_structured_output_and_written_history() -> None:
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         from pydantic_ai.messages import ToolCallPart
 
-        seen.append([p.content for m in messages for p in m.parts
-                     if isinstance(p, UserPromptPart | TextPart)])
+        seen.append(
+            [
+                p.content
+                for m in messages
+                for p in m.parts
+                if isinstance(p, UserPromptPart | TextPart)
+            ]
+        )
         return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"text": "ok"})])
 
     reply = await PydanticAIAdapter(Agent(FunctionModel(model), output_type=Answer))(
-        written_history())
+        written_history()
+    )
     assert seen[0] == ["Hi", "Hello!", "Bye"]
     assert reply.content == '{"text": "ok"}' and reply.raw == {"text": "ok"}
     assert reply.tool_calls == ()  # the output tool carries the answer, it is no action
 
 
 # --- LangChain / LangGraph ---------------------------------------------------------------
+
 
 def langgraph_agent(replies: list[Any], seen: list[list[Any]]) -> Any:
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -185,10 +220,15 @@ def langgraph_replies() -> list[Any]:
     from langchain_core.messages import AIMessage
 
     usage = {"input_tokens": 11, "output_tokens": 3, "total_tokens": 14}
-    return [AIMessage("", tool_calls=[{"name": "lookup", "args": {"order": 7}, "id": "c1"}],
-                      usage_metadata=usage),
-            AIMessage("Order 7 was sent.", usage_metadata=usage),
-            AIMessage([{"type": "text", "text": "You're"}, {"type": "text", "text": "welcome"}])]
+    return [
+        AIMessage(
+            "",
+            tool_calls=[{"name": "lookup", "args": {"order": 7}, "id": "c1"}],
+            usage_metadata=usage,
+        ),
+        AIMessage("Order 7 was sent.", usage_metadata=usage),
+        AIMessage([{"type": "text", "text": "You're"}, {"type": "text", "text": "welcome"}]),
+    ]
 
 
 async def test_langgraph_two_turns_keep_tool_calls_in_history() -> None:
@@ -197,15 +237,19 @@ async def test_langgraph_two_turns_keep_tool_calls_in_history() -> None:
     from sparring.targets.adapters.langchain import LangChainAdapter
 
     seen: list[list[Any]] = []
-    first, second = await two_turns(
-        LangChainAdapter(langgraph_agent(langgraph_replies(), seen)))
+    first, second = await two_turns(LangChainAdapter(langgraph_agent(langgraph_replies(), seen)))
     assert first.content == "Order 7 was sent."
     assert_lookup(first, result='{"order": 7, "status": "sent"}')
     assert (first.input_tokens, first.output_tokens) == (22, 6)
     assert second.content == "You're\nwelcome" and second.tool_calls == ()
     assert second.input_tokens is None
-    assert [type(m) for m in seen[-1]] == [HumanMessage, AIMessage, ToolMessage, AIMessage,
-                                           HumanMessage]
+    assert [type(m) for m in seen[-1]] == [
+        HumanMessage,
+        AIMessage,
+        ToolMessage,
+        AIMessage,
+        HumanMessage,
+    ]
 
 
 async def test_langchain_written_history_and_wrong_output_shape() -> None:
@@ -215,16 +259,19 @@ async def test_langchain_written_history_and_wrong_output_shape() -> None:
     from sparring.targets.adapters.langchain import LangChainAdapter
 
     seen: list[list[Any]] = []
-    reply = await LangChainAdapter(langgraph_agent([AIMessage("Bye!")], seen))(
-        written_history())
+    reply = await LangChainAdapter(langgraph_agent([AIMessage("Bye!")], seen))(written_history())
     assert reply.content == "Bye!"
     assert [(type(m), m.content) for m in seen[0]] == [
-        (HumanMessage, "Hi"), (AIMessage, "Hello!"), (HumanMessage, "Bye")]
+        (HumanMessage, "Hi"),
+        (AIMessage, "Hello!"),
+        (HumanMessage, "Bye"),
+    ]
     with pytest.raises(TypeError, match='returned str without a list of messages under "mes'):
         await LangChainAdapter(RunnableLambda(lambda state: "text"))(written_history())
 
 
 # --- OpenAI Agents SDK -------------------------------------------------------------------
+
 
 def openai_agents_adapter(server: ScriptedOpenAIServer) -> tuple[Any, Any]:
     from agents import Agent, OpenAIChatCompletionsModel, RunConfig, function_tool
@@ -238,17 +285,27 @@ def openai_agents_adapter(server: ScriptedOpenAIServer) -> tuple[Any, Any]:
         return {"order": order, "status": "sent"}
 
     client = AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
-    agent = Agent(name="support", instructions="Help with orders.", tools=[lookup],
-                  model=OpenAIChatCompletionsModel(model="gpt-test", openai_client=client))
+    agent = Agent(
+        name="support",
+        instructions="Help with orders.",
+        tools=[lookup],
+        model=OpenAIChatCompletionsModel(model="gpt-test", openai_client=client),
+    )
     return OpenAIAgentsAdapter(agent, run_config=RunConfig(tracing_disabled=True)), client
 
 
 def openai_agents_replies() -> list[Reply]:
-    return [Reply(tool_calls=[{"name": "lookup", "arguments": {"order": 7}, "id": "c1"}],
-                  usage={"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}),
-            Reply("Order 7 was sent.",
-                  usage={"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}),
-            Reply("You're welcome.")]
+    return [
+        Reply(
+            tool_calls=[{"name": "lookup", "arguments": {"order": 7}, "id": "c1"}],
+            usage={"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+        ),
+        Reply(
+            "Order 7 was sent.",
+            usage={"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
+        ),
+        Reply("You're welcome."),
+    ]
 
 
 async def test_openai_agents_two_turns_keep_tool_calls_in_history() -> None:
@@ -263,8 +320,7 @@ async def test_openai_agents_two_turns_keep_tool_calls_in_history() -> None:
     assert (first.input_tokens, first.output_tokens) == (30, 7)
     assert second.content == "You're welcome." and second.tool_calls == ()
     sent = server.requests[2]["messages"]
-    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "assistant",
-                                         "user"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "assistant", "user"]
     assert sent[2]["tool_calls"][0]["function"]["name"] == "lookup"
     assert sent[3]["tool_call_id"] == "c1"
 
@@ -278,10 +334,14 @@ async def test_openai_agents_written_history() -> None:
             await client.close()
     assert reply.content == "Goodbye."
     assert [(m["role"], m["content"]) for m in server.requests[0]["messages"][1:]] == [
-        ("user", "Hi"), ("assistant", "Hello!"), ("user", "Bye")]
+        ("user", "Hi"),
+        ("assistant", "Hello!"),
+        ("user", "Bye"),
+    ]
 
 
 # --- smolagents ----------------------------------------------------------------------------
+
 
 def smolagents_agent(seen: list[list[Any]]) -> Any:
     from smolagents import ToolCallingAgent, tool
@@ -305,15 +365,22 @@ def smolagents_agent(seen: list[list[Any]]) -> Any:
 
     def call(name: str, arguments: dict[str, Any], id: str) -> ChatMessage:
         return ChatMessage(
-            role=MessageRole.ASSISTANT, token_usage=TokenUsage(input_tokens=9, output_tokens=2),
-            tool_calls=[ChatMessageToolCall(ChatMessageToolCallFunction(name=name,
-                                                                        arguments=arguments),
-                                            id=id, type="function")])
+            role=MessageRole.ASSISTANT,
+            token_usage=TokenUsage(input_tokens=9, output_tokens=2),
+            tool_calls=[
+                ChatMessageToolCall(
+                    ChatMessageToolCallFunction(name=name, arguments=arguments),
+                    id=id,
+                    type="function",
+                )
+            ],
+        )
 
     class Scripted(Model):
         def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
-            texts = ["\n".join(b["text"] for b in m.content if b["type"] == "text")
-                     for m in messages]
+            texts = [
+                "\n".join(b["text"] for b in m.content if b["type"] == "text") for m in messages
+            ]
             seen.append(texts)
             if "Observation:\n{'order': 7, 'status': 'sent'}" in texts[-1]:
                 return call("final_answer", {"answer": "Order 7 was sent."}, "f1")
@@ -350,14 +417,14 @@ async def test_smolagents_written_history() -> None:
 
 # --- end to end -----------------------------------------------------------------------------
 
+
 async def test_every_adapter_passes_tool_called_checks_in_a_run() -> None:
     from sparring.targets.adapters.langchain import LangChainAdapter
     from sparring.targets.adapters.pydantic_ai import PydanticAIAdapter
     from sparring.targets.adapters.smolagents import SmolagentsAdapter
 
     await assert_tool_called_checks_pass(PydanticAIAdapter(pydantic_ai_agent([])))
-    await assert_tool_called_checks_pass(
-        LangChainAdapter(langgraph_agent(langgraph_replies(), [])))
+    await assert_tool_called_checks_pass(LangChainAdapter(langgraph_agent(langgraph_replies(), [])))
     await assert_tool_called_checks_pass(SmolagentsAdapter(smolagents_agent([])))
     with ScriptedOpenAIServer(openai_agents_replies()) as server:
         adapter, client = openai_agents_adapter(server)
@@ -377,8 +444,9 @@ async def test_remember_zero_converts_the_text_history_every_turn() -> None:
     assert [type(p) for p in seen[-1]] == [UserPromptPart, TextPart, UserPromptPart]
 
 
-async def test_an_adapter_named_by_a_callable_ref(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_adapter_named_by_a_callable_ref(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`target: {type: callable, ref: "sp_adapted:target"}` with the adapter in that module."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))  # load_callable adds the directory
@@ -387,11 +455,16 @@ async def test_an_adapter_named_by_a_callable_ref(tmp_path: Path,
         "from pydantic_ai import Agent\nfrom pydantic_ai.models.test import TestModel\n"
         "from sparring.targets.adapters.pydantic_ai import PydanticAIAdapter\n\n"
         "agent = Agent(TestModel(custom_output_text='hello from pydantic-ai'))\n"
-        "target = PydanticAIAdapter(agent)\n", encoding="utf-8")
+        "target = PydanticAIAdapter(agent)\n",
+        encoding="utf-8",
+    )
     importlib.invalidate_caches()
     async with httpx.AsyncClient() as client:
-        target = build_target(CallableTargetSpec.model_validate(
-            {"type": "callable", "ref": "sp_adapted:target"}), client=client, secrets=Secrets({}))
+        target = build_target(
+            CallableTargetSpec.model_validate({"type": "callable", "ref": "sp_adapted:target"}),
+            client=client,
+            secrets=Secrets({}),
+        )
         session = await target.open_session()
         reply = await session.send(Transcript(messages=(Message(role="user", content="hi"),)))
     assert target.name == "sp_adapted:target" and reply.content == "hello from pydantic-ai"
@@ -417,8 +490,9 @@ async def test_smolagents_code_agent_step_is_one_python_interpreter_call() -> No
 
     class Scripted(Model):
         def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
-            return ChatMessage(role=MessageRole.ASSISTANT,
-                               content=f"Thought: look it up.\n<code>\n{code}\n</code>")
+            return ChatMessage(
+                role=MessageRole.ASSISTANT, content=f"Thought: look it up.\n<code>\n{code}\n</code>"
+            )
 
     agent = CodeAgent(tools=[lookup], model=Scripted(), verbosity_level=LogLevel.OFF)
     reply = await SmolagentsAdapter(agent)([{"role": "user", "content": QUESTION}])
@@ -431,13 +505,23 @@ async def test_smolagents_code_agent_step_is_one_python_interpreter_call() -> No
 
 # --- calls that errored, were refused or never ran are still recorded --------------------
 
+
 async def assert_exclude_check_fails(adapter: Adapter, tool: str) -> None:
     """A `tool_called: {exclude: [tool]}` check is not met when the agent called `tool`."""
-    scenario = ScriptedScenario.model_validate({"id": "refund", "turns": [
-        {"user": "Refund order 7", "checks": [{"tool_called": {"exclude": [tool]}}]}]})
+    scenario = ScriptedScenario.model_validate(
+        {
+            "id": "refund",
+            "turns": [{"user": "Refund order 7", "checks": [{"tool_called": {"exclude": [tool]}}]}],
+        }
+    )
     target = CallableTarget(adapter, name="agent")
-    result = await run_scenarios([scenario], targets=lambda s: target, user_model=None,
-                                 judge_model=None, settings=RunSettings())
+    result = await run_scenarios(
+        [scenario],
+        targets=lambda s: target,
+        user_model=None,
+        judge_model=None,
+        settings=RunSettings(),
+    )
     trial = result.scenarios[0].trials[0]
     assert [(v.id, v.status) for v in trial.verdicts] == [("t1.check1", "not_met")]
     assert trial.status == "failed" and result.exit_code != 0
@@ -464,15 +548,27 @@ def smolagents_failing_agent() -> Any:
         """
         raise RuntimeError("refunds are closed")
 
-    script = iter([("refund", {"order": 7}), ("wire_money", {"to": "me"}),
-                   ("final_answer", {"answer": "Sorry."})])
+    script = iter(
+        [
+            ("refund", {"order": 7}),
+            ("wire_money", {"to": "me"}),
+            ("final_answer", {"answer": "Sorry."}),
+        ]
+    )
 
     class Scripted(Model):
         def generate(self, messages: list[Any], **kwargs: Any) -> ChatMessage:
             name, arguments = next(script)
-            return ChatMessage(role=MessageRole.ASSISTANT, tool_calls=[ChatMessageToolCall(
-                ChatMessageToolCallFunction(name=name, arguments=arguments), id=name,
-                type="function")])
+            return ChatMessage(
+                role=MessageRole.ASSISTANT,
+                tool_calls=[
+                    ChatMessageToolCall(
+                        ChatMessageToolCallFunction(name=name, arguments=arguments),
+                        id=name,
+                        type="function",
+                    )
+                ],
+            )
 
     return ToolCallingAgent(tools=[refund], model=Scripted(), verbosity_level=LogLevel.OFF)
 
@@ -481,7 +577,8 @@ async def test_smolagents_records_a_call_whose_tool_raised_or_was_unknown() -> N
     from sparring.targets.adapters.smolagents import SmolagentsAdapter
 
     reply = await SmolagentsAdapter(smolagents_failing_agent())(
-        [{"role": "user", "content": "Refund order 7"}])
+        [{"role": "user", "content": "Refund order 7"}]
+    )
     assert reply.content == "Sorry."
     [refund, wire] = reply.tool_calls
     assert (refund.name, refund.arguments, wire.name) == ("refund", {"order": 7}, "wire_money")
@@ -524,8 +621,12 @@ async def test_pydantic_ai_records_retried_and_unknown_tool_calls() -> None:
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if len(messages) == 1:
-            return ModelResponse(parts=[ToolCallPart("refund", {"order": 7}, tool_call_id="a"),
-                                        ToolCallPart("wire_money", {}, tool_call_id="b")])
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("refund", {"order": 7}, tool_call_id="a"),
+                    ToolCallPart("wire_money", {}, tool_call_id="b"),
+                ]
+            )
         return ModelResponse(parts=[TextPart("Sorry.")])
 
     def agent() -> Agent[None, str]:
@@ -554,8 +655,12 @@ def test_pydantic_ai_retry_prompt_part_answers_a_call() -> None:
 
     with pytest.warns(Warning, match="RetryPromptPart` is deprecated"):
         retry = RetryPromptPart("refunds are closed", tool_name="refund", tool_call_id="a")
-    calls = _tool_calls([ModelResponse(parts=[ToolCallPart("refund", {}, tool_call_id="a")]),
-                         ModelRequest(parts=[retry])])
+    calls = _tool_calls(
+        [
+            ModelResponse(parts=[ToolCallPart("refund", {}, tool_call_id="a")]),
+            ModelRequest(parts=[retry]),
+        ]
+    )
     assert [(c.name, c.result) for c in calls] == [("refund", "refunds are closed")]
 
 
@@ -566,15 +671,30 @@ async def test_langchain_records_failed_and_unparsable_tool_calls() -> None:
     from sparring.targets.adapters.langchain import LangChainAdapter
 
     def agent(state: dict[str, list[BaseMessage]]) -> dict[str, list[BaseMessage]]:
-        return {"messages": [*state["messages"], AIMessage(
-            "", tool_calls=[{"name": "refund", "args": {"order": 7}, "id": "a"}],
-            invalid_tool_calls=[{"name": "wire_money", "args": "{to:", "id": "b",
-                                 "error": "bad JSON", "type": "invalid_tool_call"}]),
-            ToolMessage("Error: refunds are closed", tool_call_id="a", status="error"),
-            AIMessage("Sorry.")]}
+        return {
+            "messages": [
+                *state["messages"],
+                AIMessage(
+                    "",
+                    tool_calls=[{"name": "refund", "args": {"order": 7}, "id": "a"}],
+                    invalid_tool_calls=[
+                        {
+                            "name": "wire_money",
+                            "args": "{to:",
+                            "id": "b",
+                            "error": "bad JSON",
+                            "type": "invalid_tool_call",
+                        }
+                    ],
+                ),
+                ToolMessage("Error: refunds are closed", tool_call_id="a", status="error"),
+                AIMessage("Sorry."),
+            ]
+        }
 
     reply = await LangChainAdapter(RunnableLambda(agent))(
-        [{"role": "user", "content": "Refund order 7"}])
+        [{"role": "user", "content": "Refund order 7"}]
+    )
     [refund, wire] = reply.tool_calls
     assert (refund.name, refund.result) == ("refund", "Error: refunds are closed")
     assert (wire.name, wire.arguments_raw, wire.result) == ("wire_money", "{to:", "bad JSON")
@@ -593,15 +713,21 @@ async def test_openai_agents_records_a_call_whose_tool_raised() -> None:
         """Refund an order."""
         raise RuntimeError("refunds are closed")
 
-    replies = [Reply(tool_calls=[{"name": "refund", "arguments": {"order": 7}, "id": "a"}]),
-               Reply("Sorry.")]
+    replies = [
+        Reply(tool_calls=[{"name": "refund", "arguments": {"order": 7}, "id": "a"}]),
+        Reply("Sorry."),
+    ]
     with ScriptedOpenAIServer(replies) as server:
         client = AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
-        agent = Agent(name="support", tools=[refund],
-                      model=OpenAIChatCompletionsModel(model="gpt-test", openai_client=client))
+        agent = Agent(
+            name="support",
+            tools=[refund],
+            model=OpenAIChatCompletionsModel(model="gpt-test", openai_client=client),
+        )
         try:
-            reply = await OpenAIAgentsAdapter(agent, run_config=RunConfig(
-                tracing_disabled=True))([{"role": "user", "content": "Refund order 7"}])
+            reply = await OpenAIAgentsAdapter(agent, run_config=RunConfig(tracing_disabled=True))(
+                [{"role": "user", "content": "Refund order 7"}]
+            )
         finally:
             await client.close()
     [refund_call] = reply.tool_calls
@@ -609,6 +735,7 @@ async def test_openai_agents_records_a_call_whose_tool_raised() -> None:
 
 
 # --- LangChain runnables that return only the new messages -----------------------------------
+
 
 async def test_langchain_node_shaped_output_is_appended_to_the_input() -> None:
     """A runnable returning `{"messages": [AIMessage]}` keeps the whole conversation."""
@@ -631,12 +758,24 @@ async def test_langchain_node_shaped_output_is_appended_to_the_input() -> None:
         transcript = transcript.with_message(await session.send(transcript))
     await session.close()
     assert [m.content for m in transcript.messages] == [
-        "one", "reply 1", "two", "reply 2", "three", "reply 3"]
-    assert seen[-1] == [("human", "one"), ("ai", "reply 1"), ("human", "two"),
-                        ("ai", "reply 2"), ("human", "three")]
+        "one",
+        "reply 1",
+        "two",
+        "reply 2",
+        "three",
+        "reply 3",
+    ]
+    assert seen[-1] == [
+        ("human", "one"),
+        ("ai", "reply 1"),
+        ("human", "two"),
+        ("ai", "reply 2"),
+        ("human", "three"),
+    ]
 
 
 # --- adapters reject the wrong object when built ---------------------------------------------
+
 
 def test_adapters_reject_objects_they_cannot_run() -> None:
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -651,17 +790,28 @@ def test_adapters_reject_objects_they_cannot_run() -> None:
         return "hi"
 
     cases: list[tuple[Callable[[Any], object], object, str]] = [
-        (PydanticAIAdapter, reply, "PydanticAIAdapter needs a pydantic_ai.Agent; got function "
-                                   "'test_adapters_reject_objects_they_cannot_run.<locals>.reply'"),
+        (
+            PydanticAIAdapter,
+            reply,
+            "PydanticAIAdapter needs a pydantic_ai.Agent; got function "
+            "'test_adapters_reject_objects_they_cannot_run.<locals>.reply'",
+        ),
         (PydanticAIAdapter, None, "PydanticAIAdapter needs a pydantic_ai.Agent; got None."),
         (PydanticAIAdapter, Agent, "got the class 'Agent' (pass an instance)"),
-        (SmolagentsAdapter, Agent("test"), "SmolagentsAdapter needs a smolagents agent "
-                                           "(ToolCallingAgent or CodeAgent); got a Agent object"),
+        (
+            SmolagentsAdapter,
+            Agent("test"),
+            "SmolagentsAdapter needs a smolagents agent "
+            "(ToolCallingAgent or CodeAgent); got a Agent object",
+        ),
         (OpenAIAgentsAdapter, Agent("test"), "OpenAIAgentsAdapter needs an OpenAI Agents SDK"),
         (LangChainAdapter, "graph", "LangChainAdapter needs a LangChain Runnable"),
-        (LangChainAdapter, GenericFakeChatModel(messages=iter([])),
-         "got a GenericFakeChatModel object. A chat model alone answers one message and runs "
-         "no tools: wrap it in a graph"),
+        (
+            LangChainAdapter,
+            GenericFakeChatModel(messages=iter([])),
+            "got a GenericFakeChatModel object. A chat model alone answers one message and runs "
+            "no tools: wrap it in a graph",
+        ),
     ]
     for adapter, obj, message in cases:
         with pytest.raises(TypeError) as caught:
@@ -670,7 +820,8 @@ def test_adapters_reject_objects_they_cannot_run() -> None:
 
 
 def test_a_callable_ref_to_a_misbuilt_adapter_fails_at_load(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from sparring.errors import UserError
 
     monkeypatch.chdir(tmp_path)
@@ -679,10 +830,16 @@ def test_a_callable_ref_to_a_misbuilt_adapter_fails_at_load(
     (tmp_path / "sp_misbuilt.py").write_text(
         "from sparring.targets.adapters.pydantic_ai import PydanticAIAdapter\n\n"
         "def agent(history):\n    return 'hi'\n\ntarget = PydanticAIAdapter(agent)\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     importlib.invalidate_caches()
-    with pytest.raises(UserError, match=r"sp_misbuilt:target.*TypeError: PydanticAIAdapter "
-                                        r"needs a pydantic_ai.Agent; got function 'agent'"):
-        build_target(CallableTargetSpec.model_validate(
-            {"type": "callable", "ref": "sp_misbuilt:target"}), client=httpx.AsyncClient(),
-            secrets=Secrets({}))
+    with pytest.raises(
+        UserError,
+        match=r"sp_misbuilt:target.*TypeError: PydanticAIAdapter "
+        r"needs a pydantic_ai.Agent; got function 'agent'",
+    ):
+        build_target(
+            CallableTargetSpec.model_validate({"type": "callable", "ref": "sp_misbuilt:target"}),
+            client=httpx.AsyncClient(),
+            secrets=Secrets({}),
+        )

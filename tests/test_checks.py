@@ -39,6 +39,7 @@ def run(spec: dict[str, Any], transcript: Transcript = CHAT, turn: int | None = 
 
 # --- contains / not_contains -----------------------------------------------------------
 
+
 def test_contains_whole_conversation_met_with_evidence_and_turns() -> None:
     v = run({"contains": "order number"})
     assert v.status == "met"
@@ -50,8 +51,7 @@ def test_contains_whole_conversation_met_with_evidence_and_turns() -> None:
 
 def test_contains_is_case_insensitive_by_default_and_sensitive_on_request() -> None:
     assert run({"contains": "ORDER NUMBER"}).status == "met"
-    assert run({"contains": {"value": "ORDER NUMBER", "case_sensitive": True}}).status == \
-        "not_met"
+    assert run({"contains": {"value": "ORDER NUMBER", "case_sensitive": True}}).status == "not_met"
 
 
 def test_contains_case_insensitive_non_ascii() -> None:
@@ -63,8 +63,7 @@ def test_contains_case_insensitive_non_ascii() -> None:
 def test_contains_failure_quotes_what_was_there() -> None:
     v = run({"contains": "refund"})
     assert v.status == "not_met"
-    assert v.reason == ('expected turns 1-3 to contain "refund"; turn 3 said: '
-                        '"Anything else?"')
+    assert v.reason == ('expected turns 1-3 to contain "refund"; turn 3 said: "Anything else?"')
 
 
 def test_contains_any_and_all() -> None:
@@ -74,8 +73,10 @@ def test_contains_any_and_all() -> None:
     assert 'contain "refund"' in v.reason and "4411" not in v.reason.split(";")[0]
     both = run({"contains": {"value": ["hello", "4411"], "match": "all"}})
     assert both.status == "met"
-    assert both.evidence == ('turn 1: "Hello! How can I help?"',
-                             'turn 2: "Your order number is 4411."')
+    assert both.evidence == (
+        'turn 1: "Hello! How can I help?"',
+        'turn 2: "Your order number is 4411."',
+    )
     assert both.description == 'contains "hello" and "4411"'
     assert run({"contains": ["a", "b", "c"]}).description == 'contains "a", "b" or "c"'
 
@@ -123,8 +124,9 @@ def test_not_contains() -> None:
     assert ok.description == 'does not contain "card number" or "CVV"'
     bad = run({"not_contains": ["refund", "ORDER NUMBER"]})
     assert bad.status == "not_met"
-    assert bad.reason == ('expected no reply to contain "ORDER NUMBER", but turn 2: '
-                          '"Your order number is 4411."')
+    assert bad.reason == (
+        'expected no reply to contain "ORDER NUMBER", but turn 2: "Your order number is 4411."'
+    )
     assert bad.evidence == ('turn 2: "Your order number is 4411."',)
     assert run({"not_contains": "order number"}, turn=3).status == "met"
 
@@ -140,6 +142,7 @@ def test_long_reply_is_quoted_as_excerpt() -> None:
 
 # --- regex / equals ----------------------------------------------------------------------
 
+
 def test_regex() -> None:
     v = run({"regex": r"#?\d{4}\b"})
     assert v.status == "met" and v.evidence == ('turn 2: "Your order number is 4411."',)
@@ -154,20 +157,23 @@ def test_regex_keeps_re_syntax() -> None:
     assert run({"regex": r"(?i)ORDER NUMBER is (?P<n>\d+)\."}).status == "met"
     assert run({"regex": r"^Anything else\?$"}).status == "met"
     assert run({"regex": r"(?<=is )\d{4}(?!\d)"}).status == "met"
-    assert run({"regex": {"pattern": "ÉCOLE", "ignore_case": True}},
-               convo("à l'école")).status == "met"
+    assert (
+        run({"regex": {"pattern": "ÉCOLE", "ignore_case": True}}, convo("à l'école")).status
+        == "met"
+    )
     assert run({"contains": "ÉCOLE"}, convo("à l'école")).status == "met"
 
 
-def test_catastrophic_regex_is_an_error_not_a_frozen_run(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_catastrophic_regex_is_an_error_not_a_frozen_run(monkeypatch: pytest.MonkeyPatch) -> None:
     from sparring.judging import checks
 
     monkeypatch.setattr(checks, "REGEX_TIMEOUT_S", 0.05)
     v = run({"regex": "(x+)+y"}, convo("short", "x" * 200_000))
     assert v.status == "error"
-    assert v.reason.startswith("the pattern /(x+)+y/ took over 0.05 s and was stopped on the "
-                               "200,000-character reply at turn 2; ")
+    assert v.reason.startswith(
+        "the pattern /(x+)+y/ took over 0.05 s and was stopped on the "
+        "200,000-character reply at turn 2; "
+    )
     assert "anchor it" in v.reason and "nested quantifiers" in v.reason
     # the budget is per check: the next check gets a fresh one
     assert run({"regex": "x+y?$"}, convo("x" * 200_000)).status == "met"
@@ -176,8 +182,11 @@ def test_catastrophic_regex_is_an_error_not_a_frozen_run(
 def test_invalid_regex_is_rejected_at_load_with_the_engine_the_check_runs_on() -> None:
     from pydantic import ValidationError
 
-    with pytest.raises(ValidationError, match=r"invalid regular expression 'a\{2,1\}': min "
-                                              "repeat greater than max repeat"):
+    with pytest.raises(
+        ValidationError,
+        match=r"invalid regular expression 'a\{2,1\}': min "
+        "repeat greater than max repeat",
+    ):
         check({"regex": "a{2,1}"})
 
 
@@ -187,14 +196,16 @@ def test_equals_looks_at_last_reply_in_scope() -> None:
     assert run({"equals": "Hello! How can I help?"}, turn=1).status == "met"
     assert run({"equals": {"value": "anything ELSE?", "case_sensitive": False}}).status == "met"
     v = run({"equals": "anything else?"})
-    assert v.reason == 'expected the reply to equal "anything else?"; turn 3 said: ' \
-        '"Anything else?"'
+    assert v.reason == 'expected the reply to equal "anything else?"; turn 3 said: "Anything else?"'
 
 
 # --- json_schema -------------------------------------------------------------------------
 
-SCHEMA = {"type": "object", "required": ["order", "status"],
-          "properties": {"order": {"type": "integer"}, "status": {"enum": ["late", "ok"]}}}
+SCHEMA = {
+    "type": "object",
+    "required": ["order", "status"],
+    "properties": {"order": {"type": "integer"}, "status": {"enum": ["late", "ok"]}},
+}
 
 
 def test_json_schema_met_and_evidence_canonical() -> None:
@@ -218,8 +229,10 @@ def test_json_schema_not_json() -> None:
 def test_json_schema_mismatch_names_path() -> None:
     v = run({"json_schema": SCHEMA}, convo('{"order": "x", "status": "lost"}'))
     assert v.status == "not_met"
-    assert "does not match the schema at order: 'x' is not of type 'integer' " \
+    assert (
+        "does not match the schema at order: 'x' is not of type 'integer' "
         "(and 1 more problems)" in v.reason
+    )
 
 
 def test_json_schema_invalid_schema_is_error() -> None:
@@ -230,8 +243,9 @@ def test_json_schema_invalid_schema_is_error() -> None:
     assert v.reason.startswith("the check's JSON Schema is invalid")
 
 
-@pytest.mark.parametrize("ref", ["#/definitions/nope", "https://example.com/s.json",
-                                 "other.json#/x"])
+@pytest.mark.parametrize(
+    "ref", ["#/definitions/nope", "https://example.com/s.json", "other.json#/x"]
+)
 def test_json_schema_unresolvable_ref_is_error_not_a_crash(ref: str) -> None:
     # the loader rejects these; built unvalidated, the check is an error, never an exception
     bad = JsonSchemaCheck.model_construct(schema_={"$ref": ref})
@@ -259,6 +273,7 @@ def test_json_schema_uses_last_reply() -> None:
 
 # --- tools -------------------------------------------------------------------------------
 
+
 def call(name: str, args: Any = None) -> ToolCall:
     return ToolCall.from_arguments(name, args if args is not None else {})
 
@@ -275,8 +290,10 @@ def test_tool_called_include_exclude() -> None:
     assert v.evidence == ("tools called in turns 1-2: lookup_order, refund, notify",)
     v = run({"tool_called": {"include": ["cancel"], "exclude": ["refund", "delete"]}}, TOOLS)
     assert v.status == "not_met"
-    assert v.reason == ("expected a call to cancel; expected no call to refund; "
-                        "tools called in turns 1-2: lookup_order, refund, notify")
+    assert v.reason == (
+        "expected a call to cancel; expected no call to refund; "
+        "tools called in turns 1-2: lookup_order, refund, notify"
+    )
     assert v.description == "calls cancel; never calls refund, delete"
     assert run({"tool_called": {"exclude": ["delete"]}}, TOOLS).status == "met"
 
@@ -301,13 +318,14 @@ def test_tool_called_scope_by_turn() -> None:
 def test_tool_args_subset_is_recursive() -> None:
     v = run({"tool_args": {"tool": "lookup_order", "args": {"opts": {"deep": True}}}}, TOOLS)
     assert v.status == "met"
-    assert v.evidence == ('turn 1: lookup_order {"opts": {"deep": true, "n": 2}, '
-                          '"order": 4411}',)
+    assert v.evidence == ('turn 1: lookup_order {"opts": {"deep": true, "n": 2}, "order": 4411}',)
     assert v.description == 'calls lookup_order with at least {"opts": {"deep": true}}'
     wrong = run({"tool_args": {"tool": "refund", "args": {"amount": 25}}}, TOOLS)
     assert wrong.status == "not_met"
-    assert wrong.reason == ('expected refund to be called with arguments including {"amount": 25}; '
-                            'it was called with turn 2: {"amount": 20, "order": 4411}')
+    assert wrong.reason == (
+        'expected refund to be called with arguments including {"amount": 25}; '
+        'it was called with turn 2: {"amount": 20, "order": 4411}'
+    )
 
 
 def test_tool_args_bool_is_not_a_number() -> None:
@@ -325,16 +343,18 @@ def test_tool_args_exact() -> None:
 
 def test_tool_args_lists_match_position_by_position() -> None:
     t = convo(agent("", call("f", {"items": [{"id": 1, "q": 2}, {"id": 2}]})))
-    assert run({"tool_args": {"tool": "f", "args": {"items": [{"id": 1}, {"id": 2}]}}},
-               t).status == "met"
-    assert run({"tool_args": {"tool": "f", "args": {"items": [{"id": 1}]}}},
-               t).status == "not_met"
+    assert (
+        run({"tool_args": {"tool": "f", "args": {"items": [{"id": 1}, {"id": 2}]}}}, t).status
+        == "met"
+    )
+    assert run({"tool_args": {"tool": "f", "args": {"items": [{"id": 1}]}}}, t).status == "not_met"
 
 
 def test_tool_args_no_such_call_and_unparseable_arguments() -> None:
     v = run({"tool_args": {"tool": "cancel", "args": {}}}, TOOLS)
-    assert v.reason == ("expected a call to cancel in turns 1-2; tools called: "
-                        "lookup_order, refund, notify")
+    assert v.reason == (
+        "expected a call to cancel in turns 1-2; tools called: lookup_order, refund, notify"
+    )
     broken = convo(agent("", ToolCall.from_arguments("f", "{not json")))
     v = run({"tool_args": {"tool": "f", "args": {}}}, broken)
     assert v.status == "not_met"
@@ -342,6 +362,7 @@ def test_tool_args_no_such_call_and_unparseable_arguments() -> None:
 
 
 # --- latency -----------------------------------------------------------------------------
+
 
 def test_latency_below() -> None:
     t = convo(agent("a", latency_ms=120), agent("b", latency_ms=2500), agent("c", latency_ms=None))
@@ -355,11 +376,13 @@ def test_latency_below() -> None:
     assert run({"latency_below": 2000}, t, turn=1).status == "met"
     unknown = run({"latency_below": 2000}, t, turn=3)
     assert unknown.status == "not_met"
-    assert unknown.reason == "no latency was recorded for turn 3, so 'under 2000 ms' " \
-        "cannot be shown"
+    assert (
+        unknown.reason == "no latency was recorded for turn 3, so 'under 2000 ms' cannot be shown"
+    )
 
 
 # --- scope details -----------------------------------------------------------------------
+
 
 def test_greeting_before_first_user_message_is_turn_zero() -> None:
     t = Transcript(messages=(agent("Welcome!"), *CHAT.messages))
@@ -369,17 +392,26 @@ def test_greeting_before_first_user_message_is_turn_zero() -> None:
 
 
 def test_several_agent_messages_in_one_turn_are_all_in_scope() -> None:
-    t = Transcript(messages=(Message(role="user", content="hi"), agent("part one"),
-                             agent("part two")))
+    t = Transcript(
+        messages=(Message(role="user", content="hi"), agent("part one"), agent("part two"))
+    )
     assert run({"contains": "one"}, turn=1, transcript=t).status == "met"
     assert run({"equals": "part two"}, turn=1, transcript=t).status == "met"
 
 
-@pytest.mark.parametrize("spec", [
-    {"contains": "x"}, {"not_contains": "x"}, {"regex": "x"}, {"equals": "x"},
-    {"json_schema": {"type": "object"}}, {"tool_called": ["x"]},
-    {"tool_args": {"tool": "x", "args": {}}}, {"latency_below": 10},
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"contains": "x"},
+        {"not_contains": "x"},
+        {"regex": "x"},
+        {"equals": "x"},
+        {"json_schema": {"type": "object"}},
+        {"tool_called": ["x"]},
+        {"tool_args": {"tool": "x", "args": {}}},
+        {"latency_below": 10},
+    ],
+)
 def test_every_type_has_a_description(spec: dict[str, Any]) -> None:
     text = describe(check(spec))
     assert text and "\n" not in text
@@ -395,10 +427,16 @@ def test_tool_args_exact_nested_and_subset_type_mismatch() -> None:
 
 
 def test_tool_called_include_counts_repeated_names() -> None:
-    transcript = Transcript(messages=(
-        Message(role="user", content="go"),
-        Message(role="agent", content="ok", tool_calls=tuple(
-            ToolCall.from_arguments(n, {}) for n in ("a", "b", "a")))))
+    transcript = Transcript(
+        messages=(
+            Message(role="user", content="go"),
+            Message(
+                role="agent",
+                content="ok",
+                tool_calls=tuple(ToolCall.from_arguments(n, {}) for n in ("a", "b", "a")),
+            ),
+        )
+    )
     twice_b = run_check(ToolCalledCheck(include=["b", "b"]), transcript, check_id="k")
     assert twice_b.status == "not_met" and "b (2 times)" in twice_b.reason
     twice_a = run_check(ToolCalledCheck(include=["a", "a", "b"]), transcript, check_id="k")

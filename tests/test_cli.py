@@ -23,8 +23,14 @@ EXAMPLES = Path(__file__).parent.parent / "examples"
 def sparring(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARRING_", "OPENAI_"))}
     env["COLUMNS"] = "200"  # console lines are searched below: the same at any terminal width
-    return subprocess.run([sys.executable, "-m", "sparring.cli", *args], capture_output=True,
-                          text=True, timeout=120, cwd=cwd, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "sparring.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
+    )
 
 
 def examples_against(tmp_path: Path, url: str) -> Path:
@@ -47,9 +53,16 @@ def test_examples_pass_against_the_demo_agent_without_a_model(tmp_path: Path) ->
     with DemoServer(port=0) as demo:
         demo.start()
         suite = examples_against(tmp_path, demo.url)
-        done = sparring("run", str(suite), "--output", str(tmp_path / "r.json"),
-                        "--junit", str(tmp_path / "j.xml"), "--markdown",
-                        str(tmp_path / "r.md"))
+        done = sparring(
+            "run",
+            str(suite),
+            "--output",
+            str(tmp_path / "r.json"),
+            "--junit",
+            str(tmp_path / "j.xml"),
+            "--markdown",
+            str(tmp_path / "r.md"),
+        )
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["schema_version"] == "1"
@@ -88,8 +101,16 @@ def test_models_run_through_an_openai_compatible_server(tmp_path: Path) -> None:
     with DemoServer(port=0) as demo, ScriptedOpenAIServer([valid_answer] * 4) as llm:
         demo.start()
         (tmp_path / "suite.yaml").write_text(SUITE.format(url=demo.url))
-        done = sparring("run", str(tmp_path / "suite.yaml"), "--model", "openai-compatible:t",
-                        "--base-url", llm.base_url, "--output", str(tmp_path / "r.json"))
+        done = sparring(
+            "run",
+            str(tmp_path / "suite.yaml"),
+            "--model",
+            "openai-compatible:t",
+            "--base-url",
+            llm.base_url,
+            "--output",
+            str(tmp_path / "r.json"),
+        )
     assert done.returncode == 0, done.stdout + done.stderr
     trial = json.loads((tmp_path / "r.json").read_text())["scenarios"][1]["trials"][0]
     assert trial["status"] == "passed"
@@ -113,9 +134,18 @@ def test_stopping_the_agent_mid_run_turns_the_trial_into_an_error(tmp_path: Path
     with demo, ScriptedOpenAIServer([user_then_stop_agent] * 4) as llm:
         demo.start()
         (tmp_path / "suite.yaml").write_text(SUITE.format(url=demo.url))
-        done = sparring("run", str(tmp_path / "suite.yaml"), "--model", "openai-compatible:t",
-                        "--base-url", llm.base_url, "--parallel", "1",
-                        "--output", str(tmp_path / "r.json"))
+        done = sparring(
+            "run",
+            str(tmp_path / "suite.yaml"),
+            "--model",
+            "openai-compatible:t",
+            "--base-url",
+            llm.base_url,
+            "--parallel",
+            "1",
+            "--output",
+            str(tmp_path / "r.json"),
+        )
     assert done.returncode == 3, done.stdout + done.stderr
     first, second = json.loads((tmp_path / "r.json").read_text())["scenarios"]
     assert first["status"] == "passed"
@@ -127,8 +157,10 @@ def test_stopping_the_agent_mid_run_turns_the_trial_into_an_error(tmp_path: Path
 
 def test_yaml_typo_names_file_line_and_the_intended_key(tmp_path: Path) -> None:
     path = tmp_path / "typo.yaml"
-    path.write_text("target: {url: http://127.0.0.1:9/chat}\nscenarios:\n  - id: a\n"
-                    "    goal: Get help\n    persna: Busy parent\n    criteria: [Helps]\n")
+    path.write_text(
+        "target: {url: http://127.0.0.1:9/chat}\nscenarios:\n  - id: a\n"
+        "    goal: Get help\n    persna: Busy parent\n    criteria: [Helps]\n"
+    )
     done = sparring("run", str(path))
     assert done.returncode == 2
     assert f"{path}:5:5" in done.stderr
@@ -137,8 +169,10 @@ def test_yaml_typo_names_file_line_and_the_intended_key(tmp_path: Path) -> None:
 
 def test_threshold_typo_gets_a_did_you_mean(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
-    path.write_text("target: {url: http://127.0.0.1:9/chat}\nscenarios:\n  - id: a\n"
-                    "    prompt: Hi\n    checks: [{contains: hi}]\n    threshold: 8\n")
+    path.write_text(
+        "target: {url: http://127.0.0.1:9/chat}\nscenarios:\n  - id: a\n"
+        "    prompt: Hi\n    checks: [{contains: hi}]\n    threshold: 8\n"
+    )
     done = sparring("run", str(path))
     assert done.returncode == 2
     assert "did you mean 0.8" in done.stderr
@@ -163,13 +197,16 @@ def test_list_shows_yaml_and_python_sources_relative_to_the_current_directory(
     tests = tmp_path / "tests"
     tests.mkdir()
     (tests / "order_status.yaml").write_text(
-        (EXAMPLES / "order_status.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+        (EXAMPLES / "order_status.yaml").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     (tests / "test_bot.py").write_text(
         "from sparring.api import Suite\n\nsuite = Suite(target='http://127.0.0.1:9/chat')\n"
         "\n\n@suite.scenario\nasync def test_hello() -> None:\n    pass\n",
-        encoding="utf-8")
-    listed = sparring("run", str(tests / "order_status.yaml"), str(tests / "test_bot.py"),
-                      "--list", cwd=tmp_path)
+        encoding="utf-8",
+    )
+    listed = sparring(
+        "run", str(tests / "order_status.yaml"), str(tests / "test_bot.py"), "--list", cwd=tmp_path
+    )
     assert listed.returncode == 0, listed.stderr
     sources = [line.rsplit("  ", 1)[-1] for line in listed.stdout.splitlines()[:-1]]
     assert any(s.startswith("tests/order_status.yaml:") for s in sources), sources
@@ -183,8 +220,9 @@ def test_unknown_model_provider_is_a_usage_error(tmp_path: Path) -> None:
     assert "Did you mean 'openai:gpt-4o-mini'" in done.stderr
 
 
-@pytest.mark.parametrize("args", [
-    ["run"], ["run", "no/such/dir"], ["run", str(EXAMPLES), "-k", "nomatch"]])
+@pytest.mark.parametrize(
+    "args", [["run"], ["run", "no/such/dir"], ["run", str(EXAMPLES), "-k", "nomatch"]]
+)
 def test_bad_paths_are_usage_errors(args: list[str]) -> None:
     done = sparring(*args)
     assert done.returncode == 2
@@ -222,22 +260,46 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as for a background job of a shell script
 
 
-@pytest.mark.parametrize(("signum", "background", "times"), [
-    (signal.SIGINT, False, 1), (signal.SIGTERM, False, 1), (signal.SIGTERM, True, 1),
-    (signal.SIGINT, False, 3), (signal.SIGTERM, False, 3)])
-def test_interrupt_keeps_the_trials_that_finished(tmp_path: Path, signum: int,
-                                                  background: bool, times: int) -> None:
+@pytest.mark.parametrize(
+    ("signum", "background", "times"),
+    [
+        (signal.SIGINT, False, 1),
+        (signal.SIGTERM, False, 1),
+        (signal.SIGTERM, True, 1),
+        (signal.SIGINT, False, 3),
+        (signal.SIGTERM, False, 3),
+    ],
+)
+def test_interrupt_keeps_the_trials_that_finished(
+    tmp_path: Path, signum: int, background: bool, times: int
+) -> None:
     (tmp_path / "hanging_agent.py").write_text(HANGING_AGENT)
     (tmp_path / "suite.yaml").write_text(
         "target: {type: callable, ref: 'hanging_agent:agent'}\nscenarios:\n"
         "  - {id: quick, prompt: hi, checks: [{contains: fine}]}\n"
-        "  - {id: stuck, prompt: hang, checks: [{contains: fine}]}\n")
+        "  - {id: stuck, prompt: hang, checks: [{contains: fine}]}\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPARRING_")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sparring.cli", "run", "suite.yaml", "--parallel", "1",
-         "--no-live", "--output", "r.json"], cwd=tmp_path, env=env, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        preexec_fn=_ignore_sigint if background else None)
+        [
+            sys.executable,
+            "-m",
+            "sparring.cli",
+            "run",
+            "suite.yaml",
+            "--parallel",
+            "1",
+            "--no-live",
+            "--output",
+            "r.json",
+        ],
+        cwd=tmp_path,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=_ignore_sigint if background else None,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:  # wait until the hanging trial has started
         if "stuck: trial 1/1 started" in line:
@@ -253,16 +315,20 @@ def test_interrupt_keeps_the_trials_that_finished(tmp_path: Path, signum: int,
     quick, stuck = report["scenarios"]
     assert quick["trials"][0]["status"] == "passed"
     assert (stuck["trials"][0]["status"], stuck["trials"][0]["end_reason"]) == (
-        "error", "interrupted")
+        "error",
+        "interrupted",
+    )
 
 
 def test_a_sync_agent_that_never_returns_does_not_keep_sparring_alive(tmp_path: Path) -> None:
     (tmp_path / "hanging_agent.py").write_text(HANGING_AGENT)
     (tmp_path / "suite.yaml").write_text(
         "target: {type: callable, ref: 'hanging_agent:agent'}\nscenarios:\n"
-        "  - {id: stuck, prompt: hang, checks: [{contains: fine}]}\n")
-    done = sparring("run", "suite.yaml", "--reply-timeout", "0.5", "--output", "r.json",
-                    cwd=tmp_path)
+        "  - {id: stuck, prompt: hang, checks: [{contains: fine}]}\n"
+    )
+    done = sparring(
+        "run", "suite.yaml", "--reply-timeout", "0.5", "--output", "r.json", cwd=tmp_path
+    )
     assert done.returncode == 3, done.stdout + done.stderr
     trial = json.loads((tmp_path / "r.json").read_text())["scenarios"][0]["trials"][0]
     assert "did not reply within 0.5 s" in trial["error"]
@@ -272,8 +338,13 @@ def test_fail_on_skip_turns_a_run_without_model_into_exit_3(tmp_path: Path) -> N
     with DemoServer(port=0) as demo:
         demo.start()
         suite = examples_against(tmp_path, demo.url)
-        done = sparring("run", str(suite / "refunds.yaml"), "--fail-on-skip",
-                        "--output", str(tmp_path / "r.json"))
+        done = sparring(
+            "run",
+            str(suite / "refunds.yaml"),
+            "--fail-on-skip",
+            "--output",
+            str(tmp_path / "r.json"),
+        )
     assert done.returncode == 3, done.stdout + done.stderr
     assert "exit code 3" in done.stdout and "--fail-on-skip" in done.stdout
     assert json.loads((tmp_path / "r.json").read_text())["exit_code"] == 3
@@ -283,13 +354,33 @@ def test_demo_agent_passes_sigterm_on_to_its_command(tmp_path: Path) -> None:
     (tmp_path / "hanging_agent.py").write_text(HANGING_AGENT)
     (tmp_path / "suite.yaml").write_text(
         "target: {type: callable, ref: 'hanging_agent:agent'}\nscenarios:\n"
-        "  - {id: stuck, prompt: hang, checks: [{contains: fine}]}\n")
+        "  - {id: stuck, prompt: hang, checks: [{contains: fine}]}\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPARRING_")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sparring.cli", "demo-agent", "--port", "0", "--",
-         sys.executable, "-m", "sparring.cli", "run", "suite.yaml", "--no-live",
-         "--output", "r.json"], cwd=tmp_path, env=env, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "sparring.cli",
+            "demo-agent",
+            "--port",
+            "0",
+            "--",
+            sys.executable,
+            "-m",
+            "sparring.cli",
+            "run",
+            "suite.yaml",
+            "--no-live",
+            "--output",
+            "r.json",
+        ],
+        cwd=tmp_path,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if "stuck: trial 1/1 started" in line:
@@ -304,7 +395,8 @@ def test_demo_agent_passes_sigterm_on_to_its_command(tmp_path: Path) -> None:
 def test_a_misconfigured_target_is_a_usage_error_not_a_traceback(tmp_path: Path) -> None:
     (tmp_path / "t.yaml").write_text(
         "target: {url: 'http://127.0.0.1:9/chat', body_template: {m: '{{input}}', "
-        "x: '{{Input}}'}}\nscenarios:\n  - {id: a, prompt: hi, checks: [{contains: hi}]}\n")
+        "x: '{{Input}}'}}\nscenarios:\n  - {id: a, prompt: hi, checks: [{contains: hi}]}\n"
+    )
     done = sparring("run", str(tmp_path / "t.yaml"))
     assert done.returncode == 2, done.stderr
     assert "did you mean {{input}}" in done.stderr

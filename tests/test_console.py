@@ -30,9 +30,14 @@ from tests.test_reports import (
 
 def run_events(run: RunResult) -> list[Event]:
     """The events a runner would emit for `run`, one trial after another."""
-    events: list[Event] = [RunStarted(scenarios=len(run.scenarios),
-                                      trials=sum(len(s.trials) for s in run.scenarios),
-                                      user_model=run.user_model, judge_model=run.judge_model)]
+    events: list[Event] = [
+        RunStarted(
+            scenarios=len(run.scenarios),
+            trials=sum(len(s.trials) for s in run.scenarios),
+            user_model=run.user_model,
+            judge_model=run.judge_model,
+        )
+    ]
     for s in run.scenarios:
         for t in s.trials:
             events.append(TrialStarted(s.scenario_id, s.name, t.trial, len(s.trials)))
@@ -56,22 +61,31 @@ def test_plain_mode_prints_one_line_per_event_and_the_summary() -> None:
     text = out.getvalue()
     assert "\x1b" not in text
     lines = text.splitlines()
-    assert lines[0] == ("sparring: 4 scenarios, 7 trials · user model openai:gpt-4o-mini · "
-                        "judge model openai:gpt-4o")
+    assert lines[0] == (
+        "sparring: 4 scenarios, 7 trials · user model openai:gpt-4o-mini · "
+        "judge model openai:gpt-4o"
+    )
     assert lines[1] == "▶ refund: trial 1/3 started"
     assert lines[2] == "  refund #1 t1 user: Hi, my order is late"
     assert lines[3] == "  refund #1 t1 agent (812 ms): Sorry! Let me check."
     assert "  refund #2 t2 agent (812 ms): (empty reply)" in lines
     assert "  refund #1 ✔ c1 met: The assistant apologises" in lines
-    assert ("  refund #2 ✘ c1 not met: The assistant apologises: Said sorry [31mlate]]> | not "
-            "<b>early</b>\ufffe") in lines
-    assert ("  refund #2 ⚠ r1 error: Never asks for the card number: judge answer "
-            "unparseable after one retry") in lines
+    assert (
+        "  refund #2 ✘ c1 not met: The assistant apologises: Said sorry [31mlate]]> | not "
+        "<b>early</b>\ufffe"
+    ) in lines
+    assert (
+        "  refund #2 ⚠ r1 error: Never asks for the card number: judge answer "
+        "unparseable after one retry"
+    ) in lines
     assert "✔ refund: trial 1/3 passed (goal_achieved, 2 turns, 1.2 s)" in lines
-    assert ("✘ refund: trial 2/3 failed (max_turns, 2 turns, 1.5 s): c1 The assistant "
-            "apologises: Said sorry [31mlate]]> | not <b>early</b>\ufffe") in lines
-    assert ("⚠ refund: trial 3/3 timed out (timeout, 1 turn, 0.0 s): conversation exceeded "
-            "600 s") in lines
+    assert (
+        "✘ refund: trial 2/3 failed (max_turns, 2 turns, 1.5 s): c1 The assistant "
+        "apologises: Said sorry [31mlate]]> | not <b>early</b>\ufffe"
+    ) in lines
+    assert (
+        "⚠ refund: trial 3/3 timed out (timeout, 1 turn, 0.0 s): conversation exceeded 600 s"
+    ) in lines
     assert "⏭ nomodel: trial 2/2 skipped (skipped, 0 turns, 0.0 s)" in lines
     assert ("■ refund: failed, pass rate 33.3% (1/3 passed, threshold 80%)") in lines
     assert "  pipes #1 t1 agent (40 ms): Done <script> [tools: lookup]" in lines
@@ -84,23 +98,33 @@ def test_summary_lists_failures_errors_skips_once_and_the_exit_code() -> None:
         for event in run_events(sample_run()):
             view(event)
     text = out.getvalue()
-    summary = text[text.index("sparring results"):]
+    summary = text[text.index("sparring results") :]
     row = next(line for line in summary.splitlines() if "refund" in line)
-    assert [c.strip() for c in row.split("│")[1:-1]] == ["refund", "✘ failed", "33.3%", "1/3",
-                                                         "80%"]
+    assert [c.strip() for c in row.split("│")[1:-1]] == [
+        "refund",
+        "✘ failed",
+        "33.3%",
+        "1/3",
+        "80%",
+    ]
     assert "Failures (1)" in summary
-    assert ("✘ refund · trial 2 · c1 The assistant apologises: Said sorry [31mlate]]> | not "
-            "<b>early</b>") in summary
+    assert (
+        "✘ refund · trial 2 · c1 The assistant apologises: Said sorry [31mlate]]> | not "
+        "<b>early</b>"
+    ) in summary
     assert "Errors (3)" in summary
     assert "⚠ refund · trial 3 (timeout): conversation exceeded 600 s" in summary
     assert "⚠ faq · trial 1 (target_error): http://127.0.0.1:9/chat answered HTTP 500" in summary
     assert "⚠ refund · trial 2 · r1 Never asks for the card number: judge answer" in summary
     assert text.count(NO_MODEL) == 1  # skipped work is summarised once, never per verdict
     assert f"⏭ skipped 2 trials and 1 verdict: {NO_MODEL}" in summary
-    assert ("4 scenarios (1 failed, 1 error, 1 skipped, 1 passed) · 7 trials (2 passed, "
-            "1 failed, 1 timed out, 1 error, 2 skipped) · 4.3 s") in summary
+    assert (
+        "4 scenarios (1 failed, 1 error, 1 skipped, 1 passed) · 7 trials (2 passed, "
+        "1 failed, 1 timed out, 1 error, 2 skipped) · 4.3 s"
+    ) in summary
     assert summary.rstrip().endswith(
-        "exit code 1: at least one scenario failed: the agent did not meet its criteria")
+        "exit code 1: at least one scenario failed: the agent did not meet its criteria"
+    )
 
 
 def test_sub_tests_are_counted_and_an_undecided_verdict_is_listed_once() -> None:
@@ -109,9 +133,8 @@ def test_sub_tests_are_counted_and_an_undecided_verdict_is_listed_once() -> None
         for event in run_events(unfold_run()):
             view(event)
     text = out.getvalue()
-    assert "⚠ py: trial 1/1 error (script_done, 2 sub-tests, 0.0 s): unfold1.step4.should1" \
-        in text
-    summary = text[text.index("sparring results"):]
+    assert "⚠ py: trial 1/1 error (script_done, 2 sub-tests, 0.0 s): unfold1.step4.should1" in text
+    summary = text[text.index("sparring results") :]
     assert "Errors (1)" in summary
     assert summary.count("unfold1.step4.should1") == 1
 
@@ -133,7 +156,7 @@ def test_interrupted_run_says_how_far_it_got() -> None:
     events = run_events(run)
     second_done = [i for i, e in enumerate(events) if isinstance(e, TrialFinished)][1]
     with pytest.raises(KeyboardInterrupt), ConsoleView(console=console) as view:
-        for event in events[:second_done + 3]:  # and the third trial started
+        for event in events[: second_done + 3]:  # and the third trial started
             view(event)
         raise KeyboardInterrupt
     text = out.getvalue()
@@ -209,8 +232,7 @@ def test_a_sub_test_that_replayed_its_history_says_so() -> None:
         for event in run_events(run):
             view(event)
     lines = [line.strip() for line in out.getvalue().splitlines()]
-    assert "⚠ unfold1.step4 error, history replayed (the agent's own replies): step 4" \
-        in lines
+    assert "⚠ unfold1.step4 error, history replayed (the agent's own replies): step 4" in lines
     assert "✔ unfold1.step2 passed: step 2" in lines
 
 
@@ -218,8 +240,7 @@ def test_summary_says_fail_fast_stopped_the_run() -> None:
     console, out = _plain_console()
     print_summary(cut_short_run(), console=console)
     text = out.getvalue()
-    assert "⏭ the run stopped early because of --fail-fast: 4 planned trials did not run" \
-        in text
+    assert "⏭ the run stopped early because of --fail-fast: 4 planned trials did not run" in text
     console, out = _plain_console()
     print_summary(cut_short_run(interrupted=True), console=console)
     assert "--fail-fast" not in out.getvalue()
@@ -238,8 +259,16 @@ def test_a_scenario_cut_off_in_every_trial_shows_as_interrupted() -> None:
 
 def test_a_display_bug_never_reaches_the_runner() -> None:
     console, out = _plain_console()
-    odd = Verdict.model_construct(id="c9", kind="criterion", description="d", status="odd",
-                                  reason="", evidence=(), turns=(), turn=None)
+    odd = Verdict.model_construct(
+        id="c9",
+        kind="criterion",
+        description="d",
+        status="odd",
+        reason="",
+        evidence=(),
+        turns=(),
+        turn=None,
+    )
     run = sample_run()
     with ConsoleView(console=console) as view:
         view(VerdictAdded("refund", 1, odd))  # an unknown status breaks the view ...

@@ -54,16 +54,24 @@ def tool_names(reply: DemoReply) -> list[str]:
 
 # --- the agent's rules -----------------------------------------------------------------
 
+
 def test_greets_and_asks_how_it_can_help() -> None:
     reply = chat("Hello")
     assert reply == DemoReply(
-        "Hi! Welcome to Northwind Outfitters support. How can I help you today?")
+        "Hi! Welcome to Northwind Outfitters support. How can I help you today?"
+    )
 
 
-@pytest.mark.parametrize("question", [
-    "Where is my order?", "Can you check on my order?", "my package hasn't arrived",
-    "When will my jacket arrive?", "I need a tracking update",
-])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Where is my order?",
+        "Can you check on my order?",
+        "my package hasn't arrived",
+        "When will my jacket arrive?",
+        "I need a tracking update",
+    ],
+)
 def test_asks_for_the_order_number_before_any_status(question: str) -> None:
     reply = chat(question)
     assert "order number" in reply.reply
@@ -100,8 +108,10 @@ def test_refund_inside_30_days_looks_up_then_refunds_with_a_reason() -> None:
     reply = chat("I'd like a refund please", "It's 10235, the daypack arrived damaged")
     assert reply.tool_calls == [
         {"name": "lookup_order", "arguments": {"order_id": "10235"}},
-        {"name": "create_refund",
-         "arguments": {"order_id": "10235", "reason": "damaged or defective"}},
+        {
+            "name": "create_refund",
+            "arguments": {"order_id": "10235", "reason": "damaged or defective"},
+        },
     ]
     assert "$94.50" in reply.reply
 
@@ -112,8 +122,10 @@ def test_refund_outside_30_days_is_refused_with_alternatives() -> None:
     assert "outside our 30-day refund window" in reply.reply
     assert "store credit" in reply.reply and "colleague" in reply.reply
     credit = chat("refund 10236 please", "Store credit then")
-    assert credit.tool_calls[-1] == {"name": "issue_store_credit",
-                                     "arguments": {"order_id": "10236", "amount": 189.0}}
+    assert credit.tool_calls[-1] == {
+        "name": "issue_store_credit",
+        "arguments": {"order_id": "10236", "amount": 189.0},
+    }
     assert "colleague" in chat("refund 10236 please", "yes please").reply
 
 
@@ -123,10 +135,16 @@ def test_no_refund_before_delivery() -> None:
     assert "hasn't been delivered yet" in reply.reply
 
 
-@pytest.mark.parametrize("request_text", [
-    "Can I talk to a human?", "get me an agent", "I want a real person",
-    "representative please", "let me speak to someone",
-])
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Can I talk to a human?",
+        "get me an agent",
+        "I want a real person",
+        "representative please",
+        "let me speak to someone",
+    ],
+)
 def test_hands_over_on_request(request_text: str) -> None:
     reply = chat(request_text)
     assert reply.handover is True
@@ -137,14 +155,21 @@ def test_hands_over_on_request(request_text: str) -> None:
 def test_handover_reason_names_the_topic_and_a_refusal_is_not_a_request() -> None:
     reply = chat("refund for 10236", "then get me a human")
     assert reply.tool_calls[0]["arguments"] == {
-        "reason": "customer asked for a human about refund for order #10236"}
+        "reason": "customer asked for a human about refund for order #10236"
+    }
     assert chat("I don't need a human, just check order 10238").handover is False
 
 
-@pytest.mark.parametrize("card", [
-    "4111 1111 1111 1111", "4111-1111-1111-1111", "4111111111111111", "3782 822463 10005",
-    "6011000990139424",
-])
+@pytest.mark.parametrize(
+    "card",
+    [
+        "4111 1111 1111 1111",
+        "4111-1111-1111-1111",
+        "4111111111111111",
+        "3782 822463 10005",
+        "6011000990139424",
+    ],
+)
 def test_refuses_card_numbers_without_echoing_them(card: str) -> None:
     reply = chat(f"refund order 10235 to my card {card} please")
     assert "can't accept card details" in reply.reply
@@ -162,11 +187,15 @@ def test_card_detection_spares_order_lists_and_later_turns_ignore_the_card() -> 
 
 
 def test_never_asks_for_card_details_anywhere() -> None:
-    conversations = [("Hello",), ("refund please", "10235"), ("refund 10236",),
-                     ("how do I pay?",), ("where is 10237",)]
+    conversations = [
+        ("Hello",),
+        ("refund please", "10235"),
+        ("refund 10236",),
+        ("how do I pay?",),
+        ("where is 10237",),
+    ]
     for conversation in conversations:
-        assert not re.search(r"(your|full) card number|cvv|expiry", chat(*conversation).reply,
-                             re.I)
+        assert not re.search(r"(your|full) card number|cvv|expiry", chat(*conversation).reply, re.I)
 
 
 def test_shipping_and_return_policy_answers() -> None:
@@ -180,7 +209,8 @@ def test_shipping_and_return_policy_answers() -> None:
 
 def test_apologises_to_an_impatient_customer_and_says_what_else_it_can_do() -> None:
     assert chat("This is ridiculous!! Where is my package?").reply.startswith(
-        "Hi, thanks for contacting Northwind Outfitters! I'm sorry for the frustration")
+        "Hi, thanks for contacting Northwind Outfitters! I'm sorry for the frustration"
+    )
     fallback = chat("Hello", "What's the weather like?").reply
     assert "order's status" in fallback and "connect you with a member of our team" in fallback
 
@@ -194,16 +224,19 @@ def test_payments_cancellations_and_accepting_an_offered_colleague() -> None:
 
 
 def test_is_deterministic_and_reads_agent_roles_as_assistant() -> None:
-    history = [{"role": "user", "content": "refund please"},
-               {"role": "agent", "content": "Your order number?"},
-               {"role": "tool", "content": "ignored"},
-               {"role": "user", "content": "10235"}]
+    history = [
+        {"role": "user", "content": "refund please"},
+        {"role": "agent", "content": "Your order number?"},
+        {"role": "tool", "content": "ignored"},
+        {"role": "user", "content": "10235"},
+    ]
     assert respond(history) == respond(history)
     assert tool_names(respond(history)) == ["lookup_order", "create_refund"]
     assert set(ORDERS) == {"10234", "10235", "10236", "10237", "10238"}
 
 
 # --- the HTTP server -------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[DemoServer]:
@@ -225,9 +258,13 @@ def test_health_and_unknown_paths(client: httpx.Client) -> None:
 
 
 def test_chat_endpoint_takes_message_and_history(client: httpx.Client) -> None:
-    body = {"message": "10235",
-            "history": [{"role": "user", "content": "I want a refund"},
-                        {"role": "assistant", "content": "What's your order number?"}]}
+    body = {
+        "message": "10235",
+        "history": [
+            {"role": "user", "content": "I want a refund"},
+            {"role": "assistant", "content": "What's your order number?"},
+        ],
+    }
     data = client.post("/chat", json=body).json()
     assert set(data) == {"reply", "tool_calls", "handover"}
     assert [c["name"] for c in data["tool_calls"]] == ["lookup_order", "create_refund"]
@@ -235,24 +272,24 @@ def test_chat_endpoint_takes_message_and_history(client: httpx.Client) -> None:
     assert client.post("/chat", json={"message": "human please"}).json()["handover"] is True
 
 
-@pytest.mark.parametrize(("body", "hint"), [
-    (b"{not json", "not valid JSON"),
-    (b"", "body is empty"),
-    (b"[1, 2]", "JSON object"),
-    (b'{"history": []}', "`message`"),
-    (b'{"message": "hi", "history": "earlier"}', "`history` must be a list"),
-])
-def test_bad_chat_bodies_get_400_with_a_hint(client: httpx.Client, body: bytes,
-                                             hint: str) -> None:
-    response = client.post("/chat", content=body,
-                           headers={"Content-Type": "application/json"})
+@pytest.mark.parametrize(
+    ("body", "hint"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b"", "body is empty"),
+        (b"[1, 2]", "JSON object"),
+        (b'{"history": []}', "`message`"),
+        (b'{"message": "hi", "history": "earlier"}', "`history` must be a list"),
+    ],
+)
+def test_bad_chat_bodies_get_400_with_a_hint(client: httpx.Client, body: bytes, hint: str) -> None:
+    response = client.post("/chat", content=body, headers={"Content-Type": "application/json"})
     assert response.status_code == 400
     assert hint in response.json()["error"]["message"]
 
 
 def _sse_events(text: str) -> list[str]:
-    return [line.removeprefix("data: ") for line in text.splitlines()
-            if line.startswith("data: ")]
+    return [line.removeprefix("data: ") for line in text.splitlines() if line.startswith("data: ")]
 
 
 def test_stream_endpoint_sends_the_same_reply_as_sse(client: httpx.Client) -> None:
@@ -270,18 +307,26 @@ def test_stream_endpoint_sends_the_same_reply_as_sse(client: httpx.Client) -> No
 
 def test_openai_compatible_endpoint_works_with_the_openai_sdk(server: DemoServer) -> None:
     with openai.OpenAI(base_url=f"{server.url}/v1", api_key="demo") as sdk:
-        completion = sdk.chat.completions.create(model="demo", messages=[
-            {"role": "system", "content": "ignored"},
-            {"role": "user", "content": "refund for order 10235 please"}])
+        completion = sdk.chat.completions.create(
+            model="demo",
+            messages=[
+                {"role": "system", "content": "ignored"},
+                {"role": "user", "content": "refund for order 10235 please"},
+            ],
+        )
         message = completion.choices[0].message
         assert message.content is not None and "$94.50" in message.content
         calls = message.tool_calls or []
         assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [
             ("lookup_order", {"order_id": "10235"}),
-            ("create_refund", {"order_id": "10235", "reason": "customer request"})]
+            ("create_refund", {"order_id": "10235", "reason": "customer request"}),
+        ]
         assert completion.choices[0].finish_reason == "tool_calls"
-        stream = sdk.chat.completions.create(model="demo", stream=True, messages=[
-            {"role": "user", "content": [{"type": "text", "text": "Hello"}]}])
+        stream = sdk.chat.completions.create(
+            model="demo",
+            stream=True,
+            messages=[{"role": "user", "content": [{"type": "text", "text": "Hello"}]}],
+        )
         text = "".join(chunk.choices[0].delta.content or "" for chunk in stream)
         assert text == "Hi! Welcome to Northwind Outfitters support. How can I help you today?"
 
@@ -289,8 +334,10 @@ def test_openai_compatible_endpoint_works_with_the_openai_sdk(server: DemoServer
 def test_openai_endpoint_rejects_bad_messages(client: httpx.Client) -> None:
     no_messages = client.post("/v1/chat/completions", json={"model": "demo"})
     assert no_messages.status_code == 400 and "`messages`" in no_messages.text
-    ends_with_assistant = client.post("/v1/chat/completions", json={
-        "model": "demo", "messages": [{"role": "assistant", "content": "hi"}]})
+    ends_with_assistant = client.post(
+        "/v1/chat/completions",
+        json={"model": "demo", "messages": [{"role": "assistant", "content": "hi"}]},
+    )
     assert ends_with_assistant.status_code == 400
 
 
@@ -308,12 +355,16 @@ def test_serve_binds_a_free_port_and_stops_cleanly() -> None:
 
 
 def test_demo_agent_command_lists_every_endpoint_and_the_examples_port() -> None:
-    done = CliRunner().invoke(cli, ["demo-agent", "--port", "0", "--", sys.executable, "-c",
-                                    "pass"])
+    done = CliRunner().invoke(
+        cli, ["demo-agent", "--port", "0", "--", sys.executable, "-c", "pass"]
+    )
     assert done.exit_code == 0, done.output
-    assert re.search(r"Demo agent listening on http://127\.0\.0\.1:\d+ \(GET /health, POST "
-                     r"/chat, POST /chat/stream, POST /v1/chat/completions, Parlant's "
-                     r"/sessions, POST /a2a\)", done.stderr)
+    assert re.search(
+        r"Demo agent listening on http://127\.0\.0\.1:\d+ \(GET /health, POST "
+        r"/chat, POST /chat/stream, POST /v1/chat/completions, Parlant's "
+        r"/sessions, POST /a2a\)",
+        done.stderr,
+    )
     assert "Note: the examples in examples/ point at port 8787" in done.stderr
 
 
@@ -328,18 +379,22 @@ def test_a_port_in_use_is_explained_with_the_examples_port() -> None:
     assert done.exit_code == 2
     for said in (done.stderr, str(exited.value.code)):
         assert said.startswith(f"error: cannot listen on 127.0.0.1:{port} (")
-        assert ("pick another port with --port, or stop what is using it (the examples in "
-                "examples/ point at port 8787: to run them against another port, change the "
-                "8787 in their urls)") in said
+        assert (
+            "pick another port with --port, or stop what is using it (the examples in "
+            "examples/ point at port 8787: to run them against another port, change the "
+            "8787 in their urls)"
+        ) in said
 
 
 # --- the Parlant session API ------------------------------------------------------------
 
+
 def _events_until_ready(client: httpx.Client, session: str, offset: int) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     while not any(e["data"].get("status") == "ready" for e in events if e["kind"] == "status"):
-        batch = client.get(f"/sessions/{session}/events",
-                           params={"min_offset": offset, "wait_for_data": 10}).json()
+        batch = client.get(
+            f"/sessions/{session}/events", params={"min_offset": offset, "wait_for_data": 10}
+        ).json()
         events += batch
         offset = batch[-1]["offset"] + 1
     return events
@@ -350,8 +405,10 @@ def test_parlant_api_answers_customer_events_like_parlant(client: httpx.Client) 
     created = client.post("/sessions", json={"agent_id": "northwind", "customer_id": "c1"})
     assert created.status_code == 201 and created.json()["mode"] == "auto"
     session = created.json()["id"]
-    posted = client.post(f"/sessions/{session}/events", json={
-        "kind": "message", "source": "customer", "message": "Where is 10237?"})
+    posted = client.post(
+        f"/sessions/{session}/events",
+        json={"kind": "message", "source": "customer", "message": "Where is 10237?"},
+    )
     assert posted.status_code == 201 and posted.json()["offset"] == 0
     events = _events_until_ready(client, session, 1)
     statuses = [e["data"]["status"] for e in events if e["kind"] == "status"]
@@ -370,21 +427,27 @@ def test_parlant_api_answers_customer_events_like_parlant(client: httpx.Client) 
 def test_parlant_api_manual_mode_history_and_errors(client: httpx.Client) -> None:
     session = client.post("/sessions", json={"agent_id": "northwind"}).json()["id"]
     assert client.patch(f"/sessions/{session}", json={"mode": "manual"}).json()["mode"] == "manual"
-    for source, text in [("customer", "I want a refund"),
-                         ("human_agent_on_behalf_of_ai_agent", "Your order number?")]:
-        client.post(f"/sessions/{session}/events",
-                    json={"kind": "message", "source": source, "message": text})
+    for source, text in [
+        ("customer", "I want a refund"),
+        ("human_agent_on_behalf_of_ai_agent", "Your order number?"),
+    ]:
+        client.post(
+            f"/sessions/{session}/events",
+            json={"kind": "message", "source": source, "message": text},
+        )
     everything = client.get(f"/sessions/{session}/events", params={"wait_for_data": 0}).json()
     assert [e["source"] for e in everything] == ["customer", "human_agent_on_behalf_of_ai_agent"]
-    waited = client.get(f"/sessions/{session}/events", params={"min_offset": 2,
-                                                               "wait_for_data": 0})
+    waited = client.get(f"/sessions/{session}/events", params={"min_offset": 2, "wait_for_data": 0})
     assert waited.json() == []
-    timed_out = client.get(f"/sessions/{session}/events", params={"min_offset": 2,
-                                                                  "wait_for_data": 1})
+    timed_out = client.get(
+        f"/sessions/{session}/events", params={"min_offset": 2, "wait_for_data": 1}
+    )
     assert timed_out.status_code == 504
     client.patch(f"/sessions/{session}", json={"mode": "auto"})
-    client.post(f"/sessions/{session}/events",
-                json={"kind": "message", "source": "customer", "message": "10235"})
+    client.post(
+        f"/sessions/{session}/events",
+        json={"kind": "message", "source": "customer", "message": "10235"},
+    )
     events = _events_until_ready(client, session, 3)
     tools = [c["tool_id"] for e in events if e["kind"] == "tool" for c in e["data"]["tool_calls"]]
     assert tools == ["northwind:lookup_order", "northwind:create_refund"]
@@ -396,6 +459,7 @@ def test_parlant_api_manual_mode_history_and_errors(client: httpx.Client) -> Non
 
 
 # --- the example suite -----------------------------------------------------------------
+
 
 def _load(path: Path) -> TestFile:
     return TestFile.model_validate(YAML(typ="safe").load(path.read_text()))
@@ -411,8 +475,9 @@ def test_examples_use_every_scenario_kind_check_type_and_target() -> None:
     scenarios = [s for f in files for s in f.scenarios]
     assert {s.kind for s in scenarios} == {"simulated", "scripted", "single_turn"}
     checks = [c for s in scenarios for c in s.checks]
-    checks += [c for s in scenarios if isinstance(s, ScriptedScenario)
-               for t in s.turns for c in t.checks]
+    checks += [
+        c for s in scenarios if isinstance(s, ScriptedScenario) for t in s.turns for c in t.checks
+    ]
     assert {c.type for c in checks} == set(CHECK_TYPES)
     urls = {f.target.url for f in files if isinstance(f.target, HttpTargetSpec)}
     assert {u.rsplit("/", 1)[-1] for u in urls} == {"chat", "stream"}
@@ -429,8 +494,9 @@ def _local(spec: Any, server: DemoServer) -> Any:
     return spec.model_copy(update={"url": spec.url.replace("http://127.0.0.1:8787", server.url)})
 
 
-async def _run_checks(scenario: ScriptedScenario | SingleTurnScenario, spec: Any,
-                      http: httpx.AsyncClient) -> list[str]:
+async def _run_checks(
+    scenario: ScriptedScenario | SingleTurnScenario, spec: Any, http: httpx.AsyncClient
+) -> list[str]:
     """Play the scenario's user messages against the demo; return checks that were not met."""
     target = build_target(spec, client=http, secrets=Secrets({}))
     turns = scenario.turns if isinstance(scenario, ScriptedScenario) else []

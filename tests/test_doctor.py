@@ -40,8 +40,15 @@ class Stage:
     routes: dict[str, Route] = field(default_factory=dict[str, Route])
     release: threading.Event = field(default_factory=threading.Event)
 
-    def route(self, path: str, status: int, body: bytes | str, *,
-              content_type: str = "application/json", **headers: str) -> str:
+    def route(
+        self,
+        path: str,
+        status: int,
+        body: bytes | str,
+        *,
+        content_type: str = "application/json",
+        **headers: str,
+    ) -> str:
         data = body.encode() if isinstance(body, str) else body
         all_headers = {"Content-Type": content_type, **headers}
         self.routes[path] = lambda _: (status, all_headers, data)
@@ -61,8 +68,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if path == "/echo":  # answers with what it got, secrets and all
             seen = {"headers": dict(self.headers.items()), "body": body}
-            status, headers, payload = 200, {"Content-Type": "application/json"}, json.dumps(
-                {"reply": "got it", "seen": seen}).encode()
+            status, headers, payload = (
+                200,
+                {"Content-Type": "application/json"},
+                json.dumps({"reply": "got it", "seen": seen}).encode(),
+            )
         elif path in stage.routes:
             status, headers, payload = stage.routes[path](dict(self.headers.items()))
         else:
@@ -107,14 +117,27 @@ def demo() -> Iterator[DemoServer]:
         yield server
 
 
-def a2a_agent(stage: Stage, result: Callable[[str], Any], *,
-              interface_url: str | None = None) -> str:
+def a2a_agent(
+    stage: Stage, result: Callable[[str], Any], *, interface_url: str | None = None
+) -> str:
     """An A2A 1.0 agent on `stage` at `/rpc`: its card, and a JSON-RPC endpoint answering
     `result(X-Key header)` as the `result`; returns the agent's base url."""
-    card = {"name": "staged", "description": "d", "version": "1", "capabilities": {},
-            "defaultInputModes": ["text"], "defaultOutputModes": ["text"], "skills": [],
-            "supportedInterfaces": [{"url": interface_url or f"{stage.base}/rpc/",
-                                     "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]}
+    card = {
+        "name": "staged",
+        "description": "d",
+        "version": "1",
+        "capabilities": {},
+        "defaultInputModes": ["text"],
+        "defaultOutputModes": ["text"],
+        "skills": [],
+        "supportedInterfaces": [
+            {
+                "url": interface_url or f"{stage.base}/rpc/",
+                "protocolBinding": "JSONRPC",
+                "protocolVersion": "1.0",
+            }
+        ],
+    }
     stage.route("/rpc/.well-known/agent-card.json", 200, json.dumps(card))
 
     def answer(headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
@@ -143,10 +166,17 @@ def diagnosis(result: Result) -> str:
 
 # --- what works ---------------------------------------------------------------------------
 
+
 def test_demo_agent_answers_and_doctor_exits_0(tmp_path: Path, demo: DemoServer) -> None:
-    file = target_file(tmp_path, {"url": f"{demo.url}/chat", "response_path": "reply",
-                                  "tool_calls_path": "tool_calls",
-                                  "body_template": {"message": "{{input}}"}})
+    file = target_file(
+        tmp_path,
+        {
+            "url": f"{demo.url}/chat",
+            "response_path": "reply",
+            "tool_calls_path": "tool_calls",
+            "body_template": {"message": "{{input}}"},
+        },
+    )
     result = doctor(file, "--message", "Where is my order 10234?")
     assert result.exit_code == 0, result.output
     out = result.output
@@ -160,10 +190,18 @@ def test_demo_agent_answers_and_doctor_exits_0(tmp_path: Path, demo: DemoServer)
     assert "\x1b[" not in out  # no colour codes outside a terminal
 
 
-def test_openai_chat_exchanges_are_recorded_with_the_key_masked(tmp_path: Path,
-                                                                demo: DemoServer) -> None:
-    file = target_file(tmp_path, {"type": "openai_chat", "base_url": f"{demo.url}/v1",
-                                  "model": "demo", "api_key": "literal-key-0123456789"})
+def test_openai_chat_exchanges_are_recorded_with_the_key_masked(
+    tmp_path: Path, demo: DemoServer
+) -> None:
+    file = target_file(
+        tmp_path,
+        {
+            "type": "openai_chat",
+            "base_url": f"{demo.url}/v1",
+            "model": "demo",
+            "api_key": "literal-key-0123456789",
+        },
+    )
     result = doctor(file)
     assert result.exit_code == 0, result.output
     assert f"POST {demo.url}/v1/chat/completions" in result.output
@@ -174,15 +212,17 @@ def test_openai_chat_exchanges_are_recorded_with_the_key_masked(tmp_path: Path,
 
 
 def test_a2a_and_parlant_targets_are_recorded_through_the_shared_client(
-        tmp_path: Path, demo: DemoServer, stage: Stage) -> None:
+    tmp_path: Path, demo: DemoServer, stage: Stage
+) -> None:
     a2a = doctor(target_file(tmp_path, {"type": "a2a", "url": f"{demo.url}/a2a"}))
     assert a2a.exit_code == 0, a2a.output
     assert f"GET {demo.url}/a2a/.well-known/agent-card.json" in a2a.output
     assert f"POST {demo.url}/a2a" in a2a.output
     assert "Reply: 'Hi! Welcome to Northwind" in a2a.output
 
-    parlant = doctor(target_file(tmp_path, {"type": "parlant", "url": demo.url,
-                                            "agent_id": "northwind"}))
+    parlant = doctor(
+        target_file(tmp_path, {"type": "parlant", "url": demo.url, "agent_id": "northwind"})
+    )
     assert parlant.exit_code == 0, parlant.output
     assert "Request 4 (ends the conversation)" in parlant.output
     assert "DELETE " in parlant.output
@@ -219,11 +259,13 @@ def test_callable_target_runs_in_process(tmp_path: Path) -> None:
     assert "PROBLEM: the function returned an empty reply" in diagnosis(empty)
 
 
-def test_target_of_a_test_file_and_of_a_chosen_scenario(tmp_path: Path, stage: Stage,
-                                                        demo: DemoServer) -> None:
+def test_target_of_a_test_file_and_of_a_chosen_scenario(
+    tmp_path: Path, stage: Stage, demo: DemoServer
+) -> None:
     broken = stage.route("/broken", 500, '{"detail": "boom"}')
     file = tmp_path / "suite.yaml"
-    file.write_text(f"""\
+    file.write_text(
+        f"""\
 target: {{url: "{demo.url}/chat", response_path: reply}}
 scenarios:
   - id: greeting
@@ -231,11 +273,14 @@ scenarios:
   - id: other
     target: {{url: "{broken}"}}
     turns: [{{user: Hi, checks: [{{contains: x}}]}}]
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     several = doctor(str(file))
     assert isinstance(several.exception, ConfigError)
     assert "2 different targets; choose one with --scenario ID (ids: greeting, other)" in str(
-        several.exception)
+        several.exception
+    )
     assert doctor(str(file), "--scenario", "greeting").exit_code == 0
     other = doctor(str(file), "--scenario", "other")
     assert other.exit_code == 3
@@ -244,23 +289,35 @@ scenarios:
 
 # --- the usual mistakes -------------------------------------------------------------------
 
-def test_wrong_response_path_suggests_the_path_of_the_reply(tmp_path: Path,
-                                                            demo: DemoServer) -> None:
+
+def test_wrong_response_path_suggests_the_path_of_the_reply(
+    tmp_path: Path, demo: DemoServer
+) -> None:
     file = target_file(tmp_path, {"url": f"{demo.url}/chat", "response_path": "answer"})
     result = doctor(file)
     assert result.exit_code == 3
     found = diagnosis(result)
-    assert "PROBLEM: `response_path: answer` is not in the reply; keys at the top of the " \
+    assert (
+        "PROBLEM: `response_path: answer` is not in the reply; keys at the top of the "
         "body: reply, tool_calls, handover" in found
+    )
     assert "fix: set `response_path: reply` (it holds 'Hi! Welcome to Northwind" in found
     assert "add `tool_calls_path: tool_calls`" in found
 
 
-def test_whole_body_as_reply_is_a_warning_with_the_path_to_use(tmp_path: Path,
-                                                              stage: Stage) -> None:
-    url = stage.route("/nested", 200, json.dumps(
-        {"id": "msg_123", "data": {"messages": [{"role": "assistant",
-                                                 "text": "Your order has shipped."}]}}))
+def test_whole_body_as_reply_is_a_warning_with_the_path_to_use(
+    tmp_path: Path, stage: Stage
+) -> None:
+    url = stage.route(
+        "/nested",
+        200,
+        json.dumps(
+            {
+                "id": "msg_123",
+                "data": {"messages": [{"role": "assistant", "text": "Your order has shipped."}]},
+            }
+        ),
+    )
     result = doctor(target_file(tmp_path, {"url": url}))
     assert result.exit_code == 0  # it works, just probably not as meant
     assert "WARNING: `response_path` is '$'" in diagnosis(result)
@@ -271,8 +328,10 @@ def test_redirect_says_to_use_the_final_url(tmp_path: Path, stage: Stage) -> Non
     url = stage.route("/old", 301, "", content_type="text/plain", Location="/v2/chat")
     result = doctor(target_file(tmp_path, {"url": url}))
     assert result.exit_code == 3
-    assert f"redirects are not followed: use the final URL, `url: {stage.base}/v2/chat`" in \
-        diagnosis(result)
+    assert (
+        f"redirects are not followed: use the final URL, `url: {stage.base}/v2/chat`"
+        in diagnosis(result)
+    )
 
 
 def test_http_500_shows_the_body(tmp_path: Path, stage: Stage) -> None:
@@ -280,8 +339,10 @@ def test_http_500_shows_the_body(tmp_path: Path, stage: Stage) -> None:
     result = doctor(target_file(tmp_path, {"url": url}))
     assert result.exit_code == 3
     found = diagnosis(result)
-    assert "PROBLEM: the agent answered HTTP 500 Internal Server Error; body starts: " \
-        "'{\"detail\": \"KeyError: message\"}'" in found
+    assert (
+        "PROBLEM: the agent answered HTTP 500 Internal Server Error; body starts: "
+        '\'{"detail": "KeyError: message"}\'' in found
+    )
     assert "see its logs" in found
 
 
@@ -293,14 +354,18 @@ def test_404_names_the_path(tmp_path: Path, stage: Stage) -> None:
 
 
 def test_a_404_of_a2a_and_parlant_defers_to_the_targets_own_advice(
-        tmp_path: Path, demo: DemoServer) -> None:
+    tmp_path: Path, demo: DemoServer
+) -> None:
     a2a = doctor(target_file(tmp_path, {"type": "a2a", "url": f"{demo.url}/nope"}))
-    parlant = doctor(target_file(tmp_path, {"type": "parlant", "url": demo.url,
-                                            "agent_id": "nobody"}))
+    parlant = doctor(
+        target_file(tmp_path, {"type": "parlant", "url": demo.url, "agent_id": "nobody"})
+    )
     assert (a2a.exit_code, parlant.exit_code) == (3, 3)
     assert "set `url` to the agent's base address" in a2a.output  # the target's error
-    assert "fix: follow the error above: `url` is the agent's base address, its card is " \
+    assert (
+        "fix: follow the error above: `url` is the agent's base address, its card is "
         "read from `url` + `card_path`" in diagnosis(a2a)
+    )
     assert "GET " + demo.url + "/agents lists the agents" in parlant.output
     assert "fix: follow the error above: check `agent_id`" in diagnosis(parlant)
     for result in (a2a, parlant):
@@ -310,50 +375,72 @@ def test_a_404_of_a2a_and_parlant_defers_to_the_targets_own_advice(
 
 @pytest.mark.parametrize("response_path", ["reply", "$"])
 def test_http_target_on_a_json_rpc_endpoint_is_told_to_use_type_a2a(
-        tmp_path: Path, demo: DemoServer, response_path: str) -> None:
-    result = doctor(target_file(tmp_path, {"url": f"{demo.url}/a2a",
-                                           "response_path": response_path}))
+    tmp_path: Path, demo: DemoServer, response_path: str
+) -> None:
+    result = doctor(
+        target_file(tmp_path, {"url": f"{demo.url}/a2a", "response_path": response_path})
+    )
     assert result.exit_code == 3, result.output
     found = diagnosis(result)
-    assert "PROBLEM: the url answered a JSON-RPC 2.0 error (-32600: send a JSON-RPC 2.0 " \
+    assert (
+        "PROBLEM: the url answered a JSON-RPC 2.0 error (-32600: send a JSON-RPC 2.0 "
         "request" in found
-    assert f"use `type: a2a` with `url:` the agent's base address, the one whose " \
-        f"/.well-known/agent-card.json serves its card (often this url: `url: {demo.url}/a2a`)" \
+    )
+    assert (
+        f"use `type: a2a` with `url:` the agent's base address, the one whose "
+        f"/.well-known/agent-card.json serves its card (often this url: `url: {demo.url}/a2a`)"
         in found
+    )
     assert "OK:" not in found and "check its logs" not in found
 
 
-def test_http_target_on_an_agent_card_or_parlants_sessions_api(tmp_path: Path,
-                                                              demo: DemoServer) -> None:
-    card = doctor(target_file(tmp_path, {
-        "url": f"{demo.url}/a2a/.well-known/agent-card.json?q={{{{input}}}}", "method": "GET"}))
+def test_http_target_on_an_agent_card_or_parlants_sessions_api(
+    tmp_path: Path, demo: DemoServer
+) -> None:
+    card = doctor(
+        target_file(
+            tmp_path,
+            {"url": f"{demo.url}/a2a/.well-known/agent-card.json?q={{{{input}}}}", "method": "GET"},
+        )
+    )
     assert card.exit_code == 3, card.output
-    assert "PROBLEM: the url answered an A2A agent card ('Northwind Outfitters support " \
+    assert (
+        "PROBLEM: the url answered an A2A agent card ('Northwind Outfitters support "
         "(demo)'), not a reply" in diagnosis(card)
-    assert f"fix: use `type: a2a` with `url: {demo.url}/a2a`: sparring reads the card" in \
-        diagnosis(card)
+    )
+    assert f"fix: use `type: a2a` with `url: {demo.url}/a2a`: sparring reads the card" in diagnosis(
+        card
+    )
     sessions = doctor(target_file(tmp_path, {"url": f"{demo.url}/sessions"}))
     assert sessions.exit_code == 3, sessions.output
     assert "PROBLEM: the url is a Parlant server's sessions API" in diagnosis(sessions)
-    assert f"fix: use `type: parlant` with `url: {demo.url}` (the server's base address) " \
+    assert (
+        f"fix: use `type: parlant` with `url: {demo.url}` (the server's base address) "
         f"and `agent_id:` (GET {demo.url}/agents lists the agents)" in diagnosis(sessions)
+    )
 
 
 def test_web_page_is_a_problem_even_though_it_is_a_reply(tmp_path: Path, stage: Stage) -> None:
-    url = stage.route("/", 200, "<!DOCTYPE html><html><head><title>Acme Support</title></head>"
-                      "<body>Chat with us</body></html>", content_type="text/html")
+    url = stage.route(
+        "/",
+        200,
+        "<!DOCTYPE html><html><head><title>Acme Support</title></head>"
+        "<body>Chat with us</body></html>",
+        content_type="text/html",
+    )
     result = doctor(target_file(tmp_path, {"url": url}))
     assert result.exit_code == 3
-    assert "PROBLEM: the url answered a web page (text/html) titled 'Acme Support', not an " \
+    assert (
+        "PROBLEM: the url answered a web page (text/html) titled 'Acme Support', not an "
         "agent's API" in diagnosis(result)
+    )
 
 
 def test_plain_text_body_is_the_reply(tmp_path: Path, stage: Stage) -> None:
     url = stage.route("/text", 200, "Hello from the agent", content_type="text/plain")
     result = doctor(target_file(tmp_path, {"url": url}))
     assert result.exit_code == 0
-    assert "NOTE: the body is not JSON (text/plain), so all of it is the reply" in \
-        diagnosis(result)
+    assert "NOTE: the body is not JSON (text/plain), so all of it is the reply" in diagnosis(result)
 
 
 def test_empty_reply_value_and_empty_body(tmp_path: Path, stage: Stage) -> None:
@@ -394,11 +481,18 @@ def test_timeout(tmp_path: Path, stage: Stage) -> None:
 
 
 def test_secrets_are_masked_in_requests_and_responses(tmp_path: Path, stage: Stage) -> None:
-    file = target_file(tmp_path, {
-        "url": f"{stage.base}/echo?key={{{{secrets.BOT_KEY}}}}", "response_path": "reply",
-        "headers": {"Authorization": "Bearer {{secrets.BOT_KEY}}",
-                    "X-Team": "{{secrets.BOT_KEY}}"},
-        "body_template": {"message": "{{input}}", "key": "{{secrets.BOT_KEY}}"}})
+    file = target_file(
+        tmp_path,
+        {
+            "url": f"{stage.base}/echo?key={{{{secrets.BOT_KEY}}}}",
+            "response_path": "reply",
+            "headers": {
+                "Authorization": "Bearer {{secrets.BOT_KEY}}",
+                "X-Team": "{{secrets.BOT_KEY}}",
+            },
+            "body_template": {"message": "{{input}}", "key": "{{secrets.BOT_KEY}}"},
+        },
+    )
     result = doctor(file, env={"BOT_KEY": SECRET})
     assert result.exit_code == 0, result.output
     assert SECRET not in result.output
@@ -409,38 +503,75 @@ def test_secrets_are_masked_in_requests_and_responses(tmp_path: Path, stage: Sta
 
 
 def test_secrets_the_agent_echoes_are_masked_in_the_reply_and_tool_calls(
-        tmp_path: Path, stage: Stage) -> None:
+    tmp_path: Path, stage: Stage
+) -> None:
     def echo(headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
         key = next(v for k, v in headers.items() if k.lower() == "x-key")
-        body = {"reply": f"your key is {key}", "calls": [{"name": "auth", "arguments": {
-            "key": key}}]}
+        body = {
+            "reply": f"your key is {key}",
+            "calls": [{"name": "auth", "arguments": {"key": key}}],
+        }
         return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
 
     stage.routes["/leaky"] = echo
-    http = doctor(target_file(tmp_path, {
-        "url": f"{stage.base}/leaky", "response_path": "reply", "tool_calls_path": "calls",
-        "headers": {"X-Key": "{{secrets.HS}}"}}), env={"HS": SECRET})
+    http = doctor(
+        target_file(
+            tmp_path,
+            {
+                "url": f"{stage.base}/leaky",
+                "response_path": "reply",
+                "tool_calls_path": "calls",
+                "headers": {"X-Key": "{{secrets.HS}}"},
+            },
+        ),
+        env={"HS": SECRET},
+    )
     assert http.exit_code == 0, http.output
     assert "Reply (response_path 'reply'): 'your key is ***'" in http.output
     assert 'Tool calls: auth({"key": "***"})' in http.output
 
-    url = a2a_agent(stage, lambda key: {"message": {
-        "messageId": "m1", "role": "ROLE_AGENT", "parts": [{"text": f"your key is {key}"}],
-        "metadata": {"toolCalls": [{"name": "auth", "arguments": {"key": key}}]}}})
-    a2a = doctor(target_file(tmp_path, {"type": "a2a", "url": url,
-                                        "tool_calls_path": "metadata.toolCalls",
-                                        "headers": {"X-Key": "{{secrets.HS}}"}}),
-                 env={"HS": SECRET})
+    url = a2a_agent(
+        stage,
+        lambda key: {
+            "message": {
+                "messageId": "m1",
+                "role": "ROLE_AGENT",
+                "parts": [{"text": f"your key is {key}"}],
+                "metadata": {"toolCalls": [{"name": "auth", "arguments": {"key": key}}]},
+            }
+        },
+    )
+    a2a = doctor(
+        target_file(
+            tmp_path,
+            {
+                "type": "a2a",
+                "url": url,
+                "tool_calls_path": "metadata.toolCalls",
+                "headers": {"X-Key": "{{secrets.HS}}"},
+            },
+        ),
+        env={"HS": SECRET},
+    )
     assert a2a.exit_code == 0, a2a.output
     assert "Reply: 'your key is ***'" in a2a.output
     assert 'Tool calls: auth({"key": "***"})' in a2a.output
 
-    with ScriptedParlantServer([Say(f"your key is {SECRET}", tools=[
-            tool("auth", {"key": SECRET}, f"ok {SECRET}")])]) as server:
-        parlant = doctor(target_file(tmp_path, {"type": "parlant", "url": server.url,
-                                                "agent_id": "agent-1",
-                                                "headers": {"X-Key": "{{secrets.HS}}"}}),
-                         env={"HS": SECRET})
+    with ScriptedParlantServer(
+        [Say(f"your key is {SECRET}", tools=[tool("auth", {"key": SECRET}, f"ok {SECRET}")])]
+    ) as server:
+        parlant = doctor(
+            target_file(
+                tmp_path,
+                {
+                    "type": "parlant",
+                    "url": server.url,
+                    "agent_id": "agent-1",
+                    "headers": {"X-Key": "{{secrets.HS}}"},
+                },
+            ),
+            env={"HS": SECRET},
+        )
     assert parlant.exit_code == 0, parlant.output
     assert "Reply: 'your key is ***'" in parlant.output
     assert 'Tool calls: auth({"key": "***"})' in parlant.output
@@ -449,24 +580,37 @@ def test_secrets_the_agent_echoes_are_masked_in_the_reply_and_tool_calls(
 
 
 def test_an_a2a_reply_that_is_not_a2a_and_a_card_url_that_is_not_a_url(
-        tmp_path: Path, stage: Stage) -> None:
+    tmp_path: Path, stage: Stage
+) -> None:
     null = doctor(target_file(tmp_path, {"type": "a2a", "url": a2a_agent(stage, lambda _: None)}))
     assert null.exit_code == 3, null.output
     assert "sent an answer that is not a valid A2A reply (TypeError: " in null.output
     assert "Traceback" not in null.output
 
     stage.routes.clear()
-    bad = doctor(target_file(tmp_path, {"type": "a2a", "url": a2a_agent(
-        stage, lambda _: {}, interface_url="not a url")}))
+    bad = doctor(
+        target_file(
+            tmp_path,
+            {"type": "a2a", "url": a2a_agent(stage, lambda _: {}, interface_url="not a url")},
+        )
+    )
     assert bad.exit_code == 3, bad.output
-    assert "names 'not a url' as its interface URL (where messages go), which is not an " \
+    assert (
+        "names 'not a url' as its interface URL (where messages go), which is not an "
         "http(s) URL; fix the agent card" in bad.output
+    )
     assert "may have crashed" not in bad.output
 
 
 def test_secrets_file_option_and_unset_secret(tmp_path: Path, stage: Stage) -> None:
-    file = target_file(tmp_path, {"url": f"{stage.base}/echo", "response_path": "reply",
-                                  "headers": {"X-Api-Key": "{{secrets.BOT_KEY}}"}})
+    file = target_file(
+        tmp_path,
+        {
+            "url": f"{stage.base}/echo",
+            "response_path": "reply",
+            "headers": {"X-Api-Key": "{{secrets.BOT_KEY}}"},
+        },
+    )
     unset = doctor(file, env={"BOT_KEY": None})
     assert isinstance(unset.exception, UserError)
     assert "secret 'BOT_KEY'" in str(unset.exception)
@@ -479,10 +623,12 @@ def test_secrets_file_option_and_unset_secret(tmp_path: Path, stage: Stage) -> N
 
 # --- configuration errors: exit 2 ---------------------------------------------------------
 
+
 def test_invalid_target_is_reported_at_its_line(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
-    path.write_text("target:\n  url: http://127.0.0.1:9/chat\n  respons_path: reply\n",
-                    encoding="utf-8")
+    path.write_text(
+        "target:\n  url: http://127.0.0.1:9/chat\n  respons_path: reply\n", encoding="utf-8"
+    )
     result = doctor(str(path))
     assert isinstance(result.exception, ConfigError)
     assert str(result.exception).startswith(f"{path}:3:3: unknown key 'respons_path'")
@@ -493,22 +639,23 @@ def test_missing_file_and_unknown_scenario(tmp_path: Path) -> None:
     missing = doctor(str(tmp_path / "nope.yaml"))
     assert isinstance(missing.exception, UserError)
     assert "is not a file" in str(missing.exception)
-    only_target = doctor(target_file(tmp_path, {"url": "http://127.0.0.1:9/chat"}),
-                         "--scenario", "x")
+    only_target = doctor(
+        target_file(tmp_path, {"url": "http://127.0.0.1:9/chat"}), "--scenario", "x"
+    )
     assert isinstance(only_target.exception, UserError)
     assert "holds only a target" in str(only_target.exception)
 
 
 def test_a_python_suite_file_is_told_to_put_its_target_in_a_yaml_file(tmp_path: Path) -> None:
     suite = tmp_path / "test_x.py"
-    suite.write_text('from sparring import Suite\nsuite = Suite(target="http://x/chat")\n',
-                     encoding="utf-8")
+    suite.write_text(
+        'from sparring import Suite\nsuite = Suite(target="http://x/chat")\n', encoding="utf-8"
+    )
     result = doctor(str(suite))
     assert isinstance(result.exception, UserError)
     text = str(result.exception)
     assert "is a Python file; `sparring doctor` takes a YAML (or JSON) test file" in text
-    assert "To check a Suite's target, write the same target in a YAML file, e.g. target: {" \
-        in text
+    assert "To check a Suite's target, write the same target in a YAML file, e.g. target: {" in text
     assert "invalid YAML" not in text
 
 
@@ -516,8 +663,13 @@ def test_exit_code_2_through_the_real_cli(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
     path.write_text("target: {url: chat.example.com}\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPARRING_")}
-    done = subprocess.run([sys.executable, "-m", "sparring.cli", "doctor", str(path)],
-                          capture_output=True, text=True, timeout=60, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "sparring.cli", "doctor", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert done.returncode == 2, done.stderr
     assert f"{path}:1:" in done.stderr
     assert "start the url with http:// or https://" in done.stderr
@@ -525,16 +677,21 @@ def test_exit_code_2_through_the_real_cli(tmp_path: Path) -> None:
 
 # --- diagnose alone -----------------------------------------------------------------------
 
+
 def exchange(**fields: Any) -> Exchange:
     return Exchange(method="POST", url="http://agent.example:8000/chat", **fields)
 
 
 def test_unresolvable_host_and_closed_connection() -> None:
-    dns = diagnose(Probe(target_type="http", message="Hi", failure="error",
-                         exchanges=(exchange(error="dns"),)))
+    dns = diagnose(
+        Probe(target_type="http", message="Hi", failure="error", exchanges=(exchange(error="dns"),))
+    )
     assert dns[0].what.startswith("the host name 'agent.example' cannot be resolved")
-    closed = diagnose(Probe(target_type="a2a", message="Hi", failure="error",
-                            exchanges=(exchange(error="closed"),)))
+    closed = diagnose(
+        Probe(
+            target_type="a2a", message="Hi", failure="error", exchanges=(exchange(error="closed"),)
+        )
+    )
     assert "closed the connection without an HTTP answer" in closed[0].what
     assert "http:// for an https port" in closed[0].fix
     assert not is_healthy(dns) and not is_healthy(closed)
@@ -543,46 +700,90 @@ def test_unresolvable_host_and_closed_connection() -> None:
 def test_followed_redirect_is_a_warning_and_a_stalled_body_a_timeout() -> None:
     moved = exchange(status=308, response_headers=(("Location", "https://agent.example/v1"),))
     final = exchange(status=200, response_body='{"choices": []}')
-    findings = diagnose(Probe(target_type="openai_chat", message="Hi", exchanges=(moved, final),
-                              reply=Message(role="agent", content="Hello")))
+    findings = diagnose(
+        Probe(
+            target_type="openai_chat",
+            message="Hi",
+            exchanges=(moved, final),
+            reply=Message(role="agent", content="Hello"),
+        )
+    )
     assert [f.severity for f in findings] == ["warning", "ok"]
     assert "use the final URL: https://agent.example/v1" in findings[0].fix
 
     stalled = exchange(status=200, body_complete=False)
-    timeout = diagnose(Probe(target_type="http", message="Hi", failure="timeout",
-                             exchanges=(stalled,), timeout_s=5))
+    timeout = diagnose(
+        Probe(
+            target_type="http", message="Hi", failure="timeout", exchanges=(stalled,), timeout_s=5
+        )
+    )
     assert "answered HTTP 200 but did not finish its body within 5 s" in timeout[0].what
 
 
 def test_json_rpc_request_and_a2a_0_2_card_path() -> None:
-    rpc = exchange(status=200, request_body='{"jsonrpc": "2.0", "method": "x"}',
-                   response_body='{"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, '
-                                 '"message": "no such method"}}')
-    [finding] = diagnose(Probe(target_type="http", message="Hi", exchanges=(rpc,),
-                               reply=Message(role="agent", content="{...}")))
+    rpc = exchange(
+        status=200,
+        request_body='{"jsonrpc": "2.0", "method": "x"}',
+        response_body='{"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, '
+        '"message": "no such method"}}',
+    )
+    [finding] = diagnose(
+        Probe(
+            target_type="http",
+            message="Hi",
+            exchanges=(rpc,),
+            reply=Message(role="agent", content="{...}"),
+        )
+    )
     assert finding.what == "the agent answered a JSON-RPC error (-32601: no such method)"
     assert finding.fix.startswith("fix what it names in `body_template`; for an A2A agent")
 
-    card = Exchange(method="GET", url="http://agent.example/x/.well-known/agent.json?q=Hi",
-                    status=200, response_body='{"name": "Old", "url": "http://agent.example/x",'
-                                              ' "skills": []}')
-    [finding] = diagnose(Probe(target_type="http", message="Hi", exchanges=(card,),
-                               reply=Message(role="agent", content="{...}")))
-    assert "use `type: a2a` with `url: http://agent.example/x` and `card_path: " \
+    card = Exchange(
+        method="GET",
+        url="http://agent.example/x/.well-known/agent.json?q=Hi",
+        status=200,
+        response_body='{"name": "Old", "url": "http://agent.example/x", "skills": []}',
+    )
+    [finding] = diagnose(
+        Probe(
+            target_type="http",
+            message="Hi",
+            exchanges=(card,),
+            reply=Message(role="agent", content="{...}"),
+        )
+    )
+    assert (
+        "use `type: a2a` with `url: http://agent.example/x` and `card_path: "
         "/.well-known/agent.json`" in finding.fix
-    elsewhere = Exchange(method="GET", url="http://agent.example/card", status=200,
-                         response_body='{"supportedInterfaces": []}')
-    [finding] = diagnose(Probe(target_type="http", message="Hi", exchanges=(elsewhere,),
-                               reply=Message(role="agent", content="{...}")))
+    )
+    elsewhere = Exchange(
+        method="GET",
+        url="http://agent.example/card",
+        status=200,
+        response_body='{"supportedInterfaces": []}',
+    )
+    [finding] = diagnose(
+        Probe(
+            target_type="http",
+            message="Hi",
+            exchanges=(elsewhere,),
+            reply=Message(role="agent", content="{...}"),
+        )
+    )
     assert finding.what == "the url answered an A2A agent card, not a reply"
     assert "`url: http://agent.example/` and `card_path: /card`" in finding.fix
 
 
 def test_reply_candidates_skip_echoes_ids_and_roles() -> None:
-    body: Any = {"id": "req-42", "input": "Where is my order?", "role": "assistant",
-                 "output": {"text": "It ships Monday.", "lang": "English"},
-                 "odd key": "Thanks for waiting, here it is"}
+    body: Any = {
+        "id": "req-42",
+        "input": "Where is my order?",
+        "role": "assistant",
+        "output": {"text": "It ships Monday.", "lang": "English"},
+        "odd key": "Thanks for waiting, here it is",
+    }
     assert reply_candidates(body, message="Where is my order?") == [
         ("output.text", "It ships Monday."),
         ('["odd key"]', "Thanks for waiting, here it is"),
-        ("output.lang", "English")]
+        ("output.lang", "English"),
+    ]

@@ -51,19 +51,26 @@ def load(*paths: str | Path) -> list[str]:
 def test_a_directory_run_imports_only_files_that_can_hold_a_suite(project: Path) -> None:
     write(project / "myapp_e2" / "__init__.py", "")
     write(project / "myapp_e2" / "core.py", "def add(a, b):\n    return a + b\n")
-    write(project / "tests" / "test_core.py",  # an ordinary unit test: never imported
-          "from myapp_e2.core import add\nraise RuntimeError('imported')\n")
-    write(project / "tests" / "test_agent.py",  # imports the project from the cwd
-          "from myapp_e2.core import add\n" + SUITE.format(name="agent"))
-    write(project / "tests" / "test_fixture.py",  # a pytest-plugin test: no Suite, fine
-          "def test_bot(sparring):\n    pass\n")
+    write(
+        project / "tests" / "test_core.py",  # an ordinary unit test: never imported
+        "from myapp_e2.core import add\nraise RuntimeError('imported')\n",
+    )
+    write(
+        project / "tests" / "test_agent.py",  # imports the project from the cwd
+        "from myapp_e2.core import add\n" + SUITE.format(name="agent"),
+    )
+    write(
+        project / "tests" / "test_fixture.py",  # a pytest-plugin test: no Suite, fine
+        "def test_bot(sparring):\n    pass\n",
+    )
     assert load("tests") == ["test_agent"]
 
 
 def test_a_file_named_on_the_command_line_is_always_imported(project: Path) -> None:
     write(project / "tests" / "test_plain.py", "raise RuntimeError('imported')\n")
-    with pytest.raises(UserError, match="test_plain.py: importing it raised RuntimeError: "
-                                        "imported \\(line 1\\)"):
+    with pytest.raises(
+        UserError, match="test_plain.py: importing it raised RuntimeError: imported \\(line 1\\)"
+    ):
         load("tests/test_plain.py")
 
 
@@ -77,8 +84,11 @@ def test_a_named_file_without_a_suite_says_so_and_shows_one(project: Path) -> No
     assert 'suite = Suite(target="http://localhost:8000/chat")' in message
     assert "@suite.scenario" in message
     write(project / "t2.py", "from sparring.api import Suite\nbot = Suite()\n")
-    with pytest.raises(UserError, match=r"t2.py: its Suite \(bot\) has no tests; register "
-                                        r"one with `@bot.scenario`"):
+    with pytest.raises(
+        UserError,
+        match=r"t2.py: its Suite \(bot\) has no tests; register "
+        r"one with `@bot.scenario`",
+    ):
         load("t2.py")
 
 
@@ -91,17 +101,21 @@ def test_a_syntax_error_names_its_line_once(project: Path) -> None:
     assert message.count("line 2") == 1 and "test_syntax.py, line" not in message
     write(project / "helper_bad.py", "def f(:\n")
     write(project / "test_imports.py", "import sparring\n\nimport helper_bad\n")
-    with pytest.raises(UserError, match=r"raised SyntaxError in .*helper_bad.py, line 1: .*"
-                                        r"\(imported at line 3\)"):
+    with pytest.raises(
+        UserError,
+        match=r"raised SyntaxError in .*helper_bad.py, line 1: .*"
+        r"\(imported at line 3\)",
+    ):
         load("test_imports.py")
 
 
 def test_each_test_file_imports_its_own_neighbour_modules(project: Path) -> None:
     for name in ("h1", "h2"):
         write(project / name / "helpers.py", f"WHO = {name!r}\n")
-        write(project / name / f"test_{name}.py",
-              "from helpers import WHO\n" + SUITE.format(name=name)
-              + "suite.context['who'] = WHO\n")
+        write(
+            project / name / f"test_{name}.py",
+            "from helpers import WHO\n" + SUITE.format(name=name) + "suite.context['who'] = WHO\n",
+        )
     _, files = split_paths(["h1", "h2"])
     suites = load_suites(files, named=["h1", "h2"])
     assert [s.context["who"] for s in suites] == ["h1", "h2"]

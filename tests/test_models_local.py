@@ -27,8 +27,11 @@ from sparring.transcript import Message, Transcript
 
 
 def test_missing_file_says_how_to_get_one(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match=r"'.*nope.gguf' does not exist; .*huggingface-cli "
-                                        "download"):
+    with pytest.raises(
+        UserError,
+        match=r"'.*nope.gguf' does not exist; .*huggingface-cli "
+        "download",
+    ):
         resolve_model(f"local:{tmp_path / 'nope.gguf'}")
     with pytest.raises(UserError, match="is a directory"):
         LocalModel(name="local:dir", path=str(tmp_path))
@@ -41,8 +44,9 @@ def test_a_file_that_is_not_gguf_is_named(tmp_path: Path) -> None:
         LocalModel(name="local:x", path=str(path))
 
 
-def test_missing_extra_says_what_to_install(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_extra_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "m.gguf"
     path.write_bytes(b"GGUF" + bytes(32))
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # import fails as if not installed
@@ -77,14 +81,14 @@ def gguf() -> Iterator[Path]:
         yield path
 
 
-
 @pytest.mark.anyio
 async def test_a_real_completion_with_tokens(gguf: Path) -> None:
     model = LocalModel(name=f"local:{gguf}", path=str(gguf), max_tokens=16)
     assert isinstance(model, Model)
-    completion = await model.complete([{"role": "system", "content": "Be brief."},
-                                       {"role": "user", "content": "Say hello."}],
-                                      temperature=0)
+    completion = await model.complete(
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hello."}],
+        temperature=0,
+    )
     assert completion.text.strip()
     assert completion.input_tokens and completion.input_tokens > 5
     assert completion.output_tokens and 0 < completion.output_tokens <= 16
@@ -93,19 +97,30 @@ async def test_a_real_completion_with_tokens(gguf: Path) -> None:
 @pytest.mark.anyio
 async def test_a_schema_constrains_the_answer_to_json(gguf: Path) -> None:
     model = LocalModel(name=f"local:{gguf}", path=str(gguf), max_tokens=64)
-    schema = {"type": "object", "properties": {"answer": {"type": "boolean"}},
-              "required": ["answer"]}
-    completion = await model.complete([{"role": "user", "content": "Is the sky green?"}],
-                                      temperature=0, json_schema=schema)
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "boolean"}},
+        "required": ["answer"],
+    }
+    completion = await model.complete(
+        [{"role": "user", "content": "Is the sky green?"}], temperature=0, json_schema=schema
+    )
     assert isinstance(json.loads(completion.text)["answer"], bool)
 
 
 SCENARIO = SimulatedScenario(
-    id="late-order", goal="Get a refund for order 4411", persona="An impatient customer",
+    id="late-order",
+    goal="Get a refund for order 4411",
+    persona="An impatient customer",
     criteria=["The assistant apologises for the delay"],
-    restrictions=["Asks for the full card number"])
-CHAT = Transcript(messages=(Message(role="user", content="My order 4411 is late."),
-                            Message(role="agent", content="Sorry! I will refund it now.")))
+    restrictions=["Asks for the full card number"],
+)
+CHAT = Transcript(
+    messages=(
+        Message(role="user", content="My order 4411 is late."),
+        Message(role="agent", content="Sorry! I will refund it now."),
+    )
+)
 
 
 @pytest.mark.anyio

@@ -73,18 +73,21 @@ def test_ollama_reads_ollama_host(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _openai("ollama:llama3", base_url="http://x:1/v1").base_url == "http://x:1/v1"
 
 
-@pytest.mark.parametrize(("host", "url"), [
-    (None, "http://localhost:11434/v1"),
-    ("", "http://localhost:11434/v1"),
-    ("0.0.0.0", "http://127.0.0.1:11434/v1"),
-    ("0.0.0.0:11434", "http://127.0.0.1:11434/v1"),
-    ("myhost", "http://myhost:11434/v1"),
-    ("https://ollama.example.com", "https://ollama.example.com/v1"),
-    (" myhost:1234 ", "http://myhost:1234/v1"),
-    ("http://myhost:8080/", "http://myhost:8080/v1"),
-    ("http://myhost:8080/v1", "http://myhost:8080/v1"),
-    ("[::1]:5000", "http://[::1]:5000/v1"),
-])
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        (None, "http://localhost:11434/v1"),
+        ("", "http://localhost:11434/v1"),
+        ("0.0.0.0", "http://127.0.0.1:11434/v1"),
+        ("0.0.0.0:11434", "http://127.0.0.1:11434/v1"),
+        ("myhost", "http://myhost:11434/v1"),
+        ("https://ollama.example.com", "https://ollama.example.com/v1"),
+        (" myhost:1234 ", "http://myhost:1234/v1"),
+        ("http://myhost:8080/", "http://myhost:8080/v1"),
+        ("http://myhost:8080/v1", "http://myhost:8080/v1"),
+        ("[::1]:5000", "http://[::1]:5000/v1"),
+    ],
+)
 def test_ollama_base_url(host: str | None, url: str) -> None:
     assert ollama_base_url(host) == url
 
@@ -96,17 +99,26 @@ def test_openai_compatible_requires_base_url() -> None:
     assert (model.model, model.base_url) == ("my-model", "http://127.0.0.1:9/v1")
 
 
-@pytest.mark.parametrize(("spec", "pattern"), [
-    ("opanai:gpt-4o", r"unknown model provider 'opanai' in model 'opanai:gpt-4o'.*Did you "
-     r"mean 'openai:gpt-4o'\?"),
-    ("olama:qwen2.5:7b", r"Did you mean 'ollama:qwen2.5:7b'\?"),
-    ("zzz:x", r"use one of: anthropic, local, ollama, openai, openai-compatible\.$"),
-    ("gpt-4o-mini", r"not 'provider:name'; write e.g. 'openai:gpt-4o-mini'"),
-    ("openai:", r"names no model"),
-    (":x", r"^model ':x' names no provider; write 'provider:name' with a provider from: "
-     r"anthropic, local, ollama, openai, openai-compatible$"),
-    (" : ", r"names no provider"),
-])
+@pytest.mark.parametrize(
+    ("spec", "pattern"),
+    [
+        (
+            "opanai:gpt-4o",
+            r"unknown model provider 'opanai' in model 'opanai:gpt-4o'.*Did you "
+            r"mean 'openai:gpt-4o'\?",
+        ),
+        ("olama:qwen2.5:7b", r"Did you mean 'ollama:qwen2.5:7b'\?"),
+        ("zzz:x", r"use one of: anthropic, local, ollama, openai, openai-compatible\.$"),
+        ("gpt-4o-mini", r"not 'provider:name'; write e.g. 'openai:gpt-4o-mini'"),
+        ("openai:", r"names no model"),
+        (
+            ":x",
+            r"^model ':x' names no provider; write 'provider:name' with a provider from: "
+            r"anthropic, local, ollama, openai, openai-compatible$",
+        ),
+        (" : ", r"names no provider"),
+    ],
+)
 def test_bad_specs_are_user_errors(spec: str, pattern: str) -> None:
     with pytest.raises(UserError, match=pattern):
         resolve_model(spec)
@@ -117,14 +129,18 @@ def test_split_model_spec_keeps_colons_in_the_name() -> None:
 
 
 def test_a_price_for_an_unknown_provider_fails_when_models_are_resolved(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setitem(PROVIDERS, "fake", PROVIDERS["ollama"])  # registered by a plugin
     model_from_settings("ollama:m", Settings(prices={"fake:m": (1, 2)}))
     assert price_of("fake:m") == Price(1, 2)
     settings = Settings(prices={"olama:llama3": (0.2, 0.6)})
-    with pytest.raises(UserError, match=r"unknown model provider 'olama' in "
-                       r"\[tool.sparring.prices\] key 'olama:llama3'.*Did you mean "
-                       r"'ollama:llama3'\?"):
+    with pytest.raises(
+        UserError,
+        match=r"unknown model provider 'olama' in "
+        r"\[tool.sparring.prices\] key 'olama:llama3'.*Did you mean "
+        r"'ollama:llama3'\?",
+    ):
         model_from_settings("ollama:m", settings)
 
 
@@ -143,10 +159,11 @@ def test_register_provider(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_importing_the_registry_does_not_import_the_sdk() -> None:
-    code = ("import sys, sparring.models.registry, sparring.models.structured; "
-            "print('openai' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    code = (
+        "import sys, sparring.models.registry, sparring.models.structured; "
+        "print('openai' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
@@ -154,8 +171,7 @@ async def test_resolved_model_talks_to_the_endpoint() -> None:
     with ScriptedOpenAIServer([Reply("pong")]) as server:
         model = resolve_model("openai-compatible:m", base_url=server.base_url)
         try:
-            completion = await model.complete([{"role": "user", "content": "ping"}],
-                                              temperature=0)
+            completion = await model.complete([{"role": "user", "content": "ping"}], temperature=0)
         finally:
             await model.aclose()
     assert completion.text == "pong"

@@ -20,38 +20,69 @@ from sparring.transcript import Message, Transcript
 def _chat(*tokens: tuple[int | None, int | None]) -> Transcript:
     messages: list[Message] = []
     for input_tokens, output_tokens in tokens:
-        messages += [Message(role="user", content="hi"),
-                     Message(role="agent", content="hello", input_tokens=input_tokens,
-                             output_tokens=output_tokens)]
+        messages += [
+            Message(role="user", content="hi"),
+            Message(
+                role="agent",
+                content="hello",
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+            ),
+        ]
     return Transcript(messages=tuple(messages))
 
 
 def _run() -> RunResult:
     """Two scenarios: one with a priced and an unpriced trial and a target that reports
     tokens on some replies; one whose target reports none."""
-    priced = TrialResult(scenario_id="a", trial=1, status="passed", end_reason="max_turns",
-                         usage=Usage(model_calls=3, input_tokens=3000, output_tokens=300,
-                                     cost_usd=0.0021),
-                         transcript=_chat((100, 20), (None, None), (150, 30)))
-    unpriced = TrialResult(scenario_id="a", trial=2, status="passed", end_reason="max_turns",
-                           usage=Usage(model_calls=2, input_tokens=1000, output_tokens=100,
-                                       unpriced_calls=2),
-                           transcript=_chat((50, 10)))
-    quiet = TrialResult(scenario_id="b", trial=1, status="passed", end_reason="max_turns",
-                        usage=Usage(model_calls=1, input_tokens=10, output_tokens=1,
-                                    cost_usd=0.5),
-                        transcript=_chat((None, None)))
-    return RunResult(sparring_version="0", run_id="r1", started_at="2025-01-01T00:00:00+00:00",
-                     scenarios=[
-                         ScenarioResult(scenario_id="a", name="a", kind="simulated",
-                                        threshold=1, trials=[priced, unpriced]),
-                         ScenarioResult(scenario_id="b", name="b", kind="simulated",
-                                        threshold=1, trials=[quiet])])
+    priced = TrialResult(
+        scenario_id="a",
+        trial=1,
+        status="passed",
+        end_reason="max_turns",
+        usage=Usage(model_calls=3, input_tokens=3000, output_tokens=300, cost_usd=0.0021),
+        transcript=_chat((100, 20), (None, None), (150, 30)),
+    )
+    unpriced = TrialResult(
+        scenario_id="a",
+        trial=2,
+        status="passed",
+        end_reason="max_turns",
+        usage=Usage(model_calls=2, input_tokens=1000, output_tokens=100, unpriced_calls=2),
+        transcript=_chat((50, 10)),
+    )
+    quiet = TrialResult(
+        scenario_id="b",
+        trial=1,
+        status="passed",
+        end_reason="max_turns",
+        usage=Usage(model_calls=1, input_tokens=10, output_tokens=1, cost_usd=0.5),
+        transcript=_chat((None, None)),
+    )
+    return RunResult(
+        sparring_version="0",
+        run_id="r1",
+        started_at="2025-01-01T00:00:00+00:00",
+        scenarios=[
+            ScenarioResult(
+                scenario_id="a", name="a", kind="simulated", threshold=1, trials=[priced, unpriced]
+            ),
+            ScenarioResult(
+                scenario_id="b", name="b", kind="simulated", threshold=1, trials=[quiet]
+            ),
+        ],
+    )
 
 
-RUN_TOTALS = UsageTotals(model_calls=6, input_tokens=4010, output_tokens=401,
-                         cost_usd=0.5021, unpriced_calls=2, target_input_tokens=300,
-                         target_output_tokens=60)
+RUN_TOTALS = UsageTotals(
+    model_calls=6,
+    input_tokens=4010,
+    output_tokens=401,
+    cost_usd=0.5021,
+    unpriced_calls=2,
+    target_input_tokens=300,
+    target_output_tokens=60,
+)
 
 
 def test_totals_add_trials_and_target_tokens_from_the_transcript() -> None:
@@ -76,16 +107,18 @@ def test_json_report_has_totals_per_run_scenario_and_trial_and_reads_back() -> N
 
 def test_markdown_has_a_usage_line_naming_unpriced_calls() -> None:
     text = render_markdown(_run())
-    assert ("Usage: 6 model calls, 4,010 input + 401 output tokens, $0.50 + 2 unpriced calls"
-            " (set prices in [tool.sparring.prices]) · target 300 input + 60 output tokens"
-            ) in text
+    assert (
+        "Usage: 6 model calls, 4,010 input + 401 output tokens, $0.50 + 2 unpriced calls"
+        " (set prices in [tool.sparring.prices]) · target 300 input + 60 output tokens"
+    ) in text
 
 
 def test_junit_scenarios_carry_usage_properties() -> None:
     root = ET.fromstring(render_junit(_run()))
-    props = {suite.get("name"): {p.get("name"): p.get("value")
-                                 for p in suite.iter("property")}
-             for suite in root.iter("testsuite")}
+    props = {
+        suite.get("name"): {p.get("name"): p.get("value") for p in suite.iter("property")}
+        for suite in root.iter("testsuite")
+    }
     assert props["a"]["model_calls"] == "5"
     assert props["a"]["cost_usd"] == "0.002100"
     assert props["a"]["unpriced_calls"] == "2"
@@ -103,9 +136,10 @@ def test_usage_text_cases() -> None:
     assert usage_text(UsageTotals()) is None
     assert usage_text(UsageTotals(model_calls=2, unpriced_calls=2)) == (
         "2 model calls, 0 input + 0 output tokens, cost unknown (2 unpriced calls: set "
-        "prices in [tool.sparring.prices])")
-    assert usage_text(UsageTotals(model_calls=1, input_tokens=5, output_tokens=1,
-                                  cost_usd=0.00042)) == (
-        "1 model call, 5 input + 1 output tokens, $0.0004")
+        "prices in [tool.sparring.prices])"
+    )
+    assert usage_text(
+        UsageTotals(model_calls=1, input_tokens=5, output_tokens=1, cost_usd=0.00042)
+    ) == ("1 model call, 5 input + 1 output tokens, $0.0004")
     assert usage_text(UsageTotals(model_calls=1)) == "1 model call, 0 input + 0 output tokens, $0"
     assert usage_text(UsageTotals(target_output_tokens=7)) == "target 0 input + 7 output tokens"

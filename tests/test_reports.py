@@ -38,10 +38,23 @@ def _chat(*pairs: tuple[str, str], latency_ms: float = 812) -> Transcript:
     return Transcript(messages=tuple(messages))
 
 
-def _v(id: str, status: str, *, kind: str = "criterion", desc: str = "", reason: str = "",
-       **extra: object) -> Verdict:
-    return Verdict(id=id, kind=kind, description=desc or f"description of {id}",  # type: ignore[arg-type]
-                   status=status, reason=reason, **extra)  # type: ignore[arg-type]
+def _v(
+    id: str,
+    status: str,
+    *,
+    kind: str = "criterion",
+    desc: str = "",
+    reason: str = "",
+    **extra: object,
+) -> Verdict:
+    return Verdict(
+        id=id,
+        kind=kind,
+        description=desc or f"description of {id}",  # type: ignore[arg-type]
+        status=status,
+        reason=reason,
+        **extra,
+    )  # type: ignore[arg-type]
 
 
 def _trial(scenario: str, n: int, verdicts: list[Verdict], **fields: object) -> TrialResult:
@@ -53,88 +66,226 @@ def _trial(scenario: str, n: int, verdicts: list[Verdict], **fields: object) -> 
 def sample_run() -> RunResult:
     """Four scenarios: failed (passed/failed/timed-out trials), error, skipped, passed."""
     apologise = "The assistant apologises"
-    refund = ScenarioResult(scenario_id="refund", name="Refund flow", kind="simulated",
-                            source="tests/refund.yaml", threshold=0.8, trials=[
-        _trial("refund", 1, [
-            _v("c1", "met", desc=apologise, reason="it said sorry"),
-            _v("s1", "met", kind="should", desc="greet the user", turn=1),
-            _v("k1", "met", kind="check", desc="tool lookup_order called"),
-        ], transcript=_chat(("Hi, my order is late", "Sorry! Let me check."),
-                            ("Order 42", "Refund issued.")),
-            reply_notes=[ReplyNote(turn=1, note="polite and on topic", score=0.9)],
-            duration_ms=1234),
-        _trial("refund", 2, [
-            _v("c2", "met", desc="Offers a refund"),
-            _v("c1", "not_met", desc=apologise, reason=NASTY_REASON,
-               evidence=("I will not say sorry",), turns=(2,)),
-            _v("r1", "error", kind="restriction", desc="Never asks for the card number",
-               reason="judge answer unparseable after one retry"),
-        ], end_reason="max_turns", transcript=_chat(("Where is it?", "I will not say sorry"),
-                                                    ("Please", "")),
-            duration_ms=1500),
-        _trial("refund", 3, [], status="timed_out", end_reason="timeout",
-               error="conversation exceeded 600 s", transcript=_chat(("Hello?", "..."))),
-    ])
-    faq = ScenarioResult(scenario_id="faq", name="faq", kind="single_turn", threshold=1.0,
-                         trials=[_trial("faq", 1, [], status="error", end_reason="target_error",
-                                        error="http://127.0.0.1:9/chat answered HTTP 500")])
-    nomodel = ScenarioResult(scenario_id="nomodel", name="Needs a model", kind="simulated",
-                             threshold=0.5, trials=[
-        _trial("nomodel", n, [_v("c1", "skipped", reason=NO_MODEL)], end_reason="skipped",
-               error=NO_MODEL) for n in (1, 2)])
-    tool = Message(role="agent", content="Done <script>", latency_ms=40,
-                   tool_calls=(ToolCall.from_arguments("lookup", {"id": 1}),))
-    pipes = ScenarioResult(scenario_id="pipes", name="pipes|name", kind="scripted",
-                           threshold=1.0, trials=[
-        _trial("pipes", 1, [_v("k1", "met", kind="check"), _v("c1", "skipped", reason=NO_MODEL)],
-               end_reason="script_done", transcript=Transcript(messages=(
-                   Message(role="user", content="a | b\nsecond line"), tool)))])
-    return RunResult(sparring_version="0.1.0", run_id="run-1",
-                     started_at="2024-05-01T12:00:00+00:00", duration_ms=4321,
-                     user_model="openai:gpt-4o-mini", judge_model="openai:gpt-4o",
-                     scenarios=[refund, faq, nomodel, pipes])
+    refund = ScenarioResult(
+        scenario_id="refund",
+        name="Refund flow",
+        kind="simulated",
+        source="tests/refund.yaml",
+        threshold=0.8,
+        trials=[
+            _trial(
+                "refund",
+                1,
+                [
+                    _v("c1", "met", desc=apologise, reason="it said sorry"),
+                    _v("s1", "met", kind="should", desc="greet the user", turn=1),
+                    _v("k1", "met", kind="check", desc="tool lookup_order called"),
+                ],
+                transcript=_chat(
+                    ("Hi, my order is late", "Sorry! Let me check."), ("Order 42", "Refund issued.")
+                ),
+                reply_notes=[ReplyNote(turn=1, note="polite and on topic", score=0.9)],
+                duration_ms=1234,
+            ),
+            _trial(
+                "refund",
+                2,
+                [
+                    _v("c2", "met", desc="Offers a refund"),
+                    _v(
+                        "c1",
+                        "not_met",
+                        desc=apologise,
+                        reason=NASTY_REASON,
+                        evidence=("I will not say sorry",),
+                        turns=(2,),
+                    ),
+                    _v(
+                        "r1",
+                        "error",
+                        kind="restriction",
+                        desc="Never asks for the card number",
+                        reason="judge answer unparseable after one retry",
+                    ),
+                ],
+                end_reason="max_turns",
+                transcript=_chat(("Where is it?", "I will not say sorry"), ("Please", "")),
+                duration_ms=1500,
+            ),
+            _trial(
+                "refund",
+                3,
+                [],
+                status="timed_out",
+                end_reason="timeout",
+                error="conversation exceeded 600 s",
+                transcript=_chat(("Hello?", "...")),
+            ),
+        ],
+    )
+    faq = ScenarioResult(
+        scenario_id="faq",
+        name="faq",
+        kind="single_turn",
+        threshold=1.0,
+        trials=[
+            _trial(
+                "faq",
+                1,
+                [],
+                status="error",
+                end_reason="target_error",
+                error="http://127.0.0.1:9/chat answered HTTP 500",
+            )
+        ],
+    )
+    nomodel = ScenarioResult(
+        scenario_id="nomodel",
+        name="Needs a model",
+        kind="simulated",
+        threshold=0.5,
+        trials=[
+            _trial(
+                "nomodel",
+                n,
+                [_v("c1", "skipped", reason=NO_MODEL)],
+                end_reason="skipped",
+                error=NO_MODEL,
+            )
+            for n in (1, 2)
+        ],
+    )
+    tool = Message(
+        role="agent",
+        content="Done <script>",
+        latency_ms=40,
+        tool_calls=(ToolCall.from_arguments("lookup", {"id": 1}),),
+    )
+    pipes = ScenarioResult(
+        scenario_id="pipes",
+        name="pipes|name",
+        kind="scripted",
+        threshold=1.0,
+        trials=[
+            _trial(
+                "pipes",
+                1,
+                [_v("k1", "met", kind="check"), _v("c1", "skipped", reason=NO_MODEL)],
+                end_reason="script_done",
+                transcript=Transcript(
+                    messages=(Message(role="user", content="a | b\nsecond line"), tool)
+                ),
+            )
+        ],
+    )
+    return RunResult(
+        sparring_version="0.1.0",
+        run_id="run-1",
+        started_at="2024-05-01T12:00:00+00:00",
+        duration_ms=4321,
+        user_model="openai:gpt-4o-mini",
+        judge_model="openai:gpt-4o",
+        scenarios=[refund, faq, nomodel, pipes],
+    )
 
 
 def unfold_run() -> RunResult:
     """A Python test whose body only used `unfold`: no main transcript, two sub-tests, one
     left undecided by the judge (so the trial is `error` because of that verdict)."""
-    verdicts = [_v("unfold1.step2.should1", "met", kind="should", desc="should greet"),
-                _v("unfold1.step4.should1", "error", kind="should", desc="should say bye",
-                   reason="the judge's answer could not be read")]
-    subtests = [SubtestResult(id=f"unfold1.step{k}", name=f"step {k}", status=status,
-                              transcript=_chat(("hi", "hello")))
-                for k, status in ((2, "passed"), (4, "error"))]
-    trial = _trial("py", 1, verdicts, end_reason="script_done", subtests=subtests,
-                   error=undecided_text(verdicts))
-    return RunResult(sparring_version="0.1.0", run_id="run-2",
-                     started_at="2024-05-01T12:00:00+00:00", scenarios=[
-        ScenarioResult(scenario_id="py", name="py", kind="python", threshold=1.0,
-                       trials=[trial])])
+    verdicts = [
+        _v("unfold1.step2.should1", "met", kind="should", desc="should greet"),
+        _v(
+            "unfold1.step4.should1",
+            "error",
+            kind="should",
+            desc="should say bye",
+            reason="the judge's answer could not be read",
+        ),
+    ]
+    subtests = [
+        SubtestResult(
+            id=f"unfold1.step{k}",
+            name=f"step {k}",
+            status=status,
+            transcript=_chat(("hi", "hello")),
+        )
+        for k, status in ((2, "passed"), (4, "error"))
+    ]
+    trial = _trial(
+        "py",
+        1,
+        verdicts,
+        end_reason="script_done",
+        subtests=subtests,
+        error=undecided_text(verdicts),
+    )
+    return RunResult(
+        sparring_version="0.1.0",
+        run_id="run-2",
+        started_at="2024-05-01T12:00:00+00:00",
+        scenarios=[
+            ScenarioResult(
+                scenario_id="py", name="py", kind="python", threshold=1.0, trials=[trial]
+            )
+        ],
+    )
 
 
 def cut_short_run(*, interrupted: bool = False) -> RunResult:
     """A run that stopped early: `bad` failed, `partial` ran 1 of 3 trials, `never` none of
     its 2 (fail-fast, or Ctrl-C with `interrupted`)."""
     ok = _v("c1", "met")
-    return RunResult(sparring_version="0", run_id="r", started_at="2026-01-01T00:00:00+00:00",
-                     interrupted=interrupted, scenarios=[
-        ScenarioResult(scenario_id="bad", name="bad", kind="scripted", threshold=1.0,
-                       planned_trials=1, trials=[_trial("bad", 1, [_v("c1", "not_met")])]),
-        ScenarioResult(scenario_id="partial", name="partial", kind="scripted", threshold=1.0,
-                       planned_trials=3, trials=[_trial("partial", 1, [ok])]),
-        ScenarioResult(scenario_id="never", name="never", kind="scripted", threshold=1.0,
-                       planned_trials=2)])
+    return RunResult(
+        sparring_version="0",
+        run_id="r",
+        started_at="2026-01-01T00:00:00+00:00",
+        interrupted=interrupted,
+        scenarios=[
+            ScenarioResult(
+                scenario_id="bad",
+                name="bad",
+                kind="scripted",
+                threshold=1.0,
+                planned_trials=1,
+                trials=[_trial("bad", 1, [_v("c1", "not_met")])],
+            ),
+            ScenarioResult(
+                scenario_id="partial",
+                name="partial",
+                kind="scripted",
+                threshold=1.0,
+                planned_trials=3,
+                trials=[_trial("partial", 1, [ok])],
+            ),
+            ScenarioResult(
+                scenario_id="never", name="never", kind="scripted", threshold=1.0, planned_trials=2
+            ),
+        ],
+    )
 
 
 def interrupted_run() -> RunResult:
     """One scenario whose 3 trials were all cut off by Ctrl-C."""
     cut = "the run was interrupted before this trial finished"
-    return RunResult(sparring_version="0", run_id="r", started_at="2026-01-01T00:00:00+00:00",
-                     interrupted=True, scenarios=[
-        ScenarioResult(scenario_id="cut", name="cut", kind="simulated", threshold=1.0,
-                       planned_trials=3, trials=[
-            _trial("cut", n, [], status="error", end_reason="interrupted", error=cut)
-            for n in (1, 2, 3)])])
+    return RunResult(
+        sparring_version="0",
+        run_id="r",
+        started_at="2026-01-01T00:00:00+00:00",
+        interrupted=True,
+        scenarios=[
+            ScenarioResult(
+                scenario_id="cut",
+                name="cut",
+                kind="simulated",
+                threshold=1.0,
+                planned_trials=3,
+                trials=[
+                    _trial("cut", n, [], status="error", end_reason="interrupted", error=cut)
+                    for n in (1, 2, 3)
+                ],
+            )
+        ],
+    )
 
 
 def test_sample_run_statuses() -> None:
@@ -144,6 +295,7 @@ def test_sample_run_statuses() -> None:
 
 
 # --- JSON ---------------------------------------------------------------------------------
+
 
 def test_json_round_trips_and_carries_derived_numbers(tmp_path: Path) -> None:
     run = sample_run()
@@ -166,18 +318,22 @@ def test_json_round_trips_and_carries_derived_numbers(tmp_path: Path) -> None:
     assert read_json(path) == run
 
 
-@pytest.mark.parametrize(("text", "match"), [
-    ("not json", "not a JSON report"),
-    ("[1]", "is an object"),
-    ('{"schema_version": "99"}', "schema_version '99' is not supported"),
-    ('{"schema_version": "1", "run_id": 3}', "not a valid sparring report"),
-])
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("not json", "not a JSON report"),
+        ("[1]", "is an object"),
+        ('{"schema_version": "99"}', "schema_version '99' is not supported"),
+        ('{"schema_version": "1", "run_id": 3}', "not a valid sparring report"),
+    ],
+)
 def test_load_json_rejects_what_is_not_a_report(text: str, match: str) -> None:
     with pytest.raises(UserError, match=match):
         load_json(text, source="r.json")
 
 
 # --- JUnit --------------------------------------------------------------------------------
+
 
 def _suites(xml: str) -> dict[str, ET.Element]:
     root = ET.fromstring(xml)
@@ -189,11 +345,17 @@ def test_junit_parses_with_counts_per_suite() -> None:
     xml = render_junit(sample_run())
     assert xml.startswith('<?xml version="1.0" encoding="UTF-8"?>')
     suites = _suites(xml)
-    counts = {name: tuple(int(s.get(k, "-1")) for k in ("tests", "failures", "errors", "skipped"))
-              for name, s in suites.items()}
+    counts = {
+        name: tuple(int(s.get(k, "-1")) for k in ("tests", "failures", "errors", "skipped"))
+        for name, s in suites.items()
+    }
     # single-trial scenarios have no separate pass-rate testcase
-    assert counts == {"refund": (8, 2, 2, 0), "faq": (1, 0, 1, 0), "nomodel": (3, 0, 0, 3),
-                      "pipes": (2, 0, 0, 1)}
+    assert counts == {
+        "refund": (8, 2, 2, 0),
+        "faq": (1, 0, 1, 0),
+        "nomodel": (3, 0, 0, 3),
+        "pipes": (2, 0, 0, 1),
+    }
     root = ET.fromstring(xml)
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("14", "2", "3")
     assert suites["refund"].get("time") == "2.734"
@@ -238,7 +400,11 @@ def test_junit_lists_trials_that_never_ran_as_skipped_with_the_reason() -> None:
     suites = _suites(render_junit(cut_short_run()))
     never = suites["never"]
     assert [never.get(k) for k in ("tests", "failures", "errors", "skipped")] == [
-        "2", "0", "0", "2"]
+        "2",
+        "0",
+        "0",
+        "2",
+    ]
     names = [c.get("name") for c in never.iter("testcase")]
     assert names == ["trial 1 / not run", "trial 2 / not run"]
     reasons = {c.find("skipped").get("message") for c in never.iter("testcase")}  # type: ignore[union-attr]
@@ -249,7 +415,8 @@ def test_junit_lists_trials_that_never_ran_as_skipped_with_the_reason() -> None:
     assert threshold is not None and "never ran" in (threshold.get("message") or "")
     cut = _suites(render_junit(cut_short_run(interrupted=True)))["never"]
     assert cut.find("testcase/skipped").get("message") == (  # type: ignore[union-attr]
-        "not run: the run was interrupted")
+        "not run: the run was interrupted"
+    )
 
 
 def test_junit_has_no_control_characters(tmp_path: Path) -> None:
@@ -261,6 +428,7 @@ def test_junit_has_no_control_characters(tmp_path: Path) -> None:
 
 
 # --- Markdown -----------------------------------------------------------------------------
+
 
 def test_markdown_summary_table() -> None:
     md = render_markdown(sample_run())
@@ -275,7 +443,7 @@ def test_markdown_summary_table() -> None:
 
 def test_markdown_trials_verdicts_and_transcripts() -> None:
     md = render_markdown(sample_run())
-    trial2 = md[md.index("### Trial 2 of 3: ❌ failed"):md.index("### Trial 3 of 3")]
+    trial2 = md[md.index("### Trial 2 of 3: ❌ failed") : md.index("### Trial 3 of 3")]
     assert "end reason `max_turns`" in trial2
     lines = [line for line in trial2.splitlines() if line.startswith("- ")]
     assert [line.split("**")[1] for line in lines] == ["c1", "r1", "c2"]  # failures first
@@ -292,7 +460,7 @@ def test_markdown_trials_verdicts_and_transcripts() -> None:
     assert "> **⚠️ timed out**: conversation exceeded 600 s" in md
     assert "> **⚠️ error**: http://127.0.0.1:9/chat answered HTTP 500" in md
     assert "> a | b\n> second line" in md
-    assert "Done &lt;script>" in md and "tool call `lookup({\"id\": 1})`" in md
+    assert "Done &lt;script>" in md and 'tool call `lookup({"id": 1})`' in md
     assert "pass^k k=1: 0.33, k=2: 0.00, k=3: 0.00" in render_markdown(sample_run())
     assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", md)
 
@@ -310,8 +478,10 @@ def test_markdown_says_a_sub_test_replayed_its_history() -> None:
     sub = run.scenarios[0].trials[0].subtests[1]
     run.scenarios[0].trials[0].subtests[1] = sub.model_copy(update={"history": "replayed"})
     md = render_markdown(run)
-    assert ("<summary>Sub-test unfold1.step4: ⚠️ error · history replayed (the agent's own "
-            "replies) · step 4</summary>") in md
+    assert (
+        "<summary>Sub-test unfold1.step4: ⚠️ error · history replayed (the agent's own "
+        "replies) · step 4</summary>"
+    ) in md
     assert md.count("history replayed") == 1  # not on the sub-test given as written
 
 
@@ -320,7 +490,8 @@ def test_markdown_says_why_trials_did_not_run() -> None:
     assert "_No trial ran: --fail-fast stopped the run._" in md
     assert "_2 planned trials did not run: --fail-fast stopped the run._" in md
     assert "_No trial ran: the run was interrupted._" in render_markdown(
-        cut_short_run(interrupted=True))
+        cut_short_run(interrupted=True)
+    )
 
 
 def test_markdown_shows_a_scenario_cut_off_in_every_trial_as_interrupted() -> None:
@@ -346,8 +517,11 @@ def test_markdown_cuts_long_messages(tmp_path: Path) -> None:
     assert "| Scenario" in cut  # the summary table comes first
     assert cut.count("<details>") == cut.count("</details>")  # no block left open
     many = run.model_copy(deep=True)
-    many.scenarios = [s.model_copy(update={"scenario_id": f"{'x' * 80}-{i}"})
-                      for i in range(700) for s in run.scenarios[:1]]
+    many.scenarios = [
+        s.model_copy(update={"scenario_id": f"{'x' * 80}-{i}"})
+        for i in range(700)
+        for s in run.scenarios[:1]
+    ]
     assert len(render_markdown(many)) <= MAX_REPORT_CHARS  # even the table is cut
     assert path.read_text(encoding="utf-8") == render_markdown(run)
 
@@ -355,11 +529,16 @@ def test_markdown_cuts_long_messages(tmp_path: Path) -> None:
 def test_junit_tolerates_trial_failures_when_the_threshold_is_met() -> None:
     ok = Verdict(id="c1", kind="criterion", description="Apologises", status="met")
     bad = ok.model_copy(update={"status": "not_met", "reason": "no apology"})
-    flaky = ScenarioResult(scenario_id="flaky", name="flaky", kind="scripted", threshold=0.66,
-                           trials=[_trial("flaky", 1, [ok]), _trial("flaky", 2, [bad]),
-                                   _trial("flaky", 3, [ok])])
-    run = RunResult(sparring_version="0", run_id="r", started_at="2026-01-01T00:00:00+00:00",
-                    scenarios=[flaky])
+    flaky = ScenarioResult(
+        scenario_id="flaky",
+        name="flaky",
+        kind="scripted",
+        threshold=0.66,
+        trials=[_trial("flaky", 1, [ok]), _trial("flaky", 2, [bad]), _trial("flaky", 3, [ok])],
+    )
+    run = RunResult(
+        sparring_version="0", run_id="r", started_at="2026-01-01T00:00:00+00:00", scenarios=[flaky]
+    )
     assert run.exit_code == 0
     root = ET.fromstring(render_junit(run))
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("4", "0", "0")

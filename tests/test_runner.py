@@ -27,9 +27,13 @@ pytestmark = pytest.mark.anyio
 
 def judge_says(**statuses: str) -> dict[str, Any]:
     """A judge answer with the given verdict per id (replies left for the judge to note)."""
-    return {"verdicts": {i: {"verdict": s, "reason": f"{i} is {s}", "evidence": [],
-                             "turns": [1]} for i, s in statuses.items()},
-            "replies": {}}
+    return {
+        "verdicts": {
+            i: {"verdict": s, "reason": f"{i} is {s}", "evidence": [], "turns": [1]}
+            for i, s in statuses.items()
+        },
+        "replies": {},
+    }
 
 
 def user_says(message: str, *, done: bool = False, reason: str | None = None) -> dict[str, Any]:
@@ -40,12 +44,18 @@ def always_valid(messages: Any, schema: dict[str, Any] | None) -> Any:
     return example_for_schema(schema or {})
 
 
-async def run(scenarios: list[Any], target: Target, *, model: ScriptedModel | None = None,
-              **settings: Any):
+async def run(
+    scenarios: list[Any], target: Target, *, model: ScriptedModel | None = None, **settings: Any
+):
     events: list[Event] = []
-    result = await run_scenarios(scenarios, targets=lambda s: target, user_model=model,
-                                 judge_model=model, settings=RunSettings(**settings),
-                                 observer=events.append)
+    result = await run_scenarios(
+        scenarios,
+        targets=lambda s: target,
+        user_model=model,
+        judge_model=model,
+        settings=RunSettings(**settings),
+        observer=events.append,
+    )
     return result, events
 
 
@@ -54,20 +64,35 @@ def scripted(**kw: Any) -> ScriptedScenario:
 
 
 async def test_scripted_checks_run_without_a_model_and_shoulds_are_skipped() -> None:
-    scenario = scripted(turns=[
-        {"user": "Where is my order?", "checks": [{"contains": "order number"}],
-         "should": "ask for the order number"},
-        {"user": "10234", "checks": [{"tool_called": ["lookup_order"]}]}])
-    target = ScriptedTarget([
-        "What is your order number?",
-        Message(role="agent", content="It shipped.",
-                tool_calls=(ToolCall.from_arguments("lookup_order", {"order_id": "10234"}),))])
+    scenario = scripted(
+        turns=[
+            {
+                "user": "Where is my order?",
+                "checks": [{"contains": "order number"}],
+                "should": "ask for the order number",
+            },
+            {"user": "10234", "checks": [{"tool_called": ["lookup_order"]}]},
+        ]
+    )
+    target = ScriptedTarget(
+        [
+            "What is your order number?",
+            Message(
+                role="agent",
+                content="It shipped.",
+                tool_calls=(ToolCall.from_arguments("lookup_order", {"order_id": "10234"}),),
+            ),
+        ]
+    )
     result, _ = await run([scenario], target)
     trial = result.scenarios[0].trials[0]
     assert trial.status == "passed"
     assert trial.end_reason == "script_done"
     assert [(v.id, v.status) for v in trial.verdicts] == [
-        ("t1.check1", "met"), ("t2.check1", "met"), ("t1.should1", "skipped")]
+        ("t1.check1", "met"),
+        ("t2.check1", "met"),
+        ("t1.should1", "skipped"),
+    ]
     assert "--model" in trial.verdicts[-1].reason
     assert result.exit_code == 0
 
@@ -82,26 +107,48 @@ async def test_simulated_scenario_without_model_is_skipped_and_target_untouched(
 
 
 async def test_simulated_conversation_uses_turns_plus_one_model_calls() -> None:
-    scenario = SimulatedScenario(id="sim", goal="Get a refund", max_turns=3,
-                                 criteria=["Apologises"], restrictions=["Asks for a card"])
-    model = ScriptedModel([user_says("Hi, refund please"), user_says("Order 1"),
-                           user_says("Thanks"), judge_says(c1="met", r1="met")])
+    scenario = SimulatedScenario(
+        id="sim",
+        goal="Get a refund",
+        max_turns=3,
+        criteria=["Apologises"],
+        restrictions=["Asks for a card"],
+    )
+    model = ScriptedModel(
+        [
+            user_says("Hi, refund please"),
+            user_says("Order 1"),
+            user_says("Thanks"),
+            judge_says(c1="met", r1="met"),
+        ]
+    )
     result, _ = await run([scenario], ScriptedTarget(["a", "b", "c"]), model=model)
     trial = result.scenarios[0].trials[0]
     assert trial.status == "passed"
     assert trial.end_reason == "max_turns"
     assert [m.content for m in trial.transcript.messages] == [
-        "Hi, refund please", "a", "Order 1", "b", "Thanks", "c"]
+        "Hi, refund please",
+        "a",
+        "Order 1",
+        "b",
+        "Thanks",
+        "c",
+    ]
     assert len(model.calls) == 3 + 1
     assert trial.usage.model_calls == 4
 
 
 async def test_opening_message_saves_a_call_and_user_may_stop_after_min_turns() -> None:
-    scenario = SimulatedScenario(id="sim", goal="g", opening_message="Hello", max_turns=5,
-                                 min_turns=2, criteria=["Greets"])
-    model = ScriptedModel([user_says("Second"), user_says("", done=True,
-                                                          reason="user_gave_up"),
-                           judge_says(c1="not_met")])
+    scenario = SimulatedScenario(
+        id="sim", goal="g", opening_message="Hello", max_turns=5, min_turns=2, criteria=["Greets"]
+    )
+    model = ScriptedModel(
+        [
+            user_says("Second"),
+            user_says("", done=True, reason="user_gave_up"),
+            judge_says(c1="not_met"),
+        ]
+    )
     result, _ = await run([scenario], ScriptedTarget(["r1", "r2"]), model=model)
     trial = result.scenarios[0].trials[0]
     assert [m.content for m in trial.transcript.messages] == ["Hello", "r1", "Second", "r2"]
@@ -111,8 +158,12 @@ async def test_opening_message_saves_a_call_and_user_may_stop_after_min_turns() 
 
 
 async def test_target_failure_mid_run_is_an_error_that_keeps_the_transcript() -> None:
-    scenario = scripted(turns=[{"user": "one", "checks": [{"contains": "a"}]},
-                               {"user": "two", "checks": [{"contains": "b"}]}])
+    scenario = scripted(
+        turns=[
+            {"user": "one", "checks": [{"contains": "a"}]},
+            {"user": "two", "checks": [{"contains": "b"}]},
+        ]
+    )
     target = ScriptedTarget(["a", TargetError("connection refused by 127.0.0.1:9")])
     result, _ = await run([scenario], target)
     trial = result.scenarios[0].trials[0]
@@ -125,22 +176,28 @@ async def test_target_failure_mid_run_is_an_error_that_keeps_the_transcript() ->
 
 
 async def test_failing_check_skips_the_judge_call() -> None:
-    scenario = scripted(turns=[{"user": "hi", "checks": [{"contains": "welcome"}],
-                                "should": "greet"}], criteria=["Is polite"])
+    scenario = scripted(
+        turns=[{"user": "hi", "checks": [{"contains": "welcome"}], "should": "greet"}],
+        criteria=["Is polite"],
+    )
     model = ScriptedModel([])
     result, _ = await run([scenario], ScriptedTarget(["go away"]), model=model)
     trial = result.scenarios[0].trials[0]
     assert model.calls == []
     assert trial.status == "failed"
     assert {v.id: v.status for v in trial.verdicts} == {
-        "t1.check1": "not_met", "c1": "skipped", "t1.should1": "skipped"}
+        "t1.check1": "not_met",
+        "c1": "skipped",
+        "t1.should1": "skipped",
+    }
 
 
 @pytest.mark.parametrize("answer", ["not json at all", {"verdicts": "nope"}])
 async def test_unparseable_judge_answer_is_an_error_never_a_pass(answer: Any) -> None:
     scenario = SingleTurnScenario(id="q", prompt="Can I pay by card?", criteria=["Says no"])
-    result, _ = await run([scenario], ScriptedTarget(["No."]),
-                          model=ScriptedModel([answer, answer]))
+    result, _ = await run(
+        [scenario], ScriptedTarget(["No."]), model=ScriptedModel([answer, answer])
+    )
     trial = result.scenarios[0].trials[0]
     assert trial.status == "error"
     assert [v.status for v in trial.verdicts] == ["error"]
@@ -162,8 +219,13 @@ async def test_conversation_timeout_gives_timed_out_with_partial_transcript() ->
         await anyio.sleep(10)
         return "late"
 
-    scenario = scripted(turns=[{"user": "one", "checks": [{"contains": "a"}]},
-                               {"user": "two", "checks": [{"contains": "b"}]}], timeout_s=0.2)
+    scenario = scripted(
+        turns=[
+            {"user": "one", "checks": [{"contains": "a"}]},
+            {"user": "two", "checks": [{"contains": "b"}]},
+        ],
+        timeout_s=0.2,
+    )
     result, _ = await run([scenario], ScriptedTarget(["a", slow]))
     trial = result.scenarios[0].trials[0]
     assert (trial.status, trial.end_reason) == ("timed_out", "timeout")
@@ -175,8 +237,11 @@ async def test_reply_timeout_is_a_target_error() -> None:
         await anyio.sleep(10)
         return "late"
 
-    result, _ = await run([scripted(turns=[{"user": "x", "checks": [{"contains": "a"}]}])],
-                          ScriptedTarget([slow]), reply_timeout_s=0.05)
+    result, _ = await run(
+        [scripted(turns=[{"user": "x", "checks": [{"contains": "a"}]}])],
+        ScriptedTarget([slow]),
+        reply_timeout_s=0.05,
+    )
     trial = result.scenarios[0].trials[0]
     assert (trial.status, trial.end_reason) == ("error", "target_error")
     assert "0.05 s" in (trial.error or "")
@@ -184,13 +249,17 @@ async def test_reply_timeout_is_a_target_error() -> None:
 
 async def test_trials_threshold_and_pass_hat_k() -> None:
     answers = iter(["yes", "no", "yes", "yes"])
-    scenario = scripted(turns=[{"user": "ok?", "checks": [{"equals": "yes"}]}], trials=4,
-                        threshold="75%")
-    result, events = await run([scenario], ScriptedTarget([lambda t: next(answers)]),
-                               parallel=1)
+    scenario = scripted(
+        turns=[{"user": "ok?", "checks": [{"equals": "yes"}]}], trials=4, threshold="75%"
+    )
+    result, events = await run([scenario], ScriptedTarget([lambda t: next(answers)]), parallel=1)
     summary = result.scenarios[0].summary()
     assert [t.status for t in result.scenarios[0].trials] == [
-        "passed", "failed", "passed", "passed"]
+        "passed",
+        "failed",
+        "passed",
+        "passed",
+    ]
     assert summary["pass_rate"] == 0.75
     assert summary["status"] == "passed"
     assert summary["pass_hat_k"][4] == 0.0
@@ -210,8 +279,9 @@ async def test_single_turn_expected_output_is_judged_as_a_criterion() -> None:
 
 
 async def test_fail_fast_starts_no_new_trials_after_a_failure() -> None:
-    scenarios = [scripted(id=f"s{i}", turns=[{"user": "x", "checks": [{"equals": "yes"}]}])
-                 for i in range(4)]
+    scenarios = [
+        scripted(id=f"s{i}", turns=[{"user": "x", "checks": [{"equals": "yes"}]}]) for i in range(4)
+    ]
     result, events = await run(scenarios, ScriptedTarget(["no"]), parallel=1, fail_fast=True)
     finished = [e for e in events if isinstance(e, TrialFinished)]
     assert len(finished) == 1
@@ -229,23 +299,36 @@ async def test_many_conversations_run_concurrently_with_a_limit() -> None:
         in_flight -= 1
         return "fine"
 
-    scenarios = [scripted(id=f"s{i}", turns=[{"user": "x", "checks": [{"contains": "fine"}]}])
-                 for i in range(20)]
+    scenarios = [
+        scripted(id=f"s{i}", turns=[{"user": "x", "checks": [{"contains": "fine"}]}])
+        for i in range(20)
+    ]
     result, _ = await run(scenarios, ScriptedTarget([reply]), parallel=5)
     assert peak == 5
     assert all(s.status == "passed" for s in result.scenarios)
 
 
 async def test_secret_values_echoed_by_the_agent_never_reach_results() -> None:
-    reply = Message(role="agent", content="your key is s3cret-value",
-                    tool_calls=(ToolCall.from_arguments("login", {"key": "s3cret-value"}),),
-                    raw={"echo": "s3cret-value"})
-    scenario = scripted(turns=[{"user": "hi", "checks": [{"contains": "key"}]},
-                               {"user": "and?", "checks": [{"contains": "ok"}]}])
+    reply = Message(
+        role="agent",
+        content="your key is s3cret-value",
+        tool_calls=(ToolCall.from_arguments("login", {"key": "s3cret-value"}),),
+        raw={"echo": "s3cret-value"},
+    )
+    scenario = scripted(
+        turns=[
+            {"user": "hi", "checks": [{"contains": "key"}]},
+            {"user": "and?", "checks": [{"contains": "ok"}]},
+        ]
+    )
     target = ScriptedTarget([reply, "ok"])
     result = await run_scenarios(
-        [scenario], targets=lambda s: target, user_model=None,
-        judge_model=None, scrub=lambda text: text.replace("s3cret-value", "***"))
+        [scenario],
+        targets=lambda s: target,
+        user_model=None,
+        judge_model=None,
+        scrub=lambda text: text.replace("s3cret-value", "***"),
+    )
     dumped = result.model_dump_json()
     assert "s3cret-value" not in dumped
     assert "your key is ***" in dumped
@@ -257,8 +340,12 @@ async def test_secret_values_quoted_in_a_target_error_never_reach_results() -> N
     scenario = scripted(turns=[{"user": "hi", "checks": [{"contains": "a"}]}])
     target = ScriptedTarget([TargetError("unexpected event {'token': 's3cret-value'}")])
     result = await run_scenarios(
-        [scenario], targets=lambda s: target, user_model=None,
-        judge_model=None, scrub=lambda text: text.replace("s3cret-value", "***"))
+        [scenario],
+        targets=lambda s: target,
+        user_model=None,
+        judge_model=None,
+        scrub=lambda text: text.replace("s3cret-value", "***"),
+    )
     trial = result.scenarios[0].trials[0]
     assert trial.status == "error"
     assert trial.error == "unexpected event {'token': '***'}"
@@ -276,8 +363,7 @@ async def test_lone_surrogates_and_nan_from_the_agent_keep_reports_valid() -> No
 
 
 async def test_threshold_zero_never_turns_errors_into_a_pass() -> None:
-    scenario = scripted(turns=[{"user": "x", "checks": [{"contains": "a"}]}], trials=2,
-                        threshold=0)
+    scenario = scripted(turns=[{"user": "x", "checks": [{"contains": "a"}]}], trials=2, threshold=0)
     result, _ = await run([scenario], ScriptedTarget([TargetError("connection refused")]))
     assert result.scenarios[0].status == "error"
     assert result.exit_code == 3
@@ -285,30 +371,40 @@ async def test_threshold_zero_never_turns_errors_into_a_pass() -> None:
 
 async def test_fail_fast_waits_until_a_scenario_can_no_longer_pass() -> None:
     answers = iter(["no", "yes", "yes"])
-    flaky = scripted(id="flaky", turns=[{"user": "x", "checks": [{"equals": "yes"}]}],
-                     trials=3, threshold=0.66)
-    result, _ = await run([flaky], ScriptedTarget([lambda t: next(answers)]), parallel=1,
-                          fail_fast=True)
+    flaky = scripted(
+        id="flaky", turns=[{"user": "x", "checks": [{"equals": "yes"}]}], trials=3, threshold=0.66
+    )
+    result, _ = await run(
+        [flaky], ScriptedTarget([lambda t: next(answers)]), parallel=1, fail_fast=True
+    )
     assert [t.status for t in result.scenarios[0].trials] == ["failed", "passed", "passed"]
     assert result.scenarios[0].status == "passed"
 
 
 async def test_fail_fast_ignores_skipped_trials() -> None:
     simulated = SimulatedScenario(id="sim", goal="g", criteria=["x"], trials=2)
-    checked = scripted(id="checked", turns=[{"user": "x", "checks": [{"contains": "ok"}]}],
-                       trials=3)
-    result, _ = await run([simulated, checked], ScriptedTarget(["ok"]), parallel=1,
-                          fail_fast=True)
+    checked = scripted(
+        id="checked", turns=[{"user": "x", "checks": [{"contains": "ok"}]}], trials=3
+    )
+    result, _ = await run([simulated, checked], ScriptedTarget(["ok"]), parallel=1, fail_fast=True)
     assert [s.status for s in result.scenarios] == ["skipped", "passed"]
     assert result.exit_code == 0
 
 
 async def test_fail_on_skip_counts_missing_models_not_judging_a_decided_trial() -> None:
     answers = iter(["good", "bad", "good"])
-    scenario = scripted(turns=[{"user": "x", "checks": [{"contains": "good"}],
-                                "should": "be good"}], trials=3, threshold=0.6)
-    judged, _ = await run([scenario], ScriptedTarget([lambda t: next(answers)]), parallel=1,
-                          model=ScriptedModel(handler=always_valid), fail_on_skip=True)
+    scenario = scripted(
+        turns=[{"user": "x", "checks": [{"contains": "good"}], "should": "be good"}],
+        trials=3,
+        threshold=0.6,
+    )
+    judged, _ = await run(
+        [scenario],
+        ScriptedTarget([lambda t: next(answers)]),
+        parallel=1,
+        model=ScriptedModel(handler=always_valid),
+        fail_on_skip=True,
+    )
     assert [t.status for t in judged.scenarios[0].trials] == ["passed", "failed", "passed"]
     assert judged.exit_code == 0  # the skipped `should` belongs to a trial already failed
     unjudged, _ = await run([scenario], ScriptedTarget(["good"]), fail_on_skip=True)
@@ -316,12 +412,20 @@ async def test_fail_on_skip_counts_missing_models_not_judging_a_decided_trial() 
 
 
 async def test_a_numeric_secret_echoed_as_a_number_is_masked() -> None:
-    reply = Message(role="agent", content="ok", raw={"pin": 90817263, "n": 7},
-                    tool_calls=(ToolCall.from_arguments("verify", {"pin": 90817263}),))
+    reply = Message(
+        role="agent",
+        content="ok",
+        raw={"pin": 90817263, "n": 7},
+        tool_calls=(ToolCall.from_arguments("verify", {"pin": 90817263}),),
+    )
     scenario = scripted(turns=[{"user": "hi", "checks": [{"contains": "ok"}]}])
     result = await run_scenarios(
-        [scenario], targets=lambda s: ScriptedTarget([reply]), user_model=None,
-        judge_model=None, scrub=lambda text: text.replace("90817263", "***"))
+        [scenario],
+        targets=lambda s: ScriptedTarget([reply]),
+        user_model=None,
+        judge_model=None,
+        scrub=lambda text: text.replace("90817263", "***"),
+    )
     dumped = result.model_dump_json()
     assert "90817263" not in dumped
     assert '"n":7' in dumped
@@ -329,20 +433,27 @@ async def test_a_numeric_secret_echoed_as_a_number_is_masked() -> None:
 
 async def test_a_scenario_cut_short_by_fail_fast_is_not_passed() -> None:
     failing = scripted(id="a", turns=[{"user": "x", "checks": [{"equals": "yes"}]}])
-    passing = scripted(id="b", turns=[{"user": "x", "checks": [{"contains": "no"}]}],
-                       trials=5)
+    passing = scripted(id="b", turns=[{"user": "x", "checks": [{"contains": "no"}]}], trials=5)
+
     def replying_after(seconds: float) -> Callable[[Any], Awaitable[str]]:
         async def reply(_: Any) -> str:
             await anyio.sleep(seconds)
             return "no"
+
         return reply
 
     # a fails while b's first trial is still under way
-    targets = {"a": ScriptedTarget([replying_after(0.02)]),
-               "b": ScriptedTarget([replying_after(0.2)])}
-    result = await run_scenarios([failing, passing], targets=lambda s: targets[s.id],
-                                 user_model=None, judge_model=None,
-                                 settings=RunSettings(parallel=2, fail_fast=True))
+    targets = {
+        "a": ScriptedTarget([replying_after(0.02)]),
+        "b": ScriptedTarget([replying_after(0.2)]),
+    }
+    result = await run_scenarios(
+        [failing, passing],
+        targets=lambda s: targets[s.id],
+        user_model=None,
+        judge_model=None,
+        settings=RunSettings(parallel=2, fail_fast=True),
+    )
     b = result.scenarios[1]
     assert 0 < len(b.trials) < 5 and all(t.status == "passed" for t in b.trials)
     assert b.status == "error"  # the trials that never ran could have failed

@@ -18,8 +18,10 @@ from sparring.secrets import (
 def test_file_is_parsed_and_env_wins(tmp_path: Path) -> None:
     path = tmp_path / ".secrets"
     path.write_text(
-        "# bot credentials\n\nexport BOT_KEY=from-file\nQUOTED = \"a # b\"\n"
-        "SINGLE='x y'\nTRAILING=value # note\n", encoding="utf-8")
+        '# bot credentials\n\nexport BOT_KEY=from-file\nQUOTED = "a # b"\n'
+        "SINGLE='x y'\nTRAILING=value # note\n",
+        encoding="utf-8",
+    )
     secrets = Secrets.load(env={"BOT_KEY": "from-env"}, file=path)
     assert secrets.get("BOT_KEY") == "from-env"
     assert secrets.get("QUOTED") == "a # b"
@@ -67,14 +69,14 @@ def test_only_values_looked_up_with_get_are_scrubbed(tmp_path: Path) -> None:
     secrets.get("USED")
     secrets.get("BOT_KEY")
     assert secrets.scrub(report) == (
-        '{"ok": false, "shop": "Northwind", "key": "***", "t": "*** true"}')
+        '{"ok": false, "shop": "Northwind", "key": "***", "t": "*** true"}'
+    )
     assert secrets.scrub("") == ""
 
 
 def test_values_shorter_than_four_characters_are_not_scrubbed() -> None:
     secrets = Secrets({"PIN": "123", "REGION": "eu", "CODE": "abcd"})
-    assert (secrets.get("PIN"), secrets.get("REGION"), secrets.get("CODE")) == (
-        "123", "eu", "abcd")
+    assert (secrets.get("PIN"), secrets.get("REGION"), secrets.get("CODE")) == ("123", "eu", "abcd")
     assert MIN_SCRUB_CHARS == 4
     assert secrets.scrub("order 123 ships to eu, code abcd") == "order 123 ships to eu, code ***"
 
@@ -94,7 +96,7 @@ def test_truncated_excerpt_masks_a_secret_cut_off_at_the_end(cut: int) -> None:
     secrets = Secrets({"SHORT": "tok1", "LONG": "tok1-long-secret"})
     secrets.get("SHORT")
     secrets.get("LONG")
-    start = ("x tok1 y tok1-long-secret " + "tok1-long-secret")[:26 + cut]
+    start = ("x tok1 y tok1-long-secret " + "tok1-long-secret")[: 26 + cut]
     excerpt = secrets.excerpt(start, 300, truncated=True)
     assert excerpt.startswith("x *** y *** ") and "long" not in excerpt
     assert excerpt.endswith("***")
@@ -111,13 +113,19 @@ def test_scrubber_with_extra_values_masks_them_with_the_secrets_in_one_pass() ->
     assert Scrubber(["pass%word"]).scrub("u=pass%25word") == "u=***"
 
 
-@pytest.mark.parametrize(("url", "shown", "found"), [
-    ("http://admin:hunter2@127.0.0.1:8999/v1?api-key=TOPSECRET",
-     "http://***@127.0.0.1:8999/v1?***", ["admin", "hunter2", "TOPSECRET"]),
-    ("https://api.example.com/v1", "https://api.example.com/v1", []),
-    ("http://u:p%40ss@h/v1#frag", "http://***@h/v1#***", ["u", "p@ss", "frag"]),
-    ("http://u:pa/ss@h/v1", "http://***@h/v1", ["u", "pa/ss"]),  # raw '/' in the password
-])
+@pytest.mark.parametrize(
+    ("url", "shown", "found"),
+    [
+        (
+            "http://admin:hunter2@127.0.0.1:8999/v1?api-key=TOPSECRET",
+            "http://***@127.0.0.1:8999/v1?***",
+            ["admin", "hunter2", "TOPSECRET"],
+        ),
+        ("https://api.example.com/v1", "https://api.example.com/v1", []),
+        ("http://u:p%40ss@h/v1#frag", "http://***@h/v1#***", ["u", "p@ss", "frag"]),
+        ("http://u:pa/ss@h/v1", "http://***@h/v1", ["u", "pa/ss"]),  # raw '/' in the password
+    ],
+)
 def test_mask_url_and_url_credentials(url: str, shown: str, found: list[str]) -> None:
     assert mask_url(url) == shown
     assert url_credentials(url) == found
@@ -132,12 +140,15 @@ def test_scrub_masks_encoded_forms_and_overlapping_values() -> None:
     assert secrets.scrub("just p&ss here") == "just *** here"
 
 
-@pytest.mark.parametrize(("value", "shown"), [
-    ("Hunter2@prod!", "http://bot:Hunter2%40prod!@host/"),  # userinfo: '@' encoded, '!' not
-    ("ab c", "http://host/ab%20c/x"),                        # path: space encoded
-    ("p/q r?s", "http://host/x?k=p/q%20r?s"),                # query: '/' and '?' kept
-    ("a:b;c", "http://a%3Ab%3Bc@host/"),                     # username: ':' and ';' encoded
-])
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("Hunter2@prod!", "http://bot:Hunter2%40prod!@host/"),  # userinfo: '@' encoded, '!' not
+        ("ab c", "http://host/ab%20c/x"),  # path: space encoded
+        ("p/q r?s", "http://host/x?k=p/q%20r?s"),  # query: '/' and '?' kept
+        ("a:b;c", "http://a%3Ab%3Bc@host/"),  # username: ':' and ';' encoded
+    ],
+)
 def test_scrub_masks_partially_url_encoded_forms(value: str, shown: str) -> None:
     secrets = Secrets({"T": value})
     secrets.get("T")

@@ -54,10 +54,14 @@ class RecordingSession:
         text = transcript.messages[-1].content
         if text == "fail":
             raise TargetError("agent down")
-        return Message(role="agent", content=f"echo: {text}", latency_ms=5,
-                       parts=(f"echo: {text}",) if text != "parts" else ("one", "two"),
-                       tool_calls=(ToolCall.from_arguments("lookup", {"q": text}),),
-                       status_events=(StatusEvent(state="ready"),))
+        return Message(
+            role="agent",
+            content=f"echo: {text}",
+            latency_ms=5,
+            parts=(f"echo: {text}",) if text != "parts" else ("one", "two"),
+            tool_calls=(ToolCall.from_arguments("lookup", {"q": text}),),
+            status_events=(StatusEvent(state="ready"),),
+        )
 
     async def close(self) -> None:
         self.closed = True
@@ -86,11 +90,17 @@ class RecordingTarget:
 
 def judge_by_condition(*, unmet: Sequence[str] = ()) -> ScriptedModel:
     """A judge that says `not_met` for conditions containing any of `unmet`."""
+
     def handler(messages: Sequence[ChatMessage], schema: Any) -> Any:
         condition = messages[-1]["content"].split("The message should ", 1)[1]
         bad = any(u in condition.split("\n")[0] for u in unmet)
-        return {"reason": "reason for " + condition.split("\n")[0], "evidence": [],
-                "turns": [], "verdict": "not_met" if bad else "met"}
+        return {
+            "reason": "reason for " + condition.split("\n")[0],
+            "evidence": [],
+            "turns": [],
+            "verdict": "not_met" if bad else "met",
+        }
+
     return ScriptedModel(handler=handler)
 
 
@@ -104,8 +114,7 @@ async def test_send_gives_a_response_with_every_part_of_the_reply() -> None:
     assert [c.name for c in first.tool_calls] == ["lookup"]
     assert first.status_events == [StatusEvent(state="ready")]
     assert first.latency_ms == 5 and (first.turn, second.turn) == (1, 2)
-    assert [m.content for m in target.sessions[0].sent[1].messages] == [
-        "hi", "echo: hi", "parts"]
+    assert [m.content for m in target.sessions[0].sent[1].messages] == ["hi", "echo: hi", "parts"]
     assert target.sessions[0].closed
 
 
@@ -114,8 +123,7 @@ async def test_should_met_returns_verdicts_and_records_them() -> None:
         response = await session.send("hi")
         verdicts = await response.should(["greet the customer", "offer help"])
         log = session.trial.recorder
-    assert [(v.id, v.status) for v in verdicts] == [("t1.should1", "met"),
-                                                    ("t1.should2", "met")]
+    assert [(v.id, v.status) for v in verdicts] == [("t1.should1", "met"), ("t1.should2", "met")]
     assert isinstance(log, TrialLog) and log.verdicts == verdicts
     assert [m.role for m in log.transcript.messages] == ["user", "agent"]
 
@@ -125,8 +133,7 @@ async def test_should_not_met_names_every_unmet_condition_and_the_reply() -> Non
     async with open_session(RecordingTarget(), model=model) as session:
         response = await session.send("Hello!")
         with pytest.raises(ConditionsNotMet) as caught:
-            await response.should(["greet the customer", "offer a million dollars",
-                                   "write a poem"])
+            await response.should(["greet the customer", "offer a million dollars", "write a poem"])
     text = str(caught.value)
     assert isinstance(caught.value, AssertionError)
     assert "2 of 3 conditions not met" in text
@@ -144,8 +151,9 @@ async def test_judge_garbage_is_undecided_never_passed() -> None:
     assert [v.status for v in s.trial.recorder.verdicts] == ["error"]  # type: ignore[attr-defined]
 
 
-async def test_without_a_model_should_is_skipped_not_raised(monkeypatch: pytest.MonkeyPatch,
-                                                            tmp_path: Any) -> None:
+async def test_without_a_model_should_is_skipped_not_raised(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SPARRING_MODEL", raising=False)
     monkeypatch.delenv("SPARRING_JUDGE_MODEL", raising=False)
@@ -168,11 +176,15 @@ BOOKING = [
     CustomerMessage("book a flight"),
     AgentMessage("Happy to help! Where to?", should="ask where to"),
     CustomerMessage("Paris, Monday"),
-    AgentMessage("Checking Paris for Monday.", should=["confirm the destination",
-                                                       "confirm the date"]),
+    AgentMessage(
+        "Checking Paris for Monday.", should=["confirm the destination", "confirm the date"]
+    ),
     CustomerMessage("mornings please"),
-    AgentMessage("Here are the morning flights.", should="present flight options",
-                 checks=[{"contains": "mornings"}]),
+    AgentMessage(
+        "Here are the morning flights.",
+        should="present flight options",
+        checks=[{"contains": "mornings"}],
+    ),
 ]
 
 
@@ -187,21 +199,35 @@ async def test_unfold_runs_each_assertion_point_in_a_fresh_preloaded_session() -
     assert preloads == [
         [],
         ["book a flight", "Happy to help! Where to?"],
-        ["book a flight", "Happy to help! Where to?", "Paris, Monday",
-         "Checking Paris for Monday."]]
+        [
+            "book a flight",
+            "Happy to help! Where to?",
+            "Paris, Monday",
+            "Checking Paris for Monday.",
+        ],
+    ]
     assert sorted(s.sent[0].messages[-1].content for s in fresh) == [
-        "Paris, Monday", "book a flight", "mornings please"]
+        "Paris, Monday",
+        "book a flight",
+        "mornings please",
+    ]
     assert all(s.closed for s in fresh)
     assert [s.id for s in subtests] == ["unfold1.step2", "unfold1.step4", "unfold1.step6"]
     assert [s.status for s in subtests] == ["passed"] * 3
     assert [s.history for s in subtests] == ["as_written"] * 3
     assert [m.content for m in subtests[2].transcript.messages][-2:] == [
-        "mornings please", "echo: mornings please"]
+        "mornings please",
+        "echo: mornings please",
+    ]
     log = session.trial.recorder
     assert isinstance(log, TrialLog) and log.subtests == subtests
     assert [v.id for v in log.verdicts] == [
-        "unfold1.step2.should1", "unfold1.step4.should1", "unfold1.step4.should2",
-        "unfold1.step6.check1", "unfold1.step6.should1"]
+        "unfold1.step2.should1",
+        "unfold1.step4.should1",
+        "unfold1.step4.should2",
+        "unfold1.step6.check1",
+        "unfold1.step6.should1",
+    ]
 
 
 async def test_a_sub_test_on_a_target_that_replays_history_says_so() -> None:
@@ -209,7 +235,11 @@ async def test_a_sub_test_on_a_target_that_replays_history_says_so() -> None:
         subtests = await s.unfold(BOOKING)
     assert [sub.history for sub in subtests] == ["as_written", "replayed", "replayed"]
     assert [m.content for m in subtests[1].transcript.messages] == [
-        "book a flight", "echo: book a flight", "Paris, Monday", "echo: Paris, Monday"]
+        "book a flight",
+        "echo: book a flight",
+        "Paris, Monday",
+        "echo: Paris, Monday",
+    ]
     assert s.trial.recorder.subtests[1].history == "replayed"  # type: ignore[attr-defined]
 
 
@@ -230,12 +260,19 @@ async def test_unfold_failures_name_each_sub_test_and_its_reply() -> None:
 async def test_history_only_steps_are_not_tested() -> None:
     target = RecordingTarget()
     async with open_session(target, model=judge_by_condition()) as session:
-        subtests = await session.unfold([
-            CustomerMessage("Hi"), AgentMessage("Hello! How can I help?"),
-            CustomerMessage("balance?"), AgentMessage("$100.", should="state the balance")])
+        subtests = await session.unfold(
+            [
+                CustomerMessage("Hi"),
+                AgentMessage("Hello! How can I help?"),
+                CustomerMessage("balance?"),
+                AgentMessage("$100.", should="state the balance"),
+            ]
+        )
     assert [s.id for s in subtests] == ["unfold1.step4"]
     assert [m.content for m in target.sessions[1].preloaded[0].messages] == [
-        "Hi", "Hello! How can I help?"]
+        "Hi",
+        "Hello! How can I help?",
+    ]
 
 
 async def test_a_sub_test_whose_target_fails_is_an_error_not_a_pass() -> None:
@@ -257,16 +294,20 @@ async def test_unfold_rejects_plans_it_cannot_run() -> None:
 
 
 async def test_unfold_tool_checks_need_a_target_that_records_tool_calls() -> None:
-    steps = [CustomerMessage("refund order 1"), AgentMessage("Refunded.", should="confirm"),
-             CustomerMessage("thanks"),
-             AgentMessage("Bye.", checks=[{"tool_args": {"tool": "refund", "args": {}}}])]
+    steps = [
+        CustomerMessage("refund order 1"),
+        AgentMessage("Refunded.", should="confirm"),
+        CustomerMessage("thanks"),
+        AgentMessage("Bye.", checks=[{"tool_args": {"tool": "refund", "args": {}}}]),
+    ]
     async with open_session({"type": "http", "url": "http://127.0.0.1:9/chat"}) as session:
         with pytest.raises(UserError) as caught:  # before anything is sent (port 9: nothing)
             await session.unfold(steps)
     assert str(caught.value).startswith(
         "unfold step 4 (AgentMessage 'Bye.') checks tool calls, but its http target does not "
         "say where they are in the reply, so it records none; add `tool_calls_path:` to the "
-        "target (e.g. `tool_calls_path: tool_calls`")
+        "target (e.g. `tool_calls_path: tool_calls`"
+    )
     assert session.trial.recorder.subtests == []  # type: ignore[attr-defined]
     spec = {"type": "http", "url": "http://127.0.0.1:9/chat", "tool_calls_path": "tool_calls"}
     async with open_session(spec) as session:
@@ -275,11 +316,13 @@ async def test_unfold_tool_checks_need_a_target_that_records_tool_calls() -> Non
 
 
 async def test_interaction_builder_and_add_events_preload_the_live_session() -> None:
-    history = (InteractionBuilder()
-               .step(CustomerMessage("Hi, I need help"))
-               .step(AgentMessage("Hello! How can I assist you today?"))
-               .step(CustomerMessage("cancel my subscription"))
-               .build())
+    history = (
+        InteractionBuilder()
+        .step(CustomerMessage("Hi, I need help"))
+        .step(AgentMessage("Hello! How can I assist you today?"))
+        .step(CustomerMessage("cancel my subscription"))
+        .build()
+    )
     target = RecordingTarget()
     async with open_session(target, model=judge_by_condition()) as session:
         await session.add_events(history)
@@ -288,7 +331,10 @@ async def test_interaction_builder_and_add_events_preload_the_live_session() -> 
             await session.add_events(history)
     [conn] = target.sessions
     assert [m.content for m in conn.preloaded[0].messages] == [
-        "Hi, I need help", "Hello! How can I assist you today?", "cancel my subscription"]
+        "Hi, I need help",
+        "Hello! How can I assist you today?",
+        "cancel my subscription",
+    ]
     assert [m.role for m in conn.sent[0].messages] == ["user", "agent", "user", "user"]
     assert response.turn == 3
     with pytest.raises(UserError, match="CustomerMessage or an AgentMessage"):
@@ -304,23 +350,30 @@ async def test_a_session_must_be_entered() -> None:
 async def test_add_events_refuses_steps_with_assertions_and_points_to_unfold() -> None:
     history = [CustomerMessage("Hi"), AgentMessage("Hello!", should="greet the customer")]
     async with open_session(RecordingTarget(), model=judge_by_condition()) as session:
-        with pytest.raises(UserError, match=r"add_events step 2 \(AgentMessage 'Hello!'\) has "
-                                            r"`should` or `checks`.*session\.unfold\(steps\)"):
+        with pytest.raises(
+            UserError,
+            match=r"add_events step 2 \(AgentMessage 'Hello!'\) has "
+            r"`should` or `checks`.*session\.unfold\(steps\)",
+        ):
             await session.add_events(history)
         with pytest.raises(UserError, match="add_events step 2"):
-            await session.add_events([CustomerMessage("Hi"),
-                                      AgentMessage("Hello!", checks=[{"contains": "Hi"}])])
+            await session.add_events(
+                [CustomerMessage("Hi"), AgentMessage("Hello!", checks=[{"contains": "Hi"}])]
+            )
         assert session.transcript.messages == ()  # nothing was loaded
 
 
 async def test_outside_a_run_the_judge_and_the_record_never_see_secret_values(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     secret = "sk-live-0123456789abcdef"
     monkeypatch.setenv("SPARRING_TEST_BOT_KEY", secret)
     with ScriptedOpenAIServer([lambda body: Reply(f"your key is {body['auth']}")]) as agent:
-        spec = {"url": f"{agent.base_url}/chat/completions",
-                "body_template": {"auth": "{{secrets.SPARRING_TEST_BOT_KEY}}", "m": "{{input}}"},
-                "response_path": "choices.0.message.content"}
+        spec = {
+            "url": f"{agent.base_url}/chat/completions",
+            "body_template": {"auth": "{{secrets.SPARRING_TEST_BOT_KEY}}", "m": "{{input}}"},
+            "response_path": "choices.0.message.content",
+        }
         judge = judge_by_condition()
         async with open_session(spec, model=judge) as session:
             response = await session.send("what is my key?")

@@ -40,10 +40,14 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-def target(http: httpx.AsyncClient, url: str, *, secrets: Secrets | None = None,
-           **spec: object) -> A2ATarget:
-    return A2ATarget(A2ATargetSpec.model_validate({"type": "a2a", "url": url, **spec}),
-                     client=http, secrets=secrets or Secrets({}))
+def target(
+    http: httpx.AsyncClient, url: str, *, secrets: Secrets | None = None, **spec: object
+) -> A2ATarget:
+    return A2ATarget(
+        A2ATargetSpec.model_validate({"type": "a2a", "url": url, **spec}),
+        client=http,
+        secrets=secrets or Secrets({}),
+    )
 
 
 async def say(session: A2ASession, *texts: str) -> Transcript:
@@ -65,38 +69,51 @@ async def reply(http: httpx.AsyncClient, url: str, text: str, **spec: object) ->
 
 # --- replies ---------------------------------------------------------------------------
 
+
 async def test_artifact_and_status_message_are_both_the_reply(
-        server: A2AServer, http: httpx.AsyncClient) -> None:
+    server: A2AServer, http: httpx.AsyncClient
+) -> None:
     message = await reply(http, server.url("agent"), "both Order 10234 has shipped")
     assert message.role == "agent"
     assert message.content == "Order 10234 has shipped (artifact)\nOrder 10234 has shipped"
     assert message.parts == ("Order 10234 has shipped (artifact)", "Order 10234 has shipped")
     assert [(e.state, e.detail) for e in message.status_events] == [
-        ("completed", "Order 10234 has shipped")]
+        ("completed", "Order 10234 has shipped")
+    ]
     assert message.latency_ms is not None and message.latency_ms > 0
     assert isinstance(message.raw, dict)
     assert message.raw["status"]["state"] == "TASK_STATE_COMPLETED"
     assert message.raw["artifacts"][0]["parts"] == [{"text": "Order 10234 has shipped (artifact)"}]
 
 
-@pytest.mark.parametrize(("text", "content"), [
-    ("status Your order is on its way", "Your order is on its way"),
-    ("artifact Just an artifact", "Just an artifact"),
-    ("data", '{"ok": true, "order": 10234}'),
-    ("message A direct message, no task", "A direct message, no task"),
-])
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("status Your order is on its way", "Your order is on its way"),
+        ("artifact Just an artifact", "Just an artifact"),
+        ("data", '{"ok": true, "order": 10234}'),
+        ("message A direct message, no task", "A direct message, no task"),
+    ],
+)
 async def test_reply_from_status_message_artifact_data_part_or_direct_message(
-        server: A2AServer, http: httpx.AsyncClient, text: str, content: str) -> None:
+    server: A2AServer, http: httpx.AsyncClient, text: str, content: str
+) -> None:
     message = await reply(http, server.url("agent"), text)
     assert message.content == content and message.parts == ()
 
 
-@pytest.mark.parametrize(("command", "state"), [
-    ("fail", "failed"), ("reject", "rejected"), ("cancel", "canceled"),
-    ("auth", "auth-required"),
-])
+@pytest.mark.parametrize(
+    ("command", "state"),
+    [
+        ("fail", "failed"),
+        ("reject", "rejected"),
+        ("cancel", "canceled"),
+        ("auth", "auth-required"),
+    ],
+)
 async def test_unfinished_task_states_are_errors_naming_state_and_message(
-        server: A2AServer, http: httpx.AsyncClient, command: str, state: str) -> None:
+    server: A2AServer, http: httpx.AsyncClient, command: str, state: str
+) -> None:
     with pytest.raises(TargetError) as caught:
         await reply(http, server.url("agent"), f"{command} Out of stock, sorry")
     assert f"state {state!r}" in str(caught.value)
@@ -106,25 +123,34 @@ async def test_unfinished_task_states_are_errors_naming_state_and_message(
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
 async def test_an_answer_that_ends_while_the_task_is_still_working_is_an_error(
-        server: A2AServer, http: httpx.AsyncClient, streaming: bool) -> None:
+    server: A2AServer, http: httpx.AsyncClient, streaming: bool
+) -> None:
     with pytest.raises(TargetError, match="still in state 'working' .*'Looking it up'"):
         await reply(http, server.url("agent"), "working Looking it up", streaming=streaming)
 
 
 # --- tool calls ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
 async def test_tool_calls_are_read_from_the_task_at_tool_calls_path(
-        server: A2AServer, http: httpx.AsyncClient, streaming: bool) -> None:
-    message = await reply(http, server.url("agent"), "tools Order 10234 has shipped",
-                          streaming=streaming, tool_calls_path="metadata.toolCalls")
+    server: A2AServer, http: httpx.AsyncClient, streaming: bool
+) -> None:
+    message = await reply(
+        http,
+        server.url("agent"),
+        "tools Order 10234 has shipped",
+        streaming=streaming,
+        tool_calls_path="metadata.toolCalls",
+    )
     assert message.content == "Order 10234 has shipped"
     [call] = message.tool_calls
     assert (call.name, call.arguments) == ("lookup_order", {"order_id": "10234", "count": 2})
 
 
 async def test_without_tool_calls_path_no_tool_calls_are_read(
-        server: A2AServer, http: httpx.AsyncClient) -> None:
+    server: A2AServer, http: httpx.AsyncClient
+) -> None:
     message = await reply(http, server.url("agent"), "tools Order 10234 has shipped")
     assert message.tool_calls == ()
     assert isinstance(message.raw, dict) and "toolCalls" in message.raw["metadata"]
@@ -132,37 +158,49 @@ async def test_without_tool_calls_path_no_tool_calls_are_read(
 
 @pytest.mark.parametrize("command", ["artifact", "message"])
 async def test_a_reply_without_metadata_has_no_tool_calls(
-        server: A2AServer, http: httpx.AsyncClient, command: str) -> None:
-    message = await reply(http, server.url("agent"), f"{command} no tools here",
-                          tool_calls_path="metadata.toolCalls")
+    server: A2AServer, http: httpx.AsyncClient, command: str
+) -> None:
+    message = await reply(
+        http, server.url("agent"), f"{command} no tools here", tool_calls_path="metadata.toolCalls"
+    )
     assert isinstance(message.raw, dict) and "metadata" not in message.raw
     assert (message.content, message.tool_calls) == ("no tools here", ())
 
 
-@pytest.mark.parametrize(("path", "error"), [
-    ("metadata.toolCall", "tool_calls_path 'metadata.toolCall' not found in the reply: "
-                          "at 'toolCall', no key 'toolCall'; did you mean 'toolCalls'?"),
-    ("status", "tool_calls_path 'status': tool call 1 is not an object with a `name`"),
-])
+@pytest.mark.parametrize(
+    ("path", "error"),
+    [
+        (
+            "metadata.toolCall",
+            "tool_calls_path 'metadata.toolCall' not found in the reply: "
+            "at 'toolCall', no key 'toolCall'; did you mean 'toolCalls'?",
+        ),
+        ("status", "tool_calls_path 'status': tool call 1 is not an object with a `name`"),
+    ],
+)
 async def test_a_wrong_tool_calls_path_is_an_error_not_no_calls(
-        server: A2AServer, http: httpx.AsyncClient, path: str, error: str) -> None:
+    server: A2AServer, http: httpx.AsyncClient, path: str, error: str
+) -> None:
     with pytest.raises(TargetError) as caught:
         await reply(http, server.url("agent"), "tools hi", tool_calls_path=path)
     assert error in str(caught.value)
 
 
 def test_tool_calls_path_is_checked_when_the_test_file_loads() -> None:
-    with pytest.raises(UserError, match="tool_calls_path: response path 'calls\\[' is not "
-                                        "valid"):
-        load_text('target: {type: a2a, url: "http://127.0.0.1:9/a2a", '
-                  'tool_calls_path: "calls["}\n'
-                  'scenarios: [{id: a, prompt: hi, checks: [{contains: x}]}]\n')
+    with pytest.raises(UserError, match="tool_calls_path: response path 'calls\\[' is not valid"):
+        load_text(
+            'target: {type: a2a, url: "http://127.0.0.1:9/a2a", '
+            'tool_calls_path: "calls["}\n'
+            "scenarios: [{id: a, prompt: hi, checks: [{contains: x}]}]\n"
+        )
 
 
 # --- conversations ---------------------------------------------------------------------
 
+
 async def test_input_required_is_continued_in_the_same_task_then_a_new_task_starts(
-        server: A2AServer, http: httpx.AsyncClient) -> None:
+    server: A2AServer, http: httpx.AsyncClient
+) -> None:
     agent = target(http, server.url("agent"))
     session = await agent.open_session()
     transcript = await say(session, "ask Which order?")
@@ -182,7 +220,8 @@ async def test_input_required_is_continued_in_the_same_task_then_a_new_task_star
 
 
 async def test_one_context_per_session_kept_across_turns(
-        server: A2AServer, http: httpx.AsyncClient) -> None:
+    server: A2AServer, http: httpx.AsyncClient
+) -> None:
     agent = target(http, server.url("agent"))
     one, two = await agent.open_session(), await agent.open_session()
     first = await say(one, "ids", "ids")
@@ -194,15 +233,18 @@ async def test_one_context_per_session_kept_across_turns(
 
 
 async def test_preload_replays_the_user_messages_live_in_the_sessions_context(
-        server: A2AServer, http: httpx.AsyncClient) -> None:
+    server: A2AServer, http: httpx.AsyncClient
+) -> None:
     agent = target(http, server.url("agent"))
     session = await agent.open_session()
-    history = Transcript(messages=(
-        Message(role="user", content="ask Which order?"),
-        Message(role="agent", content="(written, never sent)"),
-        Message(role="user", content="10234"),
-        Message(role="agent", content="(written too)"),
-    ))
+    history = Transcript(
+        messages=(
+            Message(role="user", content="ask Which order?"),
+            Message(role="agent", content="(written, never sent)"),
+            Message(role="user", content="10234"),
+            Message(role="agent", content="(written too)"),
+        )
+    )
     replayed = await session.preload(history)
     assert [m.role for m in replayed.messages] == ["user", "agent", "user", "agent"]
     assert replayed.messages[1].content == "Which order?"
@@ -216,11 +258,14 @@ async def test_preload_replays_the_user_messages_live_in_the_sessions_context(
 
 # --- protocol versions, bindings and streaming -----------------------------------------
 
+
 @pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
-@pytest.mark.parametrize("agent_path", ["agent", "legacy", "rest"],
-                         ids=["jsonrpc-1.0", "jsonrpc-0.3", "http-json-1.0"])
+@pytest.mark.parametrize(
+    "agent_path", ["agent", "legacy", "rest"], ids=["jsonrpc-1.0", "jsonrpc-0.3", "http-json-1.0"]
+)
 async def test_every_protocol_version_and_binding_converses(
-        server: A2AServer, http: httpx.AsyncClient, agent_path: str, streaming: bool) -> None:
+    server: A2AServer, http: httpx.AsyncClient, agent_path: str, streaming: bool
+) -> None:
     agent = target(http, server.url(agent_path), streaming=streaming)
     session = await agent.open_session()
     transcript = await say(session, "ask Which order?", "10234", "stream a b c")
@@ -233,12 +278,16 @@ async def test_every_protocol_version_and_binding_converses(
 
 
 async def test_streaming_records_each_state_with_its_time(
-        server: A2AServer, http: httpx.AsyncClient) -> None:
+    server: A2AServer, http: httpx.AsyncClient
+) -> None:
     message = await reply(http, server.url("agent"), "stream one two three", streaming=True)
     assert message.content == "one two three"
     events = message.status_events
     assert [(e.state, e.detail) for e in events] == [
-        ("submitted", ""), ("working", "thinking"), ("completed", "")]
+        ("submitted", ""),
+        ("working", "thinking"),
+        ("completed", ""),
+    ]
     times = [e.at_ms for e in events if e.at_ms is not None]
     assert len(times) == 3 and times == sorted(times)
     assert isinstance(message.raw, dict)
@@ -246,7 +295,8 @@ async def test_streaming_records_each_state_with_its_time(
 
 
 async def test_streaming_is_not_used_when_the_card_says_the_agent_cannot(
-        server: A2AServer, http: httpx.AsyncClient) -> None:
+    server: A2AServer, http: httpx.AsyncClient
+) -> None:
     message = await reply(http, server.url("nostream"), "stream x y", streaming=True)
     assert message.content == "x y"
     assert [e.state for e in message.status_events] == ["completed"]
@@ -254,20 +304,30 @@ async def test_streaming_is_not_used_when_the_card_says_the_agent_cannot(
 
 # --- HTTP, auth and card errors ----------------------------------------------------------
 
+
 async def test_auth_header_from_a_secret(server: A2AServer, http: httpx.AsyncClient) -> None:
     secrets = Secrets({"AGENT_TOKEN": TOKEN})
-    agent = target(http, server.url("secure"), secrets=secrets,
-                   headers={"Authorization": "Bearer {{secrets.AGENT_TOKEN}}"})
+    agent = target(
+        http,
+        server.url("secure"),
+        secrets=secrets,
+        headers={"Authorization": "Bearer {{secrets.AGENT_TOKEN}}"},
+    )
     transcript = await say(await agent.open_session(), "artifact welcome in")
     assert transcript.messages[-1].content == "welcome in"
     await agent.aclose()
 
 
 async def test_401_is_an_error_with_a_scrubbed_excerpt(
-        server: A2AServer, http: httpx.AsyncClient) -> None:
+    server: A2AServer, http: httpx.AsyncClient
+) -> None:
     wrong = "wrong-token-9876543210"
-    agent = target(http, server.url("secure"), secrets=Secrets({"AGENT_TOKEN": wrong}),
-                   headers={"Authorization": "Bearer {{secrets.AGENT_TOKEN}}"})
+    agent = target(
+        http,
+        server.url("secure"),
+        secrets=Secrets({"AGENT_TOKEN": wrong}),
+        headers={"Authorization": "Bearer {{secrets.AGENT_TOKEN}}"},
+    )
     with pytest.raises(TargetError) as caught:
         await agent.open_session()
     text = str(caught.value)
@@ -279,7 +339,8 @@ async def test_401_is_an_error_with_a_scrubbed_excerpt(
 
 
 async def test_an_html_page_instead_of_json_rpc_is_an_error(
-        server: A2AServer, http: httpx.AsyncClient) -> None:
+    server: A2AServer, http: httpx.AsyncClient
+) -> None:
     agent = target(http, server.url("html"))
     session = await agent.open_session()
     with pytest.raises(TargetError) as caught:
@@ -290,14 +351,17 @@ async def test_an_html_page_instead_of_json_rpc_is_an_error(
     await agent.aclose()
 
 
-@pytest.mark.parametrize(("url", "card_path", "expected"), [
-    ("nowhere", "/.well-known/agent-card.json", "HTTP 404"),
-    ("html", "/page", "Content-Type text/html, not JSON"),
-    ("html", "/health", "is not an A2A agent card"),
-])
+@pytest.mark.parametrize(
+    ("url", "card_path", "expected"),
+    [
+        ("nowhere", "/.well-known/agent-card.json", "HTTP 404"),
+        ("html", "/page", "Content-Type text/html, not JSON"),
+        ("html", "/health", "is not an A2A agent card"),
+    ],
+)
 async def test_a_missing_or_wrong_card_says_which_url_and_how_to_fix_it(
-        server: A2AServer, http: httpx.AsyncClient, url: str, card_path: str,
-        expected: str) -> None:
+    server: A2AServer, http: httpx.AsyncClient, url: str, card_path: str, expected: str
+) -> None:
     agent = target(http, server.url(url), card_path=card_path)
     with pytest.raises(TargetError) as caught:
         await agent.open_session()
@@ -307,8 +371,9 @@ async def test_a_missing_or_wrong_card_says_which_url_and_how_to_fix_it(
     await agent.aclose()
 
 
-async def test_a_card_without_a_usable_interface(server: A2AServer,
-                                                 http: httpx.AsyncClient) -> None:
+async def test_a_card_without_a_usable_interface(
+    server: A2AServer, http: httpx.AsyncClient
+) -> None:
     agent = target(http, server.url("grpc"))
     with pytest.raises(TargetError, match="offers no interface sparring speaks .*GRPC 1.0"):
         await agent.open_session()
@@ -339,6 +404,7 @@ async def test_a_slow_reply_times_out(server: A2AServer, http: httpx.AsyncClient
 
 # --- configuration ---------------------------------------------------------------------
 
+
 async def test_headers_take_only_secrets_and_must_be_set(http: httpx.AsyncClient) -> None:
     with pytest.raises(UserError, match=r"only use \{\{secrets.NAME\}\}, not \{\{input\}\}"):
         target(http, "http://127.0.0.1:1", headers={"X-Says": "{{input}}"})
@@ -356,7 +422,8 @@ def test_spec_rejects_placeholders_in_url_and_relative_card_paths() -> None:
 
 
 async def test_missing_extra_is_a_user_error_with_the_install_line(
-        monkeypatch: pytest.MonkeyPatch, http: httpx.AsyncClient) -> None:
+    monkeypatch: pytest.MonkeyPatch, http: httpx.AsyncClient
+) -> None:
     monkeypatch.setitem(sys.modules, "a2a.client", None)
     monkeypatch.delitem(sys.modules, "sparring.targets.a2a")
     spec = A2ATargetSpec.model_validate({"type": "a2a", "url": "http://127.0.0.1:1"})
@@ -366,14 +433,26 @@ async def test_missing_extra_is_a_user_error_with_the_install_line(
 
 # --- end to end ------------------------------------------------------------------------
 
+
 async def test_a_scripted_scenario_runs_over_a2a(server: A2AServer) -> None:
-    scenario = ScriptedScenario.model_validate({
-        "id": "a2a", "target": {"type": "a2a", "url": server.url("agent"), "streaming": True},
-        "turns": [{"user": "ask Which order?", "checks": [{"contains": "Which order"}]},
-                  {"user": "10234", "checks": [{"regex": "^continued .*: 10234$"}]}]})
+    scenario = ScriptedScenario.model_validate(
+        {
+            "id": "a2a",
+            "target": {"type": "a2a", "url": server.url("agent"), "streaming": True},
+            "turns": [
+                {"user": "ask Which order?", "checks": [{"contains": "Which order"}]},
+                {"user": "10234", "checks": [{"regex": "^continued .*: 10234$"}]},
+            ],
+        }
+    )
     async with TargetPool(secrets=Secrets({})) as pool:
-        result = await run_scenarios([scenario], targets=pool.for_scenario, user_model=None,
-                                     judge_model=None, settings=RunSettings())
+        result = await run_scenarios(
+            [scenario],
+            targets=pool.for_scenario,
+            user_model=None,
+            judge_model=None,
+            settings=RunSettings(),
+        )
     [trial] = result.scenarios[0].trials
     assert trial.status == "passed", trial.error
     agent_messages = [m for m in trial.transcript.messages if m.role == "agent"]
@@ -385,8 +464,9 @@ async def test_the_example_suite_passes_against_the_demo_agents_a2a_endpoint() -
     with DemoServer(port=0) as demo:
         scenarios = load_text(text.replace("http://127.0.0.1:8787", demo.url))
         async with TargetPool(secrets=Secrets({})) as pool:
-            result = await run_scenarios(scenarios, targets=pool.for_scenario,
-                                         user_model=None, judge_model=None)
+            result = await run_scenarios(
+                scenarios, targets=pool.for_scenario, user_model=None, judge_model=None
+            )
     assert len(result.scenarios) == 2
     for scenario in result.scenarios:
         assert [t.status for t in scenario.trials] == ["passed"], scenario.trials[0].error
@@ -395,39 +475,67 @@ async def test_the_example_suite_passes_against_the_demo_agents_a2a_endpoint() -
 def test_demo_a2a_endpoint_answers_json_rpc_errors() -> None:
     with DemoServer(port=0) as demo, httpx.Client(base_url=demo.url) as client:
         card = client.get("/a2a/.well-known/agent-card.json").json()
-        assert card["supportedInterfaces"] == [{"url": f"{demo.url}/a2a",
-                                                "protocolBinding": "JSONRPC",
-                                                "protocolVersion": "1.0"}]
+        assert card["supportedInterfaces"] == [
+            {"url": f"{demo.url}/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ]
         legacy = client.post("/a2a", json={"jsonrpc": "2.0", "id": 7, "method": "message/send"})
-        assert legacy.json() == {"jsonrpc": "2.0", "id": 7, "error": {
-            "code": -32601, "message": "method 'message/send' is not served here; the demo "
-            "agent speaks A2A 1.0 `SendMessage` only (no streaming)"}}
-        empty = client.post("/a2a", json={"jsonrpc": "2.0", "id": 8, "method": "SendMessage",
-                                          "params": {"message": {"parts": []}}})
+        assert legacy.json() == {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "error": {
+                "code": -32601,
+                "message": "method 'message/send' is not served here; the demo "
+                "agent speaks A2A 1.0 `SendMessage` only (no streaming)",
+            },
+        }
+        empty = client.post(
+            "/a2a",
+            json={
+                "jsonrpc": "2.0",
+                "id": 8,
+                "method": "SendMessage",
+                "params": {"message": {"parts": []}},
+            },
+        )
         assert empty.json()["error"]["code"] == -32602
         assert client.post("/a2a", json=[1]).json()["error"]["code"] == -32600
 
 
 # --- answers the SDK cannot read ----------------------------------------------------------
 
-def fake_agent(body: object, *, version: str = "1.0", interface_url: str = "",
-               stream: bool = False) -> httpx.AsyncClient:
+
+def fake_agent(
+    body: object, *, version: str = "1.0", interface_url: str = "", stream: bool = False
+) -> httpx.AsyncClient:
     """A client whose every request goes to an in-process A2A "agent": its card (JSONRPC,
     `version`) at the usual path, and `body` as the answer to any message, as JSON or as
     one server-sent event."""
-    card = {"name": "fake", "description": "d", "version": "1", "skills": [],
-            "capabilities": {"streaming": stream},
-            "defaultInputModes": ["text"], "defaultOutputModes": ["text"],
-            "supportedInterfaces": [{"url": interface_url or "http://agent.test/rpc",
-                                     "protocolBinding": "JSONRPC",
-                                     "protocolVersion": version}]}
+    card = {
+        "name": "fake",
+        "description": "d",
+        "version": "1",
+        "skills": [],
+        "capabilities": {"streaming": stream},
+        "defaultInputModes": ["text"],
+        "defaultOutputModes": ["text"],
+        "supportedInterfaces": [
+            {
+                "url": interface_url or "http://agent.test/rpc",
+                "protocolBinding": "JSONRPC",
+                "protocolVersion": version,
+            }
+        ],
+    }
 
     def handle(request: httpx.Request) -> httpx.Response:
         if request.method == "GET":
             return httpx.Response(200, json=card)
         if stream:
-            return httpx.Response(200, content=f"data: {json.dumps(body)}\n\n".encode(),
-                                  headers={"Content-Type": "text/event-stream"})
+            return httpx.Response(
+                200,
+                content=f"data: {json.dumps(body)}\n\n".encode(),
+                headers={"Content-Type": "text/event-stream"},
+            )
         return httpx.Response(200, json=body)
 
     return httpx.AsyncClient(transport=httpx.MockTransport(handle))
@@ -435,22 +543,30 @@ def fake_agent(body: object, *, version: str = "1.0", interface_url: str = "",
 
 @pytest.mark.parametrize("version", ["1.0", "0.3"])
 @pytest.mark.parametrize("stream", [False, True])
-@pytest.mark.parametrize("body", [
-    {"jsonrpc": "2.0", "id": "1", "result": None},
-    {"jsonrpc": "2.0", "id": "1", "result": 5},
-    {"jsonrpc": "2.0", "id": "1", "result": {}},
-    {"jsonrpc": "2.0", "id": "1", "result": {"task": 5}},
-    {"jsonrpc": "2.0", "id": "1", "result": {"kind": "message", "messageId": 5, "parts": 7}},
-    [1, 2],
-    "just text",
-], ids=["null", "number", "empty", "task-number", "v03-bad-message", "list", "string"])
-async def test_an_answer_that_is_not_a2a_is_a_target_error(body: object, version: str,
-                                                            stream: bool) -> None:
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"jsonrpc": "2.0", "id": "1", "result": None},
+        {"jsonrpc": "2.0", "id": "1", "result": 5},
+        {"jsonrpc": "2.0", "id": "1", "result": {}},
+        {"jsonrpc": "2.0", "id": "1", "result": {"task": 5}},
+        {"jsonrpc": "2.0", "id": "1", "result": {"kind": "message", "messageId": 5, "parts": 7}},
+        [1, 2],
+        "just text",
+    ],
+    ids=["null", "number", "empty", "task-number", "v03-bad-message", "list", "string"],
+)
+async def test_an_answer_that_is_not_a2a_is_a_target_error(
+    body: object, version: str, stream: bool
+) -> None:
     async with fake_agent(body, version=version, stream=stream) as client:
         agent = target(client, "http://agent.test", streaming=stream)
         session = await agent.open_session()
-        with pytest.raises(TargetError, match=r"^http://agent\.test/rpc (sent an answer that is "
-                           r"not a valid A2A reply|answered with neither a task nor a message)"):
+        with pytest.raises(
+            TargetError,
+            match=r"^http://agent\.test/rpc (sent an answer that is "
+            r"not a valid A2A reply|answered with neither a task nor a message)",
+        ):
             await say(session, "hello")
         await agent.aclose()
 
@@ -465,4 +581,5 @@ async def test_a_card_whose_interface_url_is_not_a_url_says_to_fix_the_card(url:
     assert str(caught.value).startswith(
         f"the agent card at http://agent.test/.well-known/agent-card.json names {url!r} as "
         "its interface URL (where messages go), which is not an http(s) URL; fix the agent "
-        "card: its `supportedInterfaces[].url`")
+        "card: its `supportedInterfaces[].url`"
+    )

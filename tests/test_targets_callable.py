@@ -30,8 +30,9 @@ pytestmark = pytest.mark.anyio
 
 def conversation(*texts: str) -> Transcript:
     roles = ("user", "agent")
-    return Transcript(messages=tuple(Message(role=roles[i % 2], content=t)
-                                     for i, t in enumerate(texts)))
+    return Transcript(
+        messages=tuple(Message(role=roles[i % 2], content=t) for i, t in enumerate(texts))
+    )
 
 
 async def ask(target: Target, *texts: str) -> Message:
@@ -55,9 +56,11 @@ async def test_sync_function_runs_in_a_worker_thread_with_full_history() -> None
     assert reply.role == "agent" and reply.content == "you said refund please"
     assert reply.latency_ms is not None and reply.latency_ms >= 0
     history, ident = seen[0]
-    assert history == [{"role": "user", "content": "hi"},
-                       {"role": "assistant", "content": "hello!"},
-                       {"role": "user", "content": "refund please"}]
+    assert history == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello!"},
+        {"role": "user", "content": "refund please"},
+    ]
     assert ident != threading.get_ident()
 
 
@@ -86,15 +89,18 @@ class Order(BaseModel):
     status: str
 
 
-@pytest.mark.parametrize(("reply", "content", "raw"), [
-    ("plain", "plain", None),
-    ("", "", None),
-    ({"b": 1, "a": "é"}, '{"a": "é", "b": 1}', {"b": 1, "a": "é"}),
-    ([1, "x"], '[1, "x"]', [1, "x"]),
-    (0, "0", 0),
-    (False, "false", False),
-    (Order(id=3, status="sent"), '{"id": 3, "status": "sent"}', {"id": 3, "status": "sent"}),
-])
+@pytest.mark.parametrize(
+    ("reply", "content", "raw"),
+    [
+        ("plain", "plain", None),
+        ("", "", None),
+        ({"b": 1, "a": "é"}, '{"a": "é", "b": 1}', {"b": 1, "a": "é"}),
+        ([1, "x"], '[1, "x"]', [1, "x"]),
+        (0, "0", 0),
+        (False, "false", False),
+        (Order(id=3, status="sent"), '{"id": 3, "status": "sent"}', {"id": 3, "status": "sent"}),
+    ],
+)
 async def test_reply_kinds(reply: Any, content: str, raw: Any) -> None:
     message = await ask(CallableTarget(lambda h: reply), "x")
     assert message.content == content and message.raw == raw and message.tool_calls == ()
@@ -112,13 +118,22 @@ async def test_tuple_reply_with_tool_calls() -> None:
     message = await ask(CallableTarget(agent), "refund")
     assert message.content == "Refunded."
     assert [(c.name, c.arguments) for c in message.tool_calls] == [
-        ("lookup", {"order": 7}), ("refund", {"amount": 5}), ("notify", {}), ("log", {})]
+        ("lookup", {"order": 7}),
+        ("refund", {"amount": 5}),
+        ("notify", {}),
+        ("log", {}),
+    ]
     assert message.tool_calls[2].id == "c1"
 
 
 async def test_message_reply_keeps_its_fields() -> None:
-    given = Message(role="user", content="x", latency_ms=12.5, input_tokens=3,
-                    tool_calls=(ToolCall.from_arguments("t", {}),))
+    given = Message(
+        role="user",
+        content="x",
+        latency_ms=12.5,
+        input_tokens=3,
+        tool_calls=(ToolCall.from_arguments("t", {}),),
+    )
     message = await ask(CallableTarget(lambda h: given), "x")
     assert message.role == "agent" and message.latency_ms == 12.5 and message.input_tokens == 3
     assert [c.name for c in message.tool_calls] == ["t"]
@@ -126,11 +141,15 @@ async def test_message_reply_keeps_its_fields() -> None:
     assert fresh.latency_ms is not None
 
 
-@pytest.mark.parametrize(("reply", "fragment"), [
-    (None, "returned None"), (object(), "returned object"),
-    (("text", [{"arguments": {}}]), "tool call 1 is not an object with a `name`"),
-    ({"x": object()}, "neither text nor JSON"),
-])
+@pytest.mark.parametrize(
+    ("reply", "fragment"),
+    [
+        (None, "returned None"),
+        (object(), "returned object"),
+        (("text", [{"arguments": {}}]), "tool call 1 is not an object with a `name`"),
+        ({"x": object()}, "neither text nor JSON"),
+    ],
+)
 async def test_bad_replies_are_target_errors(reply: Any, fragment: str) -> None:
     with pytest.raises(TargetError, match=fragment):
         await ask(CallableTarget(lambda h: reply, name="bot"), "x")
@@ -165,8 +184,11 @@ async def test_system_exit_and_other_base_exceptions_become_target_errors() -> N
     def fatal(history: History) -> str:
         raise _Fatal("boom")
 
-    for fn, shown in ((exits, "SystemExit(3)"), (exits_async, "SystemExit('config missing')"),
-                      (fatal, "_Fatal('boom')")):
+    for fn, shown in (
+        (exits, "SystemExit(3)"),
+        (exits_async, "SystemExit('config missing')"),
+        (fatal, "_Fatal('boom')"),
+    ):
         with pytest.raises(TargetError) as info:
             await ask(CallableTarget(fn, name="bot"), "x")
         assert str(info.value).startswith(f"target 'bot' raised {shown}, which ends programs")
@@ -241,6 +263,7 @@ def test_reply_message_directly() -> None:
 
 # --- load_callable ---------------------------------------------------------------------
 
+
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
@@ -251,7 +274,8 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "class Bot:\n    def reply(self, history):\n        return 'bot'\n\n"
         "bot = Bot()\nNOT_CALLABLE = 3\n\n"
         "def agent(history):\n    return 'hello from ' + history[-1]['content']\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     (tmp_path / "sp_broken.py").write_text("raise ValueError('bad config')\n", encoding="utf-8")
     (tmp_path / "sp_exits.py").write_text("import sys\nsys.exit(3)\n", encoding="utf-8")
     (tmp_path / "sp_needs_dep.py").write_text("import sp_not_installed_dep\n", encoding="utf-8")
@@ -267,19 +291,24 @@ async def test_load_callable_from_current_directory(workdir: Path) -> None:
     assert load_callable("sp_agent:bot.reply")([]) == "bot"
 
 
-@pytest.mark.parametrize(("ref", "fragments"), [
-    ("no_colon", ["must look like 'module:function'"]),
-    (":agent", ["must look like"]),
-    ("sp_missing_module:agent", ["cannot import module 'sp_missing_module'",
-                                 "sp_missing_module.py"]),
-    ("sp_pkg.mod:agent", ["cannot import module 'sp_pkg.mod'"]),
-    ("sp_needs_dep:agent", ["'sp_not_installed_dep' is not installed", "install it"]),
-    ("sp_broken:agent", ["raised ValueError: bad config", "fix the error in that module"]),
-    ("sp_exits:agent", ["importing 'sp_exits' called sys.exit(3)", "__name__ == \"__main__\""]),
-    ("sp_agent:agnet", ["has no attribute 'agnet'", "Did you mean 'agent'?"]),
-    ("sp_agent:bot.nope", ["has no attribute 'nope'"]),
-    ("sp_agent:NOT_CALLABLE", ["names a int, not a function"]),
-])
+@pytest.mark.parametrize(
+    ("ref", "fragments"),
+    [
+        ("no_colon", ["must look like 'module:function'"]),
+        (":agent", ["must look like"]),
+        (
+            "sp_missing_module:agent",
+            ["cannot import module 'sp_missing_module'", "sp_missing_module.py"],
+        ),
+        ("sp_pkg.mod:agent", ["cannot import module 'sp_pkg.mod'"]),
+        ("sp_needs_dep:agent", ["'sp_not_installed_dep' is not installed", "install it"]),
+        ("sp_broken:agent", ["raised ValueError: bad config", "fix the error in that module"]),
+        ("sp_exits:agent", ["importing 'sp_exits' called sys.exit(3)", '__name__ == "__main__"']),
+        ("sp_agent:agnet", ["has no attribute 'agnet'", "Did you mean 'agent'?"]),
+        ("sp_agent:bot.nope", ["has no attribute 'nope'"]),
+        ("sp_agent:NOT_CALLABLE", ["names a int, not a function"]),
+    ],
+)
 def test_load_callable_errors(workdir: Path, ref: str, fragments: list[str]) -> None:
     with pytest.raises(UserError) as info:
         load_callable(ref)
@@ -291,11 +320,17 @@ def test_load_callable_errors(workdir: Path, ref: str, fragments: list[str]) -> 
 
 # --- ScriptedTarget --------------------------------------------------------------------
 
+
 async def test_scripted_replies_per_session() -> None:
-    target = ScriptedTarget([
-        "first", Message(role="agent", content="second", latency_ms=7.0),
-        lambda t: f"saw {len(t.messages)} messages", TargetError("down"),
-    ], latency_seconds=0.001)
+    target = ScriptedTarget(
+        [
+            "first",
+            Message(role="agent", content="second", latency_ms=7.0),
+            lambda t: f"saw {len(t.messages)} messages",
+            TargetError("down"),
+        ],
+        latency_seconds=0.001,
+    )
     s1, s2 = await target.open_session(), await target.open_session()
     assert (await s1.send(conversation("a"))).content == "first"
     assert (await s2.send(conversation("b"))).content == "first"
@@ -327,19 +362,25 @@ async def test_scripted_replies_overall_and_async_function() -> None:
 
 # --- build_target ----------------------------------------------------------------------
 
+
 async def test_build_target_for_each_spec(workdir: Path) -> None:
     secrets = Secrets({"OPENAI_API_KEY": "sk-test"})
     async with httpx.AsyncClient(follow_redirects=False, trust_env=False) as client:
-        http = build_target(HttpTargetSpec(url="http://127.0.0.1:9/chat"), client=client,
-                            secrets=secrets)
+        http = build_target(
+            HttpTargetSpec(url="http://127.0.0.1:9/chat"), client=client, secrets=secrets
+        )
         assert isinstance(http, HttpTarget) and http.name == "http://127.0.0.1:9/chat"
-        fn = build_target(CallableTargetSpec(ref="sp_agent:agent", timeout_s=5), client=client,
-                          secrets=secrets)
+        fn = build_target(
+            CallableTargetSpec(ref="sp_agent:agent", timeout_s=5), client=client, secrets=secrets
+        )
         assert isinstance(fn, CallableTarget) and fn.name == "sp_agent:agent"
         assert fn.timeout_s == 5
         assert (await ask(fn, "registry")).content == "hello from registry"
-        chat = build_target(OpenAIChatTargetSpec(base_url="http://127.0.0.1:9/v1", model="m"),
-                            client=client, secrets=secrets)
+        chat = build_target(
+            OpenAIChatTargetSpec(base_url="http://127.0.0.1:9/v1", model="m"),
+            client=client,
+            secrets=secrets,
+        )
         assert type(chat).__name__ == "OpenAIChatTarget" and isinstance(chat, Target)
         await chat.aclose()
         with pytest.raises(UserError, match="cannot import module"):

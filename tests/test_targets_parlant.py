@@ -43,20 +43,28 @@ def serve() -> Iterator[Any]:
         server.close()
 
 
-def target(server: ScriptedParlantServer, http: httpx.AsyncClient, *,
-           secrets: Secrets | None = None, **spec: Any) -> ParlantTarget:
-    fields: dict[str, Any] = {"type": "parlant", "url": server.url, "agent_id": "agent-1",
-                              "timeout_s": 10, **spec}
-    return ParlantTarget(ParlantTargetSpec(**fields), client=http,
-                         secrets=secrets or Secrets({}))
+def target(
+    server: ScriptedParlantServer,
+    http: httpx.AsyncClient,
+    *,
+    secrets: Secrets | None = None,
+    **spec: Any,
+) -> ParlantTarget:
+    fields: dict[str, Any] = {
+        "type": "parlant",
+        "url": server.url,
+        "agent_id": "agent-1",
+        "timeout_s": 10,
+        **spec,
+    }
+    return ParlantTarget(ParlantTargetSpec(**fields), client=http, secrets=secrets or Secrets({}))
 
 
 def user(text: str, transcript: Transcript | None = None) -> Transcript:
     return (transcript or Transcript()).with_message(Message(role="user", content=text))
 
 
-async def test_a_reply_is_read_from_the_session_events(serve: Any,
-                                                       http: httpx.AsyncClient) -> None:
+async def test_a_reply_is_read_from_the_session_events(serve: Any, http: httpx.AsyncClient) -> None:
     server = serve(Say("Hello! How can I help?"))
     parlant = target(server, http, customer_id="cust-7")
     assert isinstance(parlant, Target)
@@ -75,18 +83,24 @@ async def test_a_reply_is_read_from_the_session_events(serve: Any,
     assert server.histories == [[{"role": "user", "content": "Hi"}]]
 
 
-async def test_several_messages_tool_events_and_statuses(serve: Any,
-                                                        http: httpx.AsyncClient) -> None:
+async def test_several_messages_tool_events_and_statuses(
+    serve: Any, http: httpx.AsyncClient
+) -> None:
     lookup = tool("lookup_order", {"order_id": "10234"}, {"status": "shipped"})
-    server = serve(Say("One moment, checking.", "It shipped on Monday.", tools=[lookup]),
-                   Say("You're welcome!"))
+    server = serve(
+        Say("One moment, checking.", "It shipped on Monday.", tools=[lookup]),
+        Say("You're welcome!"),
+    )
     session = await target(server, http).open_session()
     first = await session.send(user("Where is 10234?"))
     assert first.parts == ("One moment, checking.", "It shipped on Monday.")
     assert first.content == "One moment, checking.\nIt shipped on Monday."
     [call] = first.tool_calls
     assert (call.name, call.arguments, call.result) == (
-        "lookup_order", {"order_id": "10234"}, {"status": "shipped"})
+        "lookup_order",
+        {"order_id": "10234"},
+        {"status": "shipped"},
+    )
     states = [s.state for s in first.status_events]
     assert states == ["acknowledged", "processing", "typing", "ready"]
     times = [-1.0 if s.at_ms is None else s.at_ms for s in first.status_events]
@@ -97,33 +111,46 @@ async def test_several_messages_tool_events_and_statuses(serve: Any,
     assert len(server.calls("POST", "/sessions")) == 1  # one Parlant session per conversation
     assert server.histories[1][-2:] == [
         {"role": "assistant", "content": "One moment, checking.\nIt shipped on Monday."},
-        {"role": "user", "content": "Thanks"}]
+        {"role": "user", "content": "Thanks"},
+    ]
 
 
 async def test_preload_posts_the_history_without_the_agent_answering_it(
-        serve: Any, http: httpx.AsyncClient) -> None:
+    serve: Any, http: httpx.AsyncClient
+) -> None:
     server = serve(Say("Refund started."))
-    history = Transcript(messages=(
-        Message(role="user", content="I want a refund"),
-        Message(role="agent", content="Sure.\nYour order number?",
-                parts=("Sure.", "Your order number?")),
-    ))
+    history = Transcript(
+        messages=(
+            Message(role="user", content="I want a refund"),
+            Message(
+                role="agent",
+                content="Sure.\nYour order number?",
+                parts=("Sure.", "Your order number?"),
+            ),
+        )
+    )
     session = await target(server, http).open_session()
     assert await session.preload(history) == history
     assert server.histories == []  # nothing was answered
-    events = [(r.body["source"], r.body["message"])
-              for r in server.calls("POST", "/sessions/*/events")]
-    assert events == [("customer", "I want a refund"),
-                      ("human_agent_on_behalf_of_ai_agent", "Sure."),
-                      ("human_agent_on_behalf_of_ai_agent", "Your order number?")]
+    events = [
+        (r.body["source"], r.body["message"]) for r in server.calls("POST", "/sessions/*/events")
+    ]
+    assert events == [
+        ("customer", "I want a refund"),
+        ("human_agent_on_behalf_of_ai_agent", "Sure."),
+        ("human_agent_on_behalf_of_ai_agent", "Your order number?"),
+    ]
     modes = [r.body["mode"] for r in server.calls("PATCH", "/sessions/*")]
     assert modes == ["manual", "auto"]
     reply = await session.send(user("10235", history))
     assert reply.content == "Refund started."
-    assert server.histories == [[
-        {"role": "user", "content": "I want a refund"},
-        {"role": "assistant", "content": "Sure.\nYour order number?"},
-        {"role": "user", "content": "10235"}]]
+    assert server.histories == [
+        [
+            {"role": "user", "content": "I want a refund"},
+            {"role": "assistant", "content": "Sure.\nYour order number?"},
+            {"role": "user", "content": "10235"},
+        ]
+    ]
     assert await session.preload(Transcript()) == Transcript()
 
 
@@ -135,8 +162,7 @@ async def test_a_slow_agent_times_out(serve: Any, http: httpx.AsyncClient) -> No
     await session.close()
 
 
-async def test_an_agent_error_status_fails_the_turn(serve: Any,
-                                                   http: httpx.AsyncClient) -> None:
+async def test_an_agent_error_status_fails_the_turn(serve: Any, http: httpx.AsyncClient) -> None:
     server = serve(Say(error="model overloaded"))
     session = await target(server, http).open_session()
     with pytest.raises(TargetError, match="reported an error instead of a reply.*overloaded"):
@@ -144,14 +170,14 @@ async def test_an_agent_error_status_fails_the_turn(serve: Any,
 
 
 async def test_an_agent_that_says_nothing_gives_an_empty_reply(
-        serve: Any, http: httpx.AsyncClient) -> None:
+    serve: Any, http: httpx.AsyncClient
+) -> None:
     server = serve(Say())
     reply = await (await target(server, http).open_session()).send(user("ok"))
     assert reply.content == "" and reply.status_events[-1].state == "ready"
 
 
-async def test_an_unknown_agent_is_a_404_with_a_hint(serve: Any,
-                                                    http: httpx.AsyncClient) -> None:
+async def test_an_unknown_agent_is_a_404_with_a_hint(serve: Any, http: httpx.AsyncClient) -> None:
     server = serve()
     session = await target(server, http, agent_id="nobody").open_session()
     with pytest.raises(TargetError) as caught:
@@ -164,7 +190,8 @@ async def test_an_unknown_agent_is_a_404_with_a_hint(serve: Any,
 
 
 async def test_the_auth_header_is_sent_and_its_secret_never_shown(
-        serve: Any, http: httpx.AsyncClient) -> None:
+    serve: Any, http: httpx.AsyncClient
+) -> None:
     server = serve(Say("Hi!"), require_headers={"authorization": f"Bearer {SECRET}"})
     headers = {"Authorization": "Bearer {{secrets.PARLANT_KEY}}"}
     good = target(server, http, headers=headers, secrets=Secrets({"PARLANT_KEY": SECRET}))
@@ -179,10 +206,17 @@ async def test_the_auth_header_is_sent_and_its_secret_never_shown(
 
 
 async def test_headers_take_secrets_only(http: httpx.AsyncClient) -> None:
-    spec = ParlantTargetSpec(type="parlant", url="http://127.0.0.1:9", agent_id="a",
-                             headers={"X-Said": "{{input}}", "X-Key": "{{secret.KEY}}"})
-    with pytest.raises(UserError, match=r"only use \{\{secrets.NAME\}\}, not \{\{input\}\}, "
-                                        r"\{\{secret.KEY\}\} \(did you mean"):
+    spec = ParlantTargetSpec(
+        type="parlant",
+        url="http://127.0.0.1:9",
+        agent_id="a",
+        headers={"X-Said": "{{input}}", "X-Key": "{{secret.KEY}}"},
+    )
+    with pytest.raises(
+        UserError,
+        match=r"only use \{\{secrets.NAME\}\}, not \{\{input\}\}, "
+        r"\{\{secret.KEY\}\} \(did you mean",
+    ):
         ParlantTarget(spec, client=http, secrets=Secrets({}))
     missing = spec.model_copy(update={"headers": {"X-Key": "{{secrets.UNSET_KEY}}"}})
     with pytest.raises(UserError, match="UNSET_KEY"):
@@ -190,7 +224,8 @@ async def test_headers_take_secrets_only(http: httpx.AsyncClient) -> None:
 
 
 async def test_close_deletes_the_session_and_ignores_failures(
-        serve: Any, http: httpx.AsyncClient) -> None:
+    serve: Any, http: httpx.AsyncClient
+) -> None:
     server = serve(Say("Hi!"), Say("Hi again!"))
     parlant = target(server, http)
     unused = await parlant.open_session()
@@ -209,14 +244,15 @@ async def test_close_deletes_the_session_and_ignores_failures(
 
 
 async def test_events_that_are_not_a_list_are_reported_not_waited_for(
-        serve: Any, http: httpx.AsyncClient) -> None:
+    serve: Any, http: httpx.AsyncClient
+) -> None:
     server = serve(Say("Hi!"), failures={("GET", "/sessions/*/events"): 200})
     session = await target(server, http, timeout_s=30).open_session()
     with pytest.raises(TargetError) as caught:
         await session.send(user("Hi"))
     text = str(caught.value)
     assert text.startswith(f"{server.url}: GET /sessions/")
-    assert "/events answered '{\"detail\": \"scripted failure of GET /sessions/" in text
+    assert '/events answered \'{"detail": "scripted failure of GET /sessions/' in text
     assert "not a list of events; check that `url` is a Parlant server's base address" in text
     assert len(server.calls("GET", "/sessions/*/events")) == 1  # no waiting for a reply
 
@@ -224,8 +260,11 @@ async def test_events_that_are_not_a_list_are_reported_not_waited_for(
 async def test_an_unreachable_server_says_so(http: httpx.AsyncClient) -> None:
     spec = ParlantTargetSpec(type="parlant", url="http://127.0.0.1:9", agent_id="a")
     session = await ParlantTarget(spec, client=http, secrets=Secrets({})).open_session()
-    with pytest.raises(TargetError, match="could not connect to the Parlant server at "
-                                          r"http://127.0.0.1:9 to create a session"):
+    with pytest.raises(
+        TargetError,
+        match="could not connect to the Parlant server at "
+        r"http://127.0.0.1:9 to create a session",
+    ):
         await session.send(user("Hi"))
     await session.close()
 
@@ -233,21 +272,32 @@ async def test_an_unreachable_server_says_so(http: httpx.AsyncClient) -> None:
 async def test_streamed_messages_are_read_again_when_the_turn_ends() -> None:
     """A streamed message first appears with its text still growing (`chunks` not ending
     with null); the reply has its final text."""
+
     def event(offset: int, kind: str, data: dict[str, Any]) -> dict[str, Any]:
-        return {"offset": offset, "kind": kind, "source": "ai_agent", "data": data,
-                "creation_utc": f"2025-01-01T00:00:0{offset}+00:00"}
+        return {
+            "offset": offset,
+            "kind": kind,
+            "source": "ai_agent",
+            "data": data,
+            "creation_utc": f"2025-01-01T00:00:0{offset}+00:00",
+        }
 
     partial = event(1, "message", {"message": "", "chunks": ["Your order "]})
-    final = event(1, "message", {"message": "Your order shipped.",
-                                 "chunks": ["Your order ", "shipped.", None]})
+    final = event(
+        1,
+        "message",
+        {"message": "Your order shipped.", "chunks": ["Your order ", "shipped.", None]},
+    )
     ready = event(2, "status", {"status": "ready", "data": {}})
 
     def answer(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/sessions":
             return httpx.Response(201, json={"id": "s1"})
         if request.method == "POST":
-            return httpx.Response(201, json={"offset": 0, "kind": "message",
-                                             "creation_utc": "2025-01-01T00:00:00+00:00"})
+            return httpx.Response(
+                201,
+                json={"offset": 0, "kind": "message", "creation_utc": "2025-01-01T00:00:00+00:00"},
+            )
         if request.url.params["kinds"] == "message":
             return httpx.Response(200, json=[final])
         return httpx.Response(200, json=[partial, ready])
@@ -263,9 +313,10 @@ async def test_streamed_messages_are_read_again_when_the_turn_ends() -> None:
 
 async def test_a_scripted_scenario_runs_end_to_end(serve: Any) -> None:
     lookup = tool("lookup_order", {"order_id": "10234"}, {"status": "shipped"})
-    server = serve(Say("What's your order number?"),
-                   Say("Let me check.", "Order 10234 shipped; it arrives Monday.",
-                       tools=[lookup]))
+    server = serve(
+        Say("What's your order number?"),
+        Say("Let me check.", "Order 10234 shipped; it arrives Monday.", tools=[lookup]),
+    )
     scenarios = load_text(f"""
 target: {{type: parlant, url: "{server.url}", agent_id: agent-1, timeout_s: 10}}
 scenarios:
@@ -281,11 +332,14 @@ scenarios:
           - contains: arrives Monday
 """)
     async with TargetPool(secrets=Secrets({})) as pool:
-        result = await run_scenarios(scenarios, targets=pool.for_scenario, user_model=None,
-                                     judge_model=None)
+        result = await run_scenarios(
+            scenarios, targets=pool.for_scenario, user_model=None, judge_model=None
+        )
     [trial] = result.scenarios[0].trials
     assert trial.status == "passed", trial.error
     assert [v.status for v in trial.verdicts] == ["met"] * 4
     assert trial.transcript.messages[-1].parts == (
-        "Let me check.", "Order 10234 shipped; it arrives Monday.")
+        "Let me check.",
+        "Order 10234 shipped; it arrives Monday.",
+    )
     assert len(server.calls("DELETE", "/sessions/*")) == 1

@@ -39,39 +39,45 @@ async def test_greets_the_customer() -> None:
 async def test_explains_the_return_policy() -> None:
     async with suite.session() as session:
         response = await session.send("What's your return policy?")
-        await response.should([
-            "mention the 30-day return window",
-            "say that store credit is offered after 30 days",
-            "offer to start a return",
-        ])
+        await response.should(
+            [
+                "mention the 30-day return window",
+                "say that store credit is offered after 30 days",
+                "offer to start a return",
+            ]
+        )
 
 
 # unfold: three sub-tests, each a fresh conversation preloaded with the steps before it.
 @suite.scenario
 async def test_refund_outside_the_window() -> None:
     async with suite.session() as session:
-        await session.unfold([
-            CustomerMessage("I'd like a refund please."),
-            AgentMessage(
-                "I can help with that. Could you tell me your order number?",
-                should="ask for the order number",
-            ),
-            CustomerMessage("It's order 10236, the boots don't fit."),
-            AgentMessage(
-                "I'm sorry, order #10236 is outside our 30-day refund window. I can offer "
-                "store credit for the full amount ($189.00) instead.",
-                should="explain that the order is outside the 30-day refund window",
-                checks=[{"tool_called": {"include": ["lookup_order"],
-                                         "exclude": ["create_refund"]}}],
-            ),
-            CustomerMessage("OK, store credit then."),
-            AgentMessage(
-                "I've issued $189.00 in store credit for order #10236.",
-                should="confirm that store credit was issued",
-                checks=[{"tool_args": {"tool": "issue_store_credit",
-                                       "args": {"order_id": "10236"}}}],
-            ),
-        ])
+        await session.unfold(
+            [
+                CustomerMessage("I'd like a refund please."),
+                AgentMessage(
+                    "I can help with that. Could you tell me your order number?",
+                    should="ask for the order number",
+                ),
+                CustomerMessage("It's order 10236, the boots don't fit."),
+                AgentMessage(
+                    "I'm sorry, order #10236 is outside our 30-day refund window. I can offer "
+                    "store credit for the full amount ($189.00) instead.",
+                    should="explain that the order is outside the 30-day refund window",
+                    checks=[
+                        {"tool_called": {"include": ["lookup_order"], "exclude": ["create_refund"]}}
+                    ],
+                ),
+                CustomerMessage("OK, store credit then."),
+                AgentMessage(
+                    "I've issued $189.00 in store credit for order #10236.",
+                    should="confirm that store credit was issued",
+                    checks=[
+                        {"tool_args": {"tool": "issue_store_credit", "args": {"order_id": "10236"}}}
+                    ],
+                ),
+            ]
+        )
 
 
 # History-only steps and InteractionBuilder: start the live conversation mid-way.

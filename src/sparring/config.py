@@ -106,8 +106,7 @@ class Settings(BaseModel):
     """Let the pytest plugin run tests that call models (`--sparring-live` also does)."""
     groups: dict[str, GroupGate] = Field(default_factory=dict[str, GroupGate])
     """Quality gates of the pytest plugin, by group name."""
-    prices: dict[str, tuple[float, float]] = Field(
-        default_factory=dict[str, tuple[float, float]])
+    prices: dict[str, tuple[float, float]] = Field(default_factory=dict[str, tuple[float, float]])
     """`[tool.sparring.prices]`: model spec -> `[input, output]` USD per million tokens, for
     models the built-in table does not know or prices differently
     (`sparring.models.pricing`)."""
@@ -128,13 +127,19 @@ class Settings(BaseModel):
         return self.judge_model or self.model
 
 
-_PRICE_FORM = ('write "provider:name" = [input, output] in USD per million tokens, e.g. '
-               '"openai-compatible:llama3" = [0.2, 0.6]')
+_PRICE_FORM = (
+    'write "provider:name" = [input, output] in USD per million tokens, e.g. '
+    '"openai-compatible:llama3" = [0.2, 0.6]'
+)
 
 
 def _is_price(part: Any) -> bool:
-    return (isinstance(part, int | float) and not isinstance(part, bool)
-            and math.isfinite(part) and part >= 0)
+    return (
+        isinstance(part, int | float)
+        and not isinstance(part, bool)
+        and math.isfinite(part)
+        and part >= 0
+    )
 
 
 def _check_prices(value: Any) -> dict[str, tuple[float, float]]:
@@ -154,12 +159,16 @@ def _check_prices(value: Any) -> dict[str, tuple[float, float]]:
     for key, price in cast(dict[str, Any], value).items():
         provider, _, name = key.strip().partition(":")
         if not (provider and name):
-            raise ValueError(f"key {key!r} is not a model spec 'provider:name' as --model "
-                             f"takes it; {_PRICE_FORM}")
+            raise ValueError(
+                f"key {key!r} is not a model spec 'provider:name' as --model "
+                f"takes it; {_PRICE_FORM}"
+            )
         parts = cast(list[Any], price) if isinstance(price, list | tuple) else []
         if len(parts) != 2 or not all(_is_price(part) for part in parts):
-            raise ValueError(f"price of {key!r} is {json.dumps(price, default=str)}, not two "
-                             f"non-negative numbers [input, output]; {_PRICE_FORM}")
+            raise ValueError(
+                f"price of {key!r} is {json.dumps(price, default=str)}, not two "
+                f"non-negative numbers [input, output]; {_PRICE_FORM}"
+            )
         prices[key.strip()] = (float(parts[0]), float(parts[1]))
     return prices
 
@@ -178,8 +187,9 @@ def _from_file(path: Path, *, section: tuple[str, ...]) -> tuple[dict[str, Any],
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"invalid TOML: {e}", path=str(path)) from None
     except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot read settings ({e}); save it as UTF-8 text or remove it",
-                          path=str(path)) from None
+        raise ConfigError(
+            f"cannot read settings ({e}); save it as UTF-8 text or remove it", path=str(path)
+        ) from None
     for key in section:
         inner = data.get(key)
         data = cast(dict[str, Any], inner) if isinstance(inner, dict) else {}  # TOML keys are str
@@ -209,30 +219,36 @@ def _check_keys(values: dict[str, Any], where: str) -> None:
     if groups is None:
         return
     if not isinstance(groups, dict):
-        raise ConfigError("`groups` must be a table of groups, e.g. "
-                          "[tool.sparring.groups.booking] with `threshold` and `tags`",
-                          path=where)
+        raise ConfigError(
+            "`groups` must be a table of groups, e.g. "
+            "[tool.sparring.groups.booking] with `threshold` and `tags`",
+            path=where,
+        )
     for name, group in cast(dict[str, Any], groups).items():
         if not isinstance(group, dict):
-            raise ConfigError(f"group {name!r} must be a table with `threshold` and `tags`, "
-                              f"`markers` or `must_pass`, e.g. [tool.sparring.groups.{name}]",
-                              path=where)
-        _check_known(cast(dict[str, Any], group), _GROUP_FIELDS, where=where,
-                     table=f" in group {name!r}")
+            raise ConfigError(
+                f"group {name!r} must be a table with `threshold` and `tags`, "
+                f"`markers` or `must_pass`, e.g. [tool.sparring.groups.{name}]",
+                path=where,
+            )
+        _check_known(
+            cast(dict[str, Any], group), _GROUP_FIELDS, where=where, table=f" in group {name!r}"
+        )
 
 
-def _check_known(values: dict[str, Any], known: tuple[str, ...], *, where: str,
-                 table: str = "") -> None:
+def _check_known(
+    values: dict[str, Any], known: tuple[str, ...], *, where: str, table: str = ""
+) -> None:
     for key in values:
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1)
-            hint = (f"; did you mean {close[0]!r}?" if close
-                    else f"; known keys: {', '.join(known)}")
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}"
             raise ConfigError(f"unknown setting {key!r}{table}{hint}", path=where)
 
 
-def load_settings(cli: Mapping[str, Any], *, cwd: Path | None = None,
-                  env: Mapping[str, str] | None = None) -> Settings:
+def load_settings(
+    cli: Mapping[str, Any], *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> Settings:
     """Merge settings from every source, highest precedence first: CLI, env, files.
 
     Args:

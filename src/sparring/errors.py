@@ -28,7 +28,11 @@ class ConfigError(UserError):
     """
 
     def __init__(
-        self, message: str, *, path: str | None = None, line: int | None = None,
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
         column: int | None = None,
     ) -> None:
         self.message, self.path, self.line, self.column = message, path, line, column

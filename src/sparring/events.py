@@ -73,6 +73,13 @@ class RunFinished:
     result: RunResult
 
 
-Event = (RunStarted | TrialStarted | MessageAdded | VerdictAdded | TrialFinished
-         | ScenarioFinished | RunFinished)
+Event = (
+    RunStarted
+    | TrialStarted
+    | MessageAdded
+    | VerdictAdded
+    | TrialFinished
+    | ScenarioFinished
+    | RunFinished
+)
 Observer = Callable[[Event], None]

@@ -73,9 +73,12 @@ class MustPass:
             return f"  must_pass: {self.entry} ok"
         if self.status != "no match":
             return f"  must_pass: {self.entry} {self.status}"
-        hint = (f"did you mean {' or '.join(repr(n) for n in self.close)}?" if self.close
-                else "check its spelling (a node id, test name or scenario id) and that its "
-                "file was collected without errors")
+        hint = (
+            f"did you mean {' or '.join(repr(n) for n in self.close)}?"
+            if self.close
+            else "check its spelling (a node id, test name or scenario id) and that its "
+            "file was collected without errors"
+        )
         return f"  must_pass: {self.entry} matched no test of this session; {hint}"
 
 
@@ -98,8 +101,10 @@ class GateResult:
         """The gate as text: a headline, then failures and `must_pass` status, indented."""
         rate = percent(self.passed / self.ran) if self.ran else "-"
         skipped = f", {self.skipped} skipped" if self.skipped else ""
-        head = (f"{self.name}: {self.passed}/{self.ran} passed ({rate}){skipped}, "
-                f"{percent(self.threshold)} required: {'PASSED' if self.met else 'FAILED'}")
+        head = (
+            f"{self.name}: {self.passed}/{self.ran} passed ({rate}){skipped}, "
+            f"{percent(self.threshold)} required: {'PASSED' if self.met else 'FAILED'}"
+        )
         out = [head, *(f"  failed: {nodeid}" for nodeid in self.failures)]
         return [*out, *(pin.line() for pin in self.must_pass)]
 
@@ -118,8 +123,13 @@ class GateReport:
     @property
     def overrides_exit_code(self) -> bool:
         """True when the session's exit code 1 should become 0 (see the module docstring)."""
-        return (self.tests_failed and bool(self.gates) and all(g.met for g in self.gates)
-                and not self.ungated_failures and not self.stopped_early)
+        return (
+            self.tests_failed
+            and bool(self.gates)
+            and all(g.met for g in self.gates)
+            and not self.ungated_failures
+            and not self.stopped_early
+        )
 
     def lines(self) -> list[str]:
         """The group summary: every gate, then what happens to the exit code and why."""
@@ -129,8 +139,11 @@ class GateReport:
                 out.append("no test failed, so the gates change nothing")
             return out
         if self.overrides_exit_code:
-            return [*out, "exit code overridden to 0: every gate is met and every failed test "
-                    "belongs to a group"]
+            return [
+                *out,
+                "exit code overridden to 0: every gate is met and every failed test "
+                "belongs to a group",
+            ]
         if self.stopped_early:
             out.append("exit code stays 1: the run stopped early (-x / --maxfail)")
         failed = [g.name for g in self.gates if not g.met]
@@ -138,13 +151,15 @@ class GateReport:
             out.append(f"exit code stays 1: gate {', '.join(failed)} FAILED")
         if self.ungated_failures:
             count = plural(len(self.ungated_failures), "failed test")
-            out.append(f"exit code stays 1: {count} in no group: "
-                       + ", ".join(self.ungated_failures))
+            out.append(
+                f"exit code stays 1: {count} in no group: " + ", ".join(self.ungated_failures)
+            )
         return out
 
 
-def evaluate(groups: Mapping[str, GroupGate], records: Iterable[TestRecord], *,
-             stopped_early: bool = False) -> GateReport:
+def evaluate(
+    groups: Mapping[str, GroupGate], records: Iterable[TestRecord], *, stopped_early: bool = False
+) -> GateReport:
     """Evaluate every group's gate over the session's tests.
 
     Args:
@@ -158,30 +173,47 @@ def evaluate(groups: Mapping[str, GroupGate], records: Iterable[TestRecord], *,
     """
     tests = list(records)
     members = {name: [t for t in tests if _is_member(t, gate)] for name, gate in groups.items()}
-    known = _Names(nodeids=sorted({t.nodeid for t in tests}),
-                   names=sorted({name for t in tests for name in t.names}))
+    known = _Names(
+        nodeids=sorted({t.nodeid for t in tests}),
+        names=sorted({name for t in tests for name in t.names}),
+    )
     gates = tuple(_gate(name, gate, members[name], known) for name, gate in groups.items())
     grouped = {t.nodeid for group in members.values() for t in group}
     failed = [t.nodeid for t in tests if t.outcome == "failed"]
-    return GateReport(gates=gates, ungated_failures=tuple(n for n in failed if n not in grouped),
-                      tests_failed=bool(failed), stopped_early=stopped_early)
+    return GateReport(
+        gates=gates,
+        ungated_failures=tuple(n for n in failed if n not in grouped),
+        tests_failed=bool(failed),
+        stopped_early=stopped_early,
+    )
 
 
 def _is_member(test: TestRecord, gate: GroupGate) -> bool:
-    return (bool(test.tags.intersection(gate.tags)) or bool(test.markers.intersection(gate.markers))
-            or any(test.known_as(name) for name in gate.must_pass))
+    return (
+        bool(test.tags.intersection(gate.tags))
+        or bool(test.markers.intersection(gate.markers))
+        or any(test.known_as(name) for name in gate.must_pass)
+    )
 
 
-def _gate(name: str, gate: GroupGate, members: list[TestRecord],
-          known: _Names) -> GateResult:
+def _gate(name: str, gate: GroupGate, members: list[TestRecord], known: _Names) -> GateResult:
     passed = sum(t.outcome == "passed" for t in members)
     failures = tuple(t.nodeid for t in members if t.outcome == "failed")
     ran = passed + len(failures)
     pins = tuple(_must_pass(entry, members, known) for entry in gate.must_pass)
     met = (not ran or passed >= gate.threshold * ran - 1e-9) and all(
-        pin.status in ("passed", "skipped") for pin in pins)
-    return GateResult(name=name, threshold=gate.threshold, passed=passed, ran=ran,
-                      skipped=len(members) - ran, failures=failures, must_pass=pins, met=met)
+        pin.status in ("passed", "skipped") for pin in pins
+    )
+    return GateResult(
+        name=name,
+        threshold=gate.threshold,
+        passed=passed,
+        ran=ran,
+        skipped=len(members) - ran,
+        failures=failures,
+        must_pass=pins,
+        met=met,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,8 +230,11 @@ def _must_pass(entry: str, members: list[TestRecord], known: _Names) -> MustPass
     outcomes = {t.outcome for t in members if t.known_as(entry)}
     if not outcomes:
         candidates = known.nodeids if "::" in entry else known.names
-        return MustPass(entry=entry, status="no match",
-                        close=tuple(difflib.get_close_matches(entry, candidates, n=3)))
+        return MustPass(
+            entry=entry,
+            status="no match",
+            close=tuple(difflib.get_close_matches(entry, candidates, n=3)),
+        )
     if "failed" in outcomes:
         return MustPass(entry=entry, status="failed")
     return MustPass(entry=entry, status="passed" if "passed" in outcomes else "skipped")

@@ -44,11 +44,16 @@ class Limits:
 
     def __post_init__(self) -> None:
         """Reject limits below one character."""
-        for name in ("judge_chars_per_message", "judge_chars_total",
-                     "user_chars_per_message", "user_chars_total"):
+        for name in (
+            "judge_chars_per_message",
+            "judge_chars_total",
+            "user_chars_per_message",
+            "user_chars_total",
+        ):
             if getattr(self, name) < 1:
-                raise ValueError(f"Limits.{name} must be at least 1 character, "
-                                 f"got {getattr(self, name)}")
+                raise ValueError(
+                    f"Limits.{name} must be at least 1 character, got {getattr(self, name)}"
+                )
 
 
 DEFAULT_LIMITS = Limits()
@@ -64,8 +69,7 @@ class _Entry:
 
 def neutralise(text: str) -> str:
     """Replace runs of `<<<` / `>>>` so text cannot open or close a message fence."""
-    return _DELIMITER.sub(lambda m: ("‹" if m.group()[0] == "<" else "›") * len(m.group()),
-                          text)
+    return _DELIMITER.sub(lambda m: ("‹" if m.group()[0] == "<" else "›") * len(m.group()), text)
 
 
 def cut(text: str, limit: int) -> str:
@@ -104,8 +108,13 @@ class JudgeView:
     reply_turns: tuple[int, ...]
 
 
-def judge_view(transcript: Transcript, *, limits: Limits = DEFAULT_LIMITS,
-               scrub: Scrub | None = None, keep_turns: Collection[int] = ()) -> JudgeView:
+def judge_view(
+    transcript: Transcript,
+    *,
+    limits: Limits = DEFAULT_LIMITS,
+    scrub: Scrub | None = None,
+    keep_turns: Collection[int] = (),
+) -> JudgeView:
     """The transcript as the judge sees it: fenced, numbered messages.
 
     Each message is cut to `limits.judge_chars_per_message`. When the whole is over
@@ -129,16 +138,18 @@ def judge_view(transcript: Transcript, *, limits: Limits = DEFAULT_LIMITS,
             gap.append(entry)
             continue
         if gap:
-            parts.append(f"[... {len(gap)} messages left out ({_turn_span(gap)}) to keep this "
-                         "short ...]")
+            parts.append(
+                f"[... {len(gap)} messages left out ({_turn_span(gap)}) to keep this short ...]"
+            )
             gap = []
         parts.append(block)
     shown = sorted({e.turn for i, e in enumerate(entries) if i in kept and e.role == "agent"})
     return JudgeView("\n\n".join(parts), tuple(shown))
 
 
-def render_for_user(transcript: Transcript, *, limits: Limits = DEFAULT_LIMITS,
-                    scrub: Scrub | None = None) -> str:
+def render_for_user(
+    transcript: Transcript, *, limits: Limits = DEFAULT_LIMITS, scrub: Scrub | None = None
+) -> str:
     """The transcript as the simulated user sees it: the most recent fenced messages.
 
     The user's own messages are labelled `you`, the agent's `assistant`. Each message is cut
@@ -175,8 +186,10 @@ def _entries(transcript: Transcript, *, scrub: Scrub | None, per_message: int) -
 
 def _block(entry: _Entry, labels: dict[str, str]) -> str:
     label = labels.get(entry.role, entry.role)
-    return (f"[turn {entry.turn}] {label}:\n{FENCE_OPEN} {label} message>>>\n{entry.text}\n"
-            f"{FENCE_CLOSE} {label} message>>>")
+    return (
+        f"[turn {entry.turn}] {label}:\n{FENCE_OPEN} {label} message>>>\n{entry.text}\n"
+        f"{FENCE_CLOSE} {label} message>>>"
+    )
 
 
 def _size(blocks: list[str]) -> int:

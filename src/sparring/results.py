@@ -23,8 +23,17 @@ VerdictKind = Literal["criterion", "restriction", "should", "check"]
 TrialStatus = Literal["passed", "failed", "error", "timed_out", "skipped"]
 ScenarioStatus = Literal["passed", "failed", "error", "skipped", "not_run"]
 EndReason = Literal[
-    "goal_achieved", "user_gave_up", "max_turns", "target_error", "timeout", "script_done",
-    "model_error", "skipped", "interrupted", "internal_error", "test_error",
+    "goal_achieved",
+    "user_gave_up",
+    "max_turns",
+    "target_error",
+    "timeout",
+    "script_done",
+    "model_error",
+    "skipped",
+    "interrupted",
+    "internal_error",
+    "test_error",
 ]
 
 
@@ -71,8 +80,9 @@ class Usage(BaseModel):
     """Calls left out of `cost_usd`: their model has no known price (set one under
     `[tool.sparring.prices]`), or the provider reported no token counts."""
 
-    def add_call(self, *, input_tokens: int | None, output_tokens: int | None,
-                 cost_usd: float | None) -> None:
+    def add_call(
+        self, *, input_tokens: int | None, output_tokens: int | None, cost_usd: float | None
+    ) -> None:
         """Count one model call; `cost_usd` is `None` when its price is unknown."""
         self.model_calls += 1
         self.input_tokens += input_tokens or 0
@@ -101,10 +111,10 @@ class UsageTotals(Usage):
     def add_totals(self, other: UsageTotals) -> None:
         """Add `other` into this one; a target count stays `None` only if both are."""
         self.add(other)
-        self.target_input_tokens = add_tokens(self.target_input_tokens,
-                                              other.target_input_tokens)
-        self.target_output_tokens = add_tokens(self.target_output_tokens,
-                                               other.target_output_tokens)
+        self.target_input_tokens = add_tokens(self.target_input_tokens, other.target_input_tokens)
+        self.target_output_tokens = add_tokens(
+            self.target_output_tokens, other.target_output_tokens
+        )
 
 
 def add_tokens(total: int | None, more: int | None) -> int | None:
@@ -199,10 +209,8 @@ class TrialResult(BaseModel):
         (`None` when no reply carried one)."""
         total = UsageTotals(**self.usage.model_dump())
         for _, reply in self.transcript.agent_replies():
-            total.target_input_tokens = add_tokens(total.target_input_tokens,
-                                                   reply.input_tokens)
-            total.target_output_tokens = add_tokens(total.target_output_tokens,
-                                                    reply.output_tokens)
+            total.target_input_tokens = add_tokens(total.target_input_tokens, reply.input_tokens)
+            total.target_output_tokens = add_tokens(total.target_output_tokens, reply.output_tokens)
         return total
 
 
@@ -268,8 +276,7 @@ class ScenarioResult(BaseModel):
         if not counted and not self.missing_trials:
             return "skipped"
         passed = self.passed_trials
-        undecided = (sum(t.status in ("error", "timed_out") for t in counted)
-                     + self.missing_trials)
+        undecided = sum(t.status in ("error", "timed_out") for t in counted) + self.missing_trials
         needed = self.threshold * (len(counted) + self.missing_trials) - 1e-9
         if passed >= needed and (passed or not undecided):  # errors alone never pass
             return "passed"
@@ -344,9 +351,12 @@ class RunResult(BaseModel):
         """A trial was skipped, or a passed trial has a skipped verdict (e.g. no model to
         judge it). Verdicts skipped in a failed trial (its check already failed) do not
         count: that trial was decided."""
-        return any(t.status == "skipped" or (t.status == "passed" and any(
-            v.status == "skipped" for v in t.verdicts))
-            for s in self.scenarios for t in s.trials)
+        return any(
+            t.status == "skipped"
+            or (t.status == "passed" and any(v.status == "skipped" for v in t.verdicts))
+            for s in self.scenarios
+            for t in s.trials
+        )
 
     def _exit_code_of_verdicts(self) -> int:
         statuses = {s.status for s in self.scenarios}
@@ -366,8 +376,9 @@ class RunResult(BaseModel):
         for raw, scenario in zip(data["scenarios"], self.scenarios, strict=True):
             raw.update(scenario.summary())
             for raw_trial, trial in zip(raw["trials"], scenario.trials, strict=True):
-                raw_trial["failures"] = [v["id"] for v in raw_trial["verdicts"]
-                                         if v["status"] in ("not_met", "error")]
+                raw_trial["failures"] = [
+                    v["id"] for v in raw_trial["verdicts"] if v["status"] in ("not_met", "error")
+                ]
                 raw_trial["usage_totals"] = trial.usage_totals().model_dump()
         data["counts"] = self.counts()
         data["usage_totals"] = self.usage_totals().model_dump()

@@ -72,11 +72,13 @@ def parse_threshold(value: Any) -> float:
         raise ValueError(
             f"threshold {value} is ambiguous: did you mean {number / 10:g} ({number * 10:g}%)? "
             f"Write a fraction (0.8) or a percentage ('80%' or 80; for {value}% write "
-            f"'{value}%')")
+            f"'{value}%')"
+        )
     if 1 < number < 10:  # 1.5 is neither a fraction nor a percent without `%`
         raise ValueError(
             f"threshold {value} is above 1: did you mean '{number:g}%' ({number / 100:g}) or "
-            "1.0 (100%)? Write a fraction (0.8) or a percentage ('80%' or 80)")
+            "1.0 (100%)? Write a fraction (0.8) or a percentage ('80%' or 80)"
+        )
     if 10 <= number <= 100:
         return number / 100
     raise ValueError(f"threshold {value} is out of range: use a fraction 0-1 or a percent 0-100")
@@ -86,6 +88,7 @@ Threshold = Annotated[float, Field(ge=0, le=1)]
 
 
 # --- checks ----------------------------------------------------------------------------
+
 
 class _Check(BaseModel):
     model_config = FROZEN
@@ -97,19 +100,25 @@ class _Check(BaseModel):
     @classmethod
     def _not_zero(cls, turn: int | None) -> int | None:
         if turn == 0:
-            raise ValueError("there is no turn 0: turns count from 1 (the first reply), and "
-                             "negative numbers count from the end (-1 is the last reply)")
+            raise ValueError(
+                "there is no turn 0: turns count from 1 (the first reply), and "
+                "negative numbers count from the end (-1 is the last reply)"
+            )
         return turn
 
 
 def _texts_to_find(value: str | list[str], *, key: str, never: str) -> str | list[str]:
     """`value` unchanged unless it is empty or holds an empty text (found in every reply)."""
     if value == []:
-        raise ValueError(f"`{key}: []` lists no text, so this check could never {never}; "
-                         f'list at least one text, e.g. `{key}: ["refund"]`')
+        raise ValueError(
+            f"`{key}: []` lists no text, so this check could never {never}; "
+            f'list at least one text, e.g. `{key}: ["refund"]`'
+        )
     if "" in ([value] if isinstance(value, str) else value):
-        raise ValueError(f"every reply contains the empty text, so this check could never "
-                         f'{never}; give the text to look for, e.g. `{key}: "refund"`')
+        raise ValueError(
+            f"every reply contains the empty text, so this check could never "
+            f'{never}; give the text to look for, e.g. `{key}: "refund"`'
+        )
     return value
 
 
@@ -156,8 +165,10 @@ class RegexCheck(_Check):
     @classmethod
     def _compiles(cls, pattern: str) -> str:
         if not pattern:
-            raise ValueError("an empty pattern matches every reply, so this check could never "
-                             'fail; write the pattern to look for, e.g. `regex: "\\d{5}"`')
+            raise ValueError(
+                "an empty pattern matches every reply, so this check could never "
+                'fail; write the pattern to look for, e.g. `regex: "\\d{5}"`'
+            )
         import regex
 
         try:
@@ -196,9 +207,10 @@ class JsonSchemaCheck(_Check):
         except exceptions.SchemaError as e:
             where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.path)
             at = f" at `schema{where}`" if where else ""
-            raise ValueError(f"invalid JSON Schema{at}: {e.message}; fix it so it follows "
-                             "https://json-schema.org (e.g. `{type: object, required: [id]}`)"
-                             ) from None
+            raise ValueError(
+                f"invalid JSON Schema{at}: {e.message}; fix it so it follows "
+                "https://json-schema.org (e.g. `{type: object, required: [id]}`)"
+            ) from None
         problem = _unresolvable_ref(schema)
         if problem is not None:
             raise ValueError(f"invalid JSON Schema: {problem}")
@@ -231,8 +243,10 @@ def _unresolvable_ref(schema: dict[str, Any]) -> str | None:
 def _ref_problem(ref: str, root: dict[str, Any]) -> str | None:
     fix = 'put the referenced schema under `$defs` and write `$ref: "#/$defs/<name>"`'
     if not ref.startswith("#"):
-        return (f"`$ref: {ref!r}` points outside the schema, and sparring does not fetch "
-                f"schemas from files or URLs; {fix}")
+        return (
+            f"`$ref: {ref!r}` points outside the schema, and sparring does not fetch "
+            f"schemas from files or URLs; {fix}"
+        )
     if ref == "#":
         return None
     if not ref.startswith("#/"):
@@ -264,9 +278,11 @@ class ToolCalledCheck(_Check):
             raise ValueError("tool_called has an empty tool name; write each tool's name")
         if self.include or self.exclude:
             return self
-        raise ValueError("tool_called names no tool in `include` or `exclude`, so it could "
-                         "never fail; name the tools, e.g. `tool_called: [lookup_order]` or "
-                         "`tool_called: {exclude: [refund]}`")
+        raise ValueError(
+            "tool_called names no tool in `include` or `exclude`, so it could "
+            "never fail; name the tools, e.g. `tool_called: [lookup_order]` or "
+            "`tool_called: {exclude: [refund]}`"
+        )
 
 
 class ToolArgsCheck(_Check):
@@ -281,8 +297,10 @@ class ToolArgsCheck(_Check):
     @classmethod
     def _names_a_tool(cls, tool: str) -> str:
         if not tool.strip():
-            raise ValueError("`tool` is empty; name the tool whose arguments are checked, e.g. "
-                             '`tool_args: {tool: lookup_order, args: {order_id: "10234"}}`')
+            raise ValueError(
+                "`tool` is empty; name the tool whose arguments are checked, e.g. "
+                '`tool_args: {tool: lookup_order, args: {order_id: "10234"}}`'
+            )
         return tool
 
 
@@ -294,8 +312,14 @@ class LatencyBelowCheck(_Check):
 
 
 _SHORTHAND_FIELD = {
-    "contains": "value", "not_contains": "value", "regex": "pattern", "equals": "value",
-    "json_schema": "schema", "tool_called": "include", "tool_args": None, "latency_below": "ms",
+    "contains": "value",
+    "not_contains": "value",
+    "regex": "pattern",
+    "equals": "value",
+    "json_schema": "schema",
+    "tool_called": "include",
+    "tool_args": None,
+    "latency_below": "ms",
 }
 CHECK_TYPES = tuple(_SHORTHAND_FIELD)
 
@@ -334,12 +358,16 @@ Check = Annotated[
     | Annotated[ToolCalledCheck, Tag("tool_called")]
     | Annotated[ToolArgsCheck, Tag("tool_args")]
     | Annotated[LatencyBelowCheck, Tag("latency_below")],
-    Discriminator(_check_type, custom_error_type="check_type",
-                  custom_error_message="a check is one of: " + ", ".join(CHECK_TYPES)),
+    Discriminator(
+        _check_type,
+        custom_error_type="check_type",
+        custom_error_message="a check is one of: " + ", ".join(CHECK_TYPES),
+    ),
 ]
 
 
 # --- criteria and turns ----------------------------------------------------------------
+
 
 class Criterion(BaseModel):
     """A statement the judge decides for the whole conversation.
@@ -403,6 +431,7 @@ class ScriptedTurn(BaseModel):
 
 
 # --- scenarios -------------------------------------------------------------------------
+
 
 class _ScenarioBase(BaseModel):
     model_config = FROZEN
@@ -490,14 +519,21 @@ class SimulatedScenario(_ScenarioBase):
     @model_validator(mode="after")
     def _turns(self) -> SimulatedScenario:
         if self.min_turns is not None and self.min_turns > self.max_turns:
-            raise ValueError(f"min_turns ({self.min_turns}) is above max_turns "
-                             f"({self.max_turns}); lower min_turns or raise max_turns")
+            raise ValueError(
+                f"min_turns ({self.min_turns}) is above max_turns "
+                f"({self.max_turns}); lower min_turns or raise max_turns"
+            )
         if not (self.goal or self.description):
-            raise ValueError("a simulated scenario needs a `goal` (or a `description`) "
-                             "so the simulated user knows what it wants")
+            raise ValueError(
+                "a simulated scenario needs a `goal` (or a `description`) "
+                "so the simulated user knows what it wants"
+            )
         most = self.max_turns
-        self._check_turns_within(most, f"the conversation has at most max_turns ({most}) "
-                                 f"turns; use 1 to {most} (or -1 to -{most}) or raise max_turns")
+        self._check_turns_within(
+            most,
+            f"the conversation has at most max_turns ({most}) "
+            f"turns; use 1 to {most} (or -1 to -{most}) or raise max_turns",
+        )
         return self
 
     @property
@@ -523,18 +559,26 @@ class ScriptedScenario(_ScenarioBase):
             for k, check in enumerate(step.checks):
                 if check.turn is not None and abs(check.turn) > n:
                     raise ValueError(_turn_check_problem(n, k, check.turn, count))
-        self._check_turns_within(count, f"the scenario has {count} scripted turns; use a turn "
-                                 f"from 1 to {count} (or -1 to -{count})")
+        self._check_turns_within(
+            count,
+            f"the scenario has {count} scripted turns; use a turn "
+            f"from 1 to {count} (or -1 to -{count})",
+        )
         return self
 
 
 def _turn_check_problem(n: int, k: int, turn: int, count: int) -> str:
     where = f"turns[{n - 1}].checks[{k}] looks at turn {turn}, but a check in turn {n} "
     if turn < 0:
-        return (where + f"runs when only {n} turns exist, so it can look back to turn -{n}; "
-                "move it to the scenario's `checks:`")
-    move = (f"move it to turn {turn}'s checks or to the scenario's `checks:`" if turn <= count
-            else f"the scenario has only {count} scripted turn{'' if count == 1 else 's'}")
+        return (
+            where + f"runs when only {n} turns exist, so it can look back to turn -{n}; "
+            "move it to the scenario's `checks:`"
+        )
+    move = (
+        f"move it to turn {turn}'s checks or to the scenario's `checks:`"
+        if turn <= count
+        else f"the scenario has only {count} scripted turn{'' if count == 1 else 's'}"
+    )
     return where + f"can only look at turns 1..{n} (or negative turns); {move}"
 
 
@@ -560,12 +604,15 @@ class SingleTurnScenario(_ScenarioBase):
     @model_validator(mode="after")
     def _single_turn_rules(self) -> SingleTurnScenario:
         if self.expected_output and any(c.id == EXPECTED_OUTPUT_ID for c in self.all_criteria):
-            raise ValueError(f"criterion id {EXPECTED_OUTPUT_ID!r} is reserved when "
-                             "`expected_output` is given: sparring judges the expected output "
-                             "as a criterion with that id; rename this criterion (e.g. "
-                             "`id: expected_answer`)")
-        self._check_turns_within(1, "a single-turn scenario has only turn 1; use `turn: 1` "
-                                 "or leave `turn` out")
+            raise ValueError(
+                f"criterion id {EXPECTED_OUTPUT_ID!r} is reserved when "
+                "`expected_output` is given: sparring judges the expected output "
+                "as a criterion with that id; rename this criterion (e.g. "
+                "`id: expected_answer`)"
+            )
+        self._check_turns_within(
+            1, "a single-turn scenario has only turn 1; use `turn: 1` or leave `turn` out"
+        )
         return self
 
 
@@ -587,8 +634,11 @@ Scenario = Annotated[
     Annotated[SimulatedScenario, Tag("simulated")]
     | Annotated[ScriptedScenario, Tag("scripted")]
     | Annotated[SingleTurnScenario, Tag("single_turn")],
-    Discriminator(scenario_kind, custom_error_type="scenario_kind",
-                  custom_error_message="`kind` is one of: simulated, scripted, single_turn"),
+    Discriminator(
+        scenario_kind,
+        custom_error_type="scenario_kind",
+        custom_error_message="`kind` is one of: simulated, scripted, single_turn",
+    ),
 ]
 AnyScenario = SimulatedScenario | ScriptedScenario | SingleTurnScenario
 
@@ -620,17 +670,23 @@ def unseen_tool_calls(target: object, checks: Iterable[Check]) -> str | None:
         does not say where they are in the reply, so it records none; add
         `tool_calls_path:` to the target (e.g. ...)".
     """
-    if (not isinstance(target, HttpTargetSpec | A2ATargetSpec)
-            or target.tool_calls_path is not None
-            or not any(c.type in ("tool_called", "tool_args") for c in checks)):
+    if (
+        not isinstance(target, HttpTargetSpec | A2ATargetSpec)
+        or target.tool_calls_path is not None
+        or not any(c.type in ("tool_called", "tool_args") for c in checks)
+    ):
         return None
     call = '{"name": ..., "arguments": {...}}'
-    example = (f'`tool_calls_path: tool_calls` for a reply like {{"reply": ..., "tool_calls": '
-               f"[{call}]}}" if isinstance(target, HttpTargetSpec) else
-               "`tool_calls_path: metadata.toolCalls` for a task (A2A JSON, camelCase) whose "
-               f'metadata is {{"toolCalls": [{call}]}}; A2A has no standard place for them')
-    return (f"its {target.type} target does not say where they are in the reply, so it "
-            f"records none; add `tool_calls_path:` to the target (e.g. {example})")
+    example = (
+        f'`tool_calls_path: tool_calls` for a reply like {{"reply": ..., "tool_calls": [{call}]}}'
+        if isinstance(target, HttpTargetSpec)
+        else "`tool_calls_path: metadata.toolCalls` for a task (A2A JSON, camelCase) whose "
+        f'metadata is {{"toolCalls": [{call}]}}; A2A has no standard place for them'
+    )
+    return (
+        f"its {target.type} target does not say where they are in the reply, so it "
+        f"records none; add `tool_calls_path:` to the target (e.g. {example})"
+    )
 
 
 class TestFile(BaseModel):

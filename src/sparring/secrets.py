@@ -57,16 +57,18 @@ def read_secrets_file(path: Path) -> dict[str, str]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
-        raise ConfigError(f"cannot read the secrets file: {e.strerror or e}; check the path",
-                          path=str(path)) from None
+        raise ConfigError(
+            f"cannot read the secrets file: {e.strerror or e}; check the path", path=str(path)
+        ) from None
     values: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         match = _LINE.match(line)
         if match is None:
-            raise ConfigError("expected `NAME=value` (letters, digits and _ in NAME)",
-                              path=str(path), line=number)
+            raise ConfigError(
+                "expected `NAME=value` (letters, digits and _ in NAME)", path=str(path), line=number
+            )
         values[match.group(1)] = _unquote(match.group(2))
     return values
 
@@ -75,8 +77,8 @@ def read_secrets_file(path: Path) -> dict[str, str]:
 # a secret placed in a URL's userinfo, path or query shows up partially encoded.
 _URL_SAFE = (
     "!$&'()*+,;=:@/?",  # query and fragment: sub-delims, ':', '@', '/', '?'
-    "!$&'()*+,;=:@/",   # path
-    "!$&'()*+,",        # userinfo (username / password)
+    "!$&'()*+,;=:@/",  # path
+    "!$&'()*+,",  # userinfo (username / password)
 )
 
 
@@ -85,11 +87,17 @@ def _forms(value: str) -> set[str]:
     URL) and JSON-escaped (ASCII-only or not, also with Go's `\u0026`-style HTML escapes and
     escaped slashes): what may appear in logs, error messages and echoed payloads."""
     escaped = {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
-    escaped |= {e.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-                for e in escaped}
+    escaped |= {
+        e.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e") for e in escaped
+    }
     escaped |= {e.replace("/", "\\/") for e in escaped}
-    return {value, quote(value, safe=""), quote_plus(value), *escaped,
-            *(quote(value, safe=safe) for safe in _URL_SAFE)}
+    return {
+        value,
+        quote(value, safe=""),
+        quote_plus(value),
+        *escaped,
+        *(quote(value, safe=safe) for safe in _URL_SAFE),
+    }
 
 
 class Scrubber:
@@ -180,8 +188,13 @@ class Secrets:
         file: Where `file_values` came from, named in error messages.
     """
 
-    def __init__(self, env: Mapping[str, str] | None = None, *,
-                 file_values: Mapping[str, str] | None = None, file: Path | None = None) -> None:
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        *,
+        file_values: Mapping[str, str] | None = None,
+        file: Path | None = None,
+    ) -> None:
         self._env = dict(env or {})
         self._file_values = dict(file_values or {})
         self._file = file
@@ -208,10 +221,15 @@ class Secrets:
         if value is None:
             value = self._file_values.get(name)
         if value is None:
-            where = f"add `{name}=...` to {self._file}" if self._file else (
-                "put `NAME=value` lines in a file and pass it with --secrets-file")
-            raise UserError(f"secret {name!r} (used as {{{{secrets.{name}}}}}) is not set: "
-                            f"run `export {name}=...` before sparring, or {where}")
+            where = (
+                f"add `{name}=...` to {self._file}"
+                if self._file
+                else ("put `NAME=value` lines in a file and pass it with --secrets-file")
+            )
+            raise UserError(
+                f"secret {name!r} (used as {{{{secrets.{name}}}}}) is not set: "
+                f"run `export {name}=...` before sparring, or {where}"
+            )
         self._scrubber.add(value)
         return value
 
@@ -253,8 +271,15 @@ def mask_url(url: str) -> str:
     `http://admin:pw@127.0.0.1:8999/v1?api-key=K` -> `http://***@127.0.0.1:8999/v1?***`.
     """
     scheme, userinfo, rest, question, query, hash_mark, fragment = _url_parts(url)
-    return (scheme + (f"{MASK}@" if userinfo else "") + rest + question
-            + (MASK if query else "") + hash_mark + (MASK if fragment else ""))
+    return (
+        scheme
+        + (f"{MASK}@" if userinfo else "")
+        + rest
+        + question
+        + (MASK if query else "")
+        + hash_mark
+        + (MASK if fragment else "")
+    )
 
 
 def url_credentials(url: str) -> list[str]:

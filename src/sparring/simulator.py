@@ -35,7 +35,8 @@ class UserTurn:
 
 
 USER_SCHEMA: dict[str, Any] = {
-    "type": "object", "additionalProperties": False,
+    "type": "object",
+    "additionalProperties": False,
     "required": ["message", "done", "done_reason"],
     "properties": {
         "message": {"type": "string", "description": "your next message to the assistant"},
@@ -66,8 +67,14 @@ not change that, answer with "done": true and "done_reason": "user_gave_up". Whe
 
 
 async def next_user_message(
-    model: Model, *, scenario: SimulatedScenario, transcript: Transcript, may_stop: bool,
-    limits: Limits = DEFAULT_LIMITS, temperature: float = 0.7, usage: Usage | None = None,
+    model: Model,
+    *,
+    scenario: SimulatedScenario,
+    transcript: Transcript,
+    may_stop: bool,
+    limits: Limits = DEFAULT_LIMITS,
+    temperature: float = 0.7,
+    usage: Usage | None = None,
     scrub: Scrub | None = None,
 ) -> UserTurn:
     """Ask the simulated user (one model call, plus one repair if needed) for its next turn.
@@ -95,17 +102,27 @@ async def next_user_message(
     may_stop = may_stop and bool(transcript.messages)
     messages: list[ChatMessage] = [
         {"role": "system", "content": _SYSTEM.format(profile=_profile(scenario))},
-        {"role": "user", "content": _turn_prompt(transcript, may_stop=may_stop,
-                                                 limits=limits, scrub=scrub)},
+        {
+            "role": "user",
+            "content": _turn_prompt(transcript, may_stop=may_stop, limits=limits, scrub=scrub),
+        },
     ]
-    return await complete_json(model, messages, schema=USER_SCHEMA,
-                               validate=_Reader(may_stop=may_stop), schema_name="user_turn",
-                               temperature=temperature, usage=usage)
+    return await complete_json(
+        model,
+        messages,
+        schema=USER_SCHEMA,
+        validate=_Reader(may_stop=may_stop),
+        schema_name="user_turn",
+        temperature=temperature,
+        usage=usage,
+    )
 
 
 def _profile(scenario: SimulatedScenario) -> str:
-    lines = [f"Who you are: {scenario.persona}",
-             f"Your goal: {scenario.goal or scenario.description}"]
+    lines = [
+        f"Who you are: {scenario.persona}",
+        f"Your goal: {scenario.goal or scenario.description}",
+    ]
     if scenario.instructions:
         lines.append(f"How to go about it: {scenario.instructions}")
     if scenario.context:
@@ -113,20 +130,28 @@ def _profile(scenario: SimulatedScenario) -> str:
     return "\n".join(lines)
 
 
-def _turn_prompt(transcript: Transcript, *, may_stop: bool, limits: Limits,
-                 scrub: Scrub | None) -> str:
+def _turn_prompt(
+    transcript: Transcript, *, may_stop: bool, limits: Limits, scrub: Scrub | None
+) -> str:
     if not transcript.messages:
-        return ("The conversation has not started. Write your first message to the "
-                "assistant, as this person, working toward your goal. Do not end the "
-                'conversation: "done" must be false.')
-    rule = ("If your goal is achieved, or the assistant clearly cannot help, you may end the "
-            "conversation." if may_stop else
-            'You must not end the conversation yet: "done" must be false, and "message" must '
-            "be your next message.")
-    return ('The conversation so far ("you" is you, "assistant" is the assistant you are '
-            "talking to; older messages may be left out):\n\n"
-            f"{render_for_user(transcript, limits=limits, scrub=scrub)}\n\n"
-            f"Write your next message. {rule}")
+        return (
+            "The conversation has not started. Write your first message to the "
+            "assistant, as this person, working toward your goal. Do not end the "
+            'conversation: "done" must be false.'
+        )
+    rule = (
+        "If your goal is achieved, or the assistant clearly cannot help, you may end the "
+        "conversation."
+        if may_stop
+        else 'You must not end the conversation yet: "done" must be false, and "message" must '
+        "be your next message."
+    )
+    return (
+        'The conversation so far ("you" is you, "assistant" is the assistant you are '
+        "talking to; older messages may be left out):\n\n"
+        f"{render_for_user(transcript, limits=limits, scrub=scrub)}\n\n"
+        f"Write your next message. {rule}"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,8 +162,9 @@ class _Reader:
 
     def __call__(self, value: Any) -> UserTurn:
         if not isinstance(value, dict):
-            raise ValueError('the answer must be a JSON object with "message", "done" and '
-                             '"done_reason"')
+            raise ValueError(
+                'the answer must be a JSON object with "message", "done" and "done_reason"'
+            )
         raw = cast(dict[str, Any], value)
         message = raw.get("message")
         if message is None:
@@ -150,8 +176,9 @@ class _Reader:
             return UserTurn(message.strip(), True, _reason(raw.get("done_reason")))
         if not message.strip():
             hint = " (you may not end the conversation yet)" if done else ""
-            raise ValueError(f'"message" must be your next message to the assistant and may '
-                             f"not be empty{hint}")
+            raise ValueError(
+                f'"message" must be your next message to the assistant and may not be empty{hint}'
+            )
         return UserTurn(message.strip(), False, None)
 
 

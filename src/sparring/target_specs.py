@@ -44,19 +44,24 @@ def check_http_url(url: str, *, key: str) -> str:
     scheme, sep, rest = url.partition("://")
     if sep and scheme.lower() in ("http", "https"):
         if not rest or rest.startswith("/"):
-            raise ValueError(f"{key} {url!r} has no host after {scheme}://; write it like "
-                             "'http://localhost:8000/chat'")
+            raise ValueError(
+                f"{key} {url!r} has no host after {scheme}://; write it like "
+                "'http://localhost:8000/chat'"
+            )
         return url
     host = rest if sep else url.strip()
     local = host.startswith(("localhost", "127.", "0.0.0.0", "["))
     example = f"'{'http' if local else 'https'}://{host}'"
     found = f"it starts with {scheme}://" if sep else "it has no scheme"
-    raise ValueError(f"{key} {url!r} is not an HTTP address ({found}); start the url with "
-                     f"http:// or https://, e.g. {example}")
+    raise ValueError(
+        f"{key} {url!r} is not an HTTP address ({found}); start the url with "
+        f"http:// or https://, e.g. {example}"
+    )
 
 
-HttpAddress = Annotated[str, AfterValidator(
-    lambda url, info: check_http_url(url, key=info.field_name or "url"))]
+HttpAddress = Annotated[
+    str, AfterValidator(lambda url, info: check_http_url(url, key=info.field_name or "url"))
+]
 """A `str` field holding an HTTP address, checked by `check_http_url` (errors name the field)."""
 
 
@@ -148,17 +153,21 @@ class A2ATargetSpec(BaseModel):
     @classmethod
     def _no_placeholders(cls, url: str) -> str:
         if "{{" in url:
-            raise ValueError(f"url {url!r} cannot use placeholders on an a2a target; put "
-                             "credentials in `headers`, e.g. Authorization: Bearer "
-                             "{{secrets.AGENT_TOKEN}}")
+            raise ValueError(
+                f"url {url!r} cannot use placeholders on an a2a target; put "
+                "credentials in `headers`, e.g. Authorization: Bearer "
+                "{{secrets.AGENT_TOKEN}}"
+            )
         return url
 
     @field_validator("card_path")
     @classmethod
     def _card_path(cls, path: str) -> str:
         if not path.startswith("/") or any(c.isspace() for c in path):
-            raise ValueError(f"card_path {path!r} must be a path after `url`, starting with "
-                             "'/' and without spaces, e.g. /.well-known/agent.json")
+            raise ValueError(
+                f"card_path {path!r} must be a path after `url`, starting with "
+                "'/' and without spaces, e.g. /.well-known/agent.json"
+            )
         return path
 
 
@@ -196,8 +205,11 @@ TargetSpec = Annotated[
     | Annotated[CallableTargetSpec, Tag("callable")]
     | Annotated[A2ATargetSpec, Tag("a2a")]
     | Annotated[ParlantTargetSpec, Tag("parlant")],
-    Discriminator(_target_type, custom_error_type="target_type",
-                  custom_error_message="target needs `type` (http, openai_chat, callable, "
-                  "a2a, parlant) or a `url` (http), `ref` (callable) or `base_url` "
-                  "(openai_chat)"),
+    Discriminator(
+        _target_type,
+        custom_error_type="target_type",
+        custom_error_message="target needs `type` (http, openai_chat, callable, "
+        "a2a, parlant) or a `url` (http), `ref` (callable) or `base_url` "
+        "(openai_chat)",
+    ),
 ]

@@ -34,8 +34,9 @@ class ToolCall(BaseModel):
     """What the tool returned, when the target reports it."""
 
     @classmethod
-    def from_arguments(cls, name: str, arguments: Any, *, id: str | None = None,
-                       result: JsonValue = None) -> ToolCall:
+    def from_arguments(
+        cls, name: str, arguments: Any, *, id: str | None = None, result: JsonValue = None
+    ) -> ToolCall:
         """Build a ToolCall from arguments given as a JSON string, a dict, or `None`.
 
         A string that is not valid JSON is kept in `arguments_raw` and the parse error is
@@ -45,14 +46,19 @@ class ToolCall(BaseModel):
             return cls(name=name, arguments_raw="{}", arguments={}, id=id, result=result)
         if isinstance(arguments, str):
             try:
-                parsed: JsonValue = (json.loads(arguments, parse_constant=str)
-                                     if arguments.strip() else {})
+                parsed: JsonValue = (
+                    json.loads(arguments, parse_constant=str) if arguments.strip() else {}
+                )
             except json.JSONDecodeError as e:
-                return cls(name=name, arguments_raw=arguments, arguments=None,
-                           arguments_error=f"arguments are not valid JSON: {e}", id=id,
-                           result=result)
-            return cls(name=name, arguments_raw=arguments, arguments=parsed, id=id,
-                       result=result)
+                return cls(
+                    name=name,
+                    arguments_raw=arguments,
+                    arguments=None,
+                    arguments_error=f"arguments are not valid JSON: {e}",
+                    id=id,
+                    result=result,
+                )
+            return cls(name=name, arguments_raw=arguments, arguments=parsed, id=id, result=result)
         raw = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
         return cls(name=name, arguments_raw=raw, arguments=arguments, id=id, result=result)
 
@@ -163,8 +169,10 @@ def _clean_strings(value: Any, scrub: Callable[[str], str] | None) -> Any:
             value = value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
         return scrub(value) if scrub is not None else value
     if isinstance(value, dict):
-        return {_clean_strings(k, scrub): _clean_strings(v, scrub)
-                for k, v in cast(dict[Any, Any], value).items()}
+        return {
+            _clean_strings(k, scrub): _clean_strings(v, scrub)
+            for k, v in cast(dict[Any, Any], value).items()
+        }
     if isinstance(value, list):
         return [_clean_strings(v, scrub) for v in cast(list[Any], value)]
     if isinstance(value, tuple):

@@ -134,9 +134,14 @@ class ScriptedExecutor(AgentExecutor):
             await self._stream(updater, arg)
         elif command == "tools":
             await self._artifact(updater, arg)
-            await updater.update_status(TaskState.TASK_STATE_COMPLETED, metadata={
-                "toolCalls": [{"name": "lookup_order",
-                               "arguments": {"order_id": "10234", "count": 2}}]})
+            await updater.update_status(
+                TaskState.TASK_STATE_COMPLETED,
+                metadata={
+                    "toolCalls": [
+                        {"name": "lookup_order", "arguments": {"order_id": "10234", "count": 2}}
+                    ]
+                },
+            )
         else:
             await self._complete_other(updater, command, arg, text, task.context_id)
 
@@ -154,12 +159,17 @@ class ScriptedExecutor(AgentExecutor):
         artifact_id = "streamed"
         for i, word in enumerate(arg.split(" ")):
             piece = word if i == 0 else " " + word
-            await updater.add_artifact([new_text_message(piece).parts[0]],
-                                       artifact_id=artifact_id, name="reply", append=i > 0)
+            await updater.add_artifact(
+                [new_text_message(piece).parts[0]],
+                artifact_id=artifact_id,
+                name="reply",
+                append=i > 0,
+            )
         await updater.complete()
 
-    async def _complete_other(self, updater: TaskUpdater, command: str, arg: str, text: str,
-                              context_id: str) -> None:
+    async def _complete_other(
+        self, updater: TaskUpdater, command: str, arg: str, text: str, context_id: str
+    ) -> None:
         if command == "data":
             await updater.add_artifact([new_data_part({"order": 10234, "ok": True})])
         elif command == "ids":
@@ -177,28 +187,39 @@ class ScriptedExecutor(AgentExecutor):
         """Cancelling is not scripted."""
 
 
-def _card(url: str, *, version: str = "1.0", streaming: bool = True,
-          binding: str = "JSONRPC") -> AgentCard:
+def _card(
+    url: str, *, version: str = "1.0", streaming: bool = True, binding: str = "JSONRPC"
+) -> AgentCard:
     return AgentCard(
-        name="Scripted test agent", description="Does what the first word says.",
+        name="Scripted test agent",
+        description="Does what the first word says.",
         version="1.0.0",
-        supported_interfaces=[AgentInterface(url=url + "/" if binding == "JSONRPC" else url,
-                                             protocol_binding=binding,
-                                             protocol_version=version)],
+        supported_interfaces=[
+            AgentInterface(
+                url=url + "/" if binding == "JSONRPC" else url,
+                protocol_binding=binding,
+                protocol_version=version,
+            )
+        ],
         capabilities=AgentCapabilities(streaming=streaming),
-        default_input_modes=["text/plain"], default_output_modes=["text/plain"],
-        skills=[AgentSkill(id="script", name="script", description="scripted replies",
-                           tags=["test"])],
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[
+            AgentSkill(id="script", name="script", description="scripted replies", tags=["test"])
+        ],
     )
 
 
 def _agent_routes(card: AgentCard, seen: list[Seen], *, legacy: bool = False) -> list[Any]:
-    handler = DefaultRequestHandler(agent_executor=ScriptedExecutor(seen),
-                                    task_store=InMemoryTaskStore(), agent_card=card)
+    handler = DefaultRequestHandler(
+        agent_executor=ScriptedExecutor(seen), task_store=InMemoryTaskStore(), agent_card=card
+    )
     if card.supported_interfaces[0].protocol_binding == "HTTP+JSON":
         return [*create_agent_card_routes(card), *create_rest_routes(handler)]
-    return [*create_agent_card_routes(card),
-            *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=legacy)]
+    return [
+        *create_agent_card_routes(card),
+        *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=legacy),
+    ]
 
 
 @dataclass
@@ -239,32 +260,47 @@ class A2AServer:
         async def health(request: Request) -> Response:
             return JSONResponse({"status": "ok"})
 
-        html_routes = [*create_agent_card_routes(_card(self.url("html"))),
-                       Route("/", html, methods=["POST"]), Route("/page", html),
-                       Route("/health", health)]
-        return Starlette(routes=[
-            Mount("/agent", routes=_agent_routes(_card(self.url("agent")), self.seen)),
-            Mount("/nostream", routes=_agent_routes(
-                _card(self.url("nostream"), streaming=False), self.seen)),
-            Mount("/legacy", routes=_agent_routes(
-                _card(self.url("legacy"), version="0.3"), self.seen, legacy=True)),
-            Mount("/rest", routes=_agent_routes(
-                _card(self.url("rest"), binding="HTTP+JSON"), self.seen)),
-            Mount("/secure", app=guard),
-            Mount("/html", routes=html_routes),
-            Mount("/grpc", routes=create_agent_card_routes(
-                _card(self.url("grpc"), binding="GRPC"))),
-        ])
+        html_routes = [
+            *create_agent_card_routes(_card(self.url("html"))),
+            Route("/", html, methods=["POST"]),
+            Route("/page", html),
+            Route("/health", health),
+        ]
+        return Starlette(
+            routes=[
+                Mount("/agent", routes=_agent_routes(_card(self.url("agent")), self.seen)),
+                Mount(
+                    "/nostream",
+                    routes=_agent_routes(_card(self.url("nostream"), streaming=False), self.seen),
+                ),
+                Mount(
+                    "/legacy",
+                    routes=_agent_routes(
+                        _card(self.url("legacy"), version="0.3"), self.seen, legacy=True
+                    ),
+                ),
+                Mount(
+                    "/rest",
+                    routes=_agent_routes(_card(self.url("rest"), binding="HTTP+JSON"), self.seen),
+                ),
+                Mount("/secure", app=guard),
+                Mount("/html", routes=html_routes),
+                Mount(
+                    "/grpc",
+                    routes=create_agent_card_routes(_card(self.url("grpc"), binding="GRPC")),
+                ),
+            ]
+        )
 
     def __enter__(self) -> A2AServer:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         self.base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        config = uvicorn.Config(self._app(), log_level="warning", lifespan="off", ws="none",
-                                http="h11")
+        config = uvicorn.Config(
+            self._app(), log_level="warning", lifespan="off", ws="none", http="h11"
+        )
         self._server = server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
-                                        daemon=True)
+        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()
         while not server.started:
             threading.Event().wait(0.01)
@@ -274,4 +310,3 @@ class A2AServer:
         assert self._server is not None and self._thread is not None
         self._server.should_exit = True
         self._thread.join(timeout=10)
-

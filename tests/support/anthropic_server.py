@@ -36,9 +36,15 @@ from typing import Any, cast
 
 __all__ = ["Reply", "ScriptedAnthropicServer"]
 
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-               403: "permission_error", 404: "not_found_error", 413: "request_too_large",
-               429: "rate_limit_error", 529: "overloaded_error"}
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,8 @@ ReplySource = Reply | Callable[[dict[str, Any]], Reply]
 
 def _estimate(request: dict[str, Any], text: str) -> dict[str, int]:
     prompt = len(str(request.get("system", ""))) + sum(
-        len(str(m.get("content", ""))) for m in request.get("messages", []))
+        len(str(m.get("content", ""))) for m in request.get("messages", [])
+    )
     return {"input_tokens": max(1, prompt // 4), "output_tokens": max(1, len(text) // 4)}
 
 
@@ -68,19 +75,27 @@ def _body(reply: Reply, request: dict[str, Any], number: int) -> dict[str, Any] 
     if reply.body is not None:
         return reply.body
     if reply.status >= 400:
-        return {"type": "error", "error": {
-            "type": ERROR_TYPES.get(reply.status, "api_error"),
-            "message": reply.text or f"scripted HTTP {reply.status}"}}
+        return {
+            "type": "error",
+            "error": {
+                "type": ERROR_TYPES.get(reply.status, "api_error"),
+                "message": reply.text or f"scripted HTTP {reply.status}",
+            },
+        }
     content: list[dict[str, Any]] = []
     if reply.text is not None:
         content.append({"type": "text", "text": reply.text})
     if reply.tool_use is not None:
         content.append({"type": "tool_use", "id": f"toolu_{number}", **reply.tool_use})
     out: dict[str, Any] = {
-        "id": f"msg_scripted_{number}", "type": "message", "role": "assistant",
-        "model": request.get("model", "scripted"), "content": content,
+        "id": f"msg_scripted_{number}",
+        "type": "message",
+        "role": "assistant",
+        "model": request.get("model", "scripted"),
+        "content": content,
         "stop_reason": reply.stop_reason or ("tool_use" if reply.tool_use else "end_turn"),
-        "stop_sequence": None}
+        "stop_sequence": None,
+    }
     shown = json.dumps(reply.tool_use) if reply.tool_use else reply.text or ""
     usage = _estimate(request, shown) if reply.usage is None else reply.usage
     if usage:
@@ -135,8 +150,9 @@ class ScriptedAnthropicServer:
         self.closing = threading.Event()
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.owner = self
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.01}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
 
     @property
     def base_url(self) -> str:
@@ -147,8 +163,9 @@ class ScriptedAnthropicServer:
         """Append more scripted replies."""
         self.replies.extend(replies)
 
-    def next_reply(self, path: str, headers: dict[str, str],
-                   request: dict[str, Any]) -> tuple[Reply, int]:
+    def next_reply(
+        self, path: str, headers: dict[str, str], request: dict[str, Any]
+    ) -> tuple[Reply, int]:
         """Record a request; return its reply and its 1-based number."""
         with self._lock:
             self.requests.append(request)
@@ -156,8 +173,11 @@ class ScriptedAnthropicServer:
             self.headers.append({k.lower(): v for k, v in headers.items()})
             index = len(self.requests) - 1
         if index >= len(self.replies):
-            return Reply(f"ScriptedAnthropicServer: no reply left for request {index + 1}",
-                         status=500, headers={"x-should-retry": "false"}), index + 1
+            return Reply(
+                f"ScriptedAnthropicServer: no reply left for request {index + 1}",
+                status=500,
+                headers={"x-should-retry": "false"},
+            ), index + 1
         source = self.replies[index]
         return (source if isinstance(source, Reply) else source(request)), index + 1
 

@@ -89,7 +89,10 @@ class _Script:
         if index >= len(self.replies):
             return Reply(
                 f"ScriptedOpenAIServer: no reply left for request {index + 1}; it was given "
-                f"{len(self.replies)}", status=500, headers={"x-should-retry": "false"})
+                f"{len(self.replies)}",
+                status=500,
+                headers={"x-should-retry": "false"},
+            )
         source = self.replies[index]
         return source if isinstance(source, Reply) else source(body)
 
@@ -100,31 +103,50 @@ def _tool_call(call: dict[str, Any], index: int) -> dict[str, Any]:
     arguments = call.get("arguments", {})
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments)
-    return {"id": call.get("id", f"call_{index}"), "type": "function",
-            "function": {"name": call["name"], "arguments": arguments}}
+    return {
+        "id": call.get("id", f"call_{index}"),
+        "type": "function",
+        "function": {"name": call["name"], "arguments": arguments},
+    }
 
 
 def _estimate_usage(request: dict[str, Any], content: str | None) -> dict[str, int]:
     prompt = sum(len(str(m.get("content") or "")) for m in request.get("messages", []))
     prompt_tokens, completion_tokens = max(1, prompt // 4), max(1, len(content or "") // 4)
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens}
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
 
 
 def _body(reply: Reply, request: dict[str, Any], number: int) -> dict[str, Any] | str:
     if reply.body is not None:
         return reply.body
     if reply.status >= 400:
-        return {"error": {"message": reply.content or f"scripted HTTP {reply.status}",
-                          "type": "scripted_error", "param": None, "code": None}}
+        return {
+            "error": {
+                "message": reply.content or f"scripted HTTP {reply.status}",
+                "type": "scripted_error",
+                "param": None,
+                "code": None,
+            }
+        }
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = [_tool_call(c, i) for i, c in enumerate(reply.tool_calls)]
     out: dict[str, Any] = {
-        "id": f"chatcmpl-scripted-{number}", "object": "chat.completion", "created": 0,
+        "id": f"chatcmpl-scripted-{number}",
+        "object": "chat.completion",
+        "created": 0,
         "model": request.get("model", "scripted"),
-        "choices": [{"index": 0, "message": message,
-                     "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+            }
+        ],
     }
     usage = _estimate_usage(request, reply.content) if reply.usage is None else reply.usage
     if usage:
@@ -214,8 +236,9 @@ class ScriptedOpenAIServer:
     def start(self) -> ScriptedOpenAIServer:
         """Start serving in a daemon thread; returns self."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever,
-                                            kwargs={"poll_interval": 0.01}, daemon=True)
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+            )
             self._thread.start()
         return self
 

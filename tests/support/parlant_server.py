@@ -44,19 +44,28 @@ class Say:
     delay_s: float = 0
     error: str | None = None
 
-    def __init__(self, *messages: str, tools: Sequence[dict[str, Any]] = (),
-                 delay_s: float = 0, error: str | None = None) -> None:
+    def __init__(
+        self,
+        *messages: str,
+        tools: Sequence[dict[str, Any]] = (),
+        delay_s: float = 0,
+        error: str | None = None,
+    ) -> None:
         object.__setattr__(self, "messages", messages)
         object.__setattr__(self, "tools", tools)
         object.__setattr__(self, "delay_s", delay_s)
         object.__setattr__(self, "error", error)
 
 
-def tool(name: str, arguments: dict[str, Any], result: Any, *,
-         service: str = "shop") -> dict[str, Any]:
+def tool(
+    name: str, arguments: dict[str, Any], result: Any, *, service: str = "shop"
+) -> dict[str, Any]:
     """A Parlant tool-call object `{tool_id: "service:name", arguments, result: {data}}`."""
-    return {"tool_id": f"{service}:{name}", "arguments": arguments,
-            "result": {"data": result, "metadata": {}, "control": {}}}
+    return {
+        "tool_id": f"{service}:{name}",
+        "arguments": arguments,
+        "result": {"data": result, "metadata": {}, "control": {}},
+    }
 
 
 @dataclass(frozen=True)
@@ -119,9 +128,13 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
         url = urlsplit(self.path)
-        request = Request(self.command, url.path.rstrip("/"), parse_qs(url.query),
-                          {k.lower(): v for k, v in self.headers.items()},
-                          json.loads(raw) if raw.strip() else None)
+        request = Request(
+            self.command,
+            url.path.rstrip("/"),
+            parse_qs(url.query),
+            {k.lower(): v for k, v in self.headers.items()},
+            json.loads(raw) if raw.strip() else None,
+        )
         status, payload = cast(_Server, self.server).state.answer(request)
         data = b"" if payload is None else json.dumps(payload).encode()
         self.send_response(status)
@@ -156,11 +169,17 @@ class ScriptedParlantServer:
         failures: `(method, path glob) -> HTTP status` answered instead of the API.
     """
 
-    def __init__(self, replies: Sequence[Say] = (), *, agent_id: str = "agent-1",
-                 require_headers: Mapping[str, str] | None = None,
-                 failures: Mapping[tuple[str, str], int] | None = None) -> None:
-        self._state = _State(agent_id, list(replies), dict(require_headers or {}),
-                             dict(failures or {}))
+    def __init__(
+        self,
+        replies: Sequence[Say] = (),
+        *,
+        agent_id: str = "agent-1",
+        require_headers: Mapping[str, str] | None = None,
+        failures: Mapping[tuple[str, str], int] | None = None,
+    ) -> None:
+        self._state = _State(
+            agent_id, list(replies), dict(require_headers or {}), dict(failures or {})
+        )
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.state = self._state
         self._thread: threading.Thread | None = None
@@ -182,13 +201,13 @@ class ScriptedParlantServer:
 
     def calls(self, method: str, pattern: str = "*") -> list[Request]:
         """The requests with this method whose path matches the glob `pattern`."""
-        return [r for r in self.requests
-                if r.method == method and fnmatch.fnmatch(r.path, pattern)]
+        return [r for r in self.requests if r.method == method and fnmatch.fnmatch(r.path, pattern)]
 
     def start(self) -> ScriptedParlantServer:
         """Serve in a background thread; returns self."""
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 

@@ -63,8 +63,10 @@ def session_for(trial: TrialContext, **overrides: Any) -> Session:
             that make the spec invalid.
     """
     if trial.target is None:
-        raise UserError(f"test {trial.scenario_id!r} has no target; give the Suite a "
-                        "`target=` (a URL, a target spec, a function or a Target)")
+        raise UserError(
+            f"test {trial.scenario_id!r} has no target; give the Suite a "
+            "`target=` (a URL, a target spec, a function or a Target)"
+        )
     if not overrides:
         return Session(trial.target, trial=trial)
     spec = with_overrides(trial.spec or trial.target, overrides)
@@ -73,8 +75,7 @@ def session_for(trial: TrialContext, **overrides: Any) -> Session:
     return Session(trial.build_target(spec), trial=trial)
 
 
-def with_overrides(target: Target | AnyTargetSpec,
-                   overrides: Mapping[str, Any]) -> AnyTargetSpec:
+def with_overrides(target: Target | AnyTargetSpec, overrides: Mapping[str, Any]) -> AnyTargetSpec:
     """The target spec with `overrides` replacing its fields, validated.
 
     Raises:
@@ -82,18 +83,20 @@ def with_overrides(target: Target | AnyTargetSpec,
             not a valid spec.
     """
     if isinstance(target, Target):
-        raise UserError(f"session overrides {sorted(overrides)} need a target given as a spec "
-                        "(a mapping or a URL); this target is a Python object, so make "
-                        "another Suite for the other setup")
+        raise UserError(
+            f"session overrides {sorted(overrides)} need a target given as a spec "
+            "(a mapping or a URL); this target is a Python object, so make "
+            "another Suite for the other setup"
+        )
     spec = target
     data = {**spec.model_dump(), **overrides}
     try:
         return TypeAdapter[Any](TargetSpec).validate_python(data)
     except ValidationError as e:
-        raise UserError(f"session overrides {dict(overrides)!r} do not fit the "
-                        f"{spec.type} target: {validation_summary(e)}") from None
-
-
+        raise UserError(
+            f"session overrides {dict(overrides)!r} do not fit the "
+            f"{spec.type} target: {validation_summary(e)}"
+        ) from None
 
 
 def _raise_unless_met(verdicts: Sequence[Verdict], replies: Mapping[str, str]) -> None:
@@ -104,6 +107,7 @@ def _raise_unless_met(verdicts: Sequence[Verdict], replies: Mapping[str, str]) -
 
 
 # --- session and response ------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class Response:
@@ -125,8 +129,11 @@ class Response:
         as pytest's failed-`assert` explanation shows it (the transcript and trial are left
         out; the message is cut at 80 characters)."""
         text = self.message if len(self.message) <= 80 else self.message[:79] + "…"
-        tools = f", tool_calls={[call.name for call in self.reply.tool_calls]!r}" \
-            if self.reply.tool_calls else ""
+        tools = (
+            f", tool_calls={[call.name for call in self.reply.tool_calls]!r}"
+            if self.reply.tool_calls
+            else ""
+        )
         return f"Response(turn={self.turn}, message={text!r}{tools})"
 
     @property
@@ -176,14 +183,19 @@ class Response:
     async def _should(self, condition: str | Sequence[str]) -> list[Verdict]:
         texts = [condition] if isinstance(condition, str) else list(condition)
         if not texts:
-            raise UserError("should() needs at least one condition, e.g. "
-                            "should('greet the customer')")
+            raise UserError(
+                "should() needs at least one condition, e.g. should('greet the customer')"
+            )
         for text in texts:
             warn_condition(text, stacklevel=2)
-        conditions = [Condition(self.trial.next_id(f"t{self.turn}.should"), text)
-                      for text in texts]
-        verdicts = await judge_shoulds(conditions, transcript=self.transcript, turn=self.turn,
-                                       judge=self.trial.judge, usage=self.trial.usage)
+        conditions = [Condition(self.trial.next_id(f"t{self.turn}.should"), text) for text in texts]
+        verdicts = await judge_shoulds(
+            conditions,
+            transcript=self.transcript,
+            turn=self.turn,
+            judge=self.trial.judge,
+            usage=self.trial.usage,
+        )
         self.trial.recorder.add_verdicts(verdicts)
         _raise_unless_met(verdicts, {f"the agent's reply at turn {self.turn}": self.message})
         return verdicts
@@ -217,8 +229,9 @@ class Session:
 
     def _open(self) -> TargetSession:
         if self._connection is None:
-            raise UserError("the session is not open; use it as `async with suite.session() "
-                            "as session:`")
+            raise UserError(
+                "the session is not open; use it as `async with suite.session() as session:`"
+            )
         return self._connection
 
     async def send(self, text: str) -> Response:
@@ -247,14 +260,17 @@ class Session:
         """
         connection = self._open()
         if self.transcript.messages:
-            raise UserError("add_events must come before the session's first send; open a "
-                            "new session for another history")
+            raise UserError(
+                "add_events must come before the session's first send; open a "
+                "new session for another history"
+            )
         for position, step in enumerate(history, start=1):
             if isinstance(step, AgentMessage) and step.asserts:
                 raise UserError(
                     f"add_events step {position} (AgentMessage {step.text!r}) has `should` "
                     "or `checks`, but add_events only loads history and tests nothing; to "
-                    "test written steps use `await session.unfold(steps)`, else drop them")
+                    "test written steps use `await session.unfold(steps)`, else drop them"
+                )
         loaded = await connection.preload(transcript_of(history))
         self.transcript = loaded
         for message in loaded.messages:
@@ -290,8 +306,7 @@ class Session:
         outcomes: dict[int, tuple[SubtestResult, list[Verdict]]] = {}
 
         async def one(index: int) -> None:
-            outcomes[index] = await self._subtest(f"{prefix}.step{plan[index]}", steps,
-                                                  plan[index])
+            outcomes[index] = await self._subtest(f"{prefix}.step{plan[index]}", steps, plan[index])
 
         async with anyio.create_task_group() as tg:
             for index in range(len(plan)):
@@ -309,14 +324,16 @@ class Session:
         _raise_unless_met(verdicts, replies)
         return [outcomes[i][0] for i in range(len(plan))]
 
-    async def _subtest(self, sub_id: str, steps: Sequence[Step],
-                       position: int) -> tuple[SubtestResult, list[Verdict]]:
+    async def _subtest(
+        self, sub_id: str, steps: Sequence[Step], position: int
+    ) -> tuple[SubtestResult, list[Verdict]]:
         step = steps[position - 1]
         assert isinstance(step, AgentMessage)
         live = steps[position - 2].text
-        history = transcript_of(steps[:position - 2])
+        history = transcript_of(steps[: position - 2])
         name = f"{live!r} -> " + "; ".join(
-            [f"should {s}" for s in step.should] + [c.type for c in step.checks])
+            [f"should {s}" for s in step.should] + [c.type for c in step.checks]
+        )
         user = Message(role="user", content=live)
         wire = history.with_message(user)
         connection = await self.target.open_session()
@@ -327,22 +344,33 @@ class Session:
         except TargetError as e:
             reason = f"sub-test {sub_id} could not run: {e}"
             verdicts = _unrun(sub_id, step, reason)
-            return SubtestResult(id=sub_id, name=name, status="error", transcript=wire,
-                                 error=str(e)), verdicts
+            return SubtestResult(
+                id=sub_id, name=name, status="error", transcript=wire, error=str(e)
+            ), verdicts
         finally:
             with anyio.CancelScope(shield=True):
                 await connection.close()
         replayed = loaded != history  # a transport that can only replay (a2a)
         transcript = wire.with_message(reply)
         turn = transcript.user_turns
-        verdicts = [run_check(c, transcript, check_id=f"{sub_id}.check{k}", turn=turn)
-                    for k, c in enumerate(step.checks, start=1)]
+        verdicts = [
+            run_check(c, transcript, check_id=f"{sub_id}.check{k}", turn=turn)
+            for k, c in enumerate(step.checks, start=1)
+        ]
         verdicts += await judge_shoulds(
             [Condition(f"{sub_id}.should{k}", s) for k, s in enumerate(step.should, start=1)],
-            transcript=transcript, turn=turn, judge=self.trial.judge, usage=self.trial.usage)
-        return SubtestResult(id=sub_id, name=name, status=trial_status(verdicts),
-                             transcript=transcript,
-                             history="replayed" if replayed else "as_written"), verdicts
+            transcript=transcript,
+            turn=turn,
+            judge=self.trial.judge,
+            usage=self.trial.usage,
+        )
+        return SubtestResult(
+            id=sub_id,
+            name=name,
+            status=trial_status(verdicts),
+            transcript=transcript,
+            history="replayed" if replayed else "as_written",
+        ), verdicts
 
 
 def _plan(steps: Sequence[Step]) -> list[int]:
@@ -354,17 +382,22 @@ def _plan(steps: Sequence[Step]) -> list[int]:
     positions: list[int] = []
     for position, step in enumerate(steps, start=1):
         if not isinstance(step, CustomerMessage | AgentMessage):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UserError(f"unfold step {position} is a {type(step).__name__}; give "
-                            "CustomerMessage and AgentMessage steps")
+            raise UserError(
+                f"unfold step {position} is a {type(step).__name__}; give "
+                "CustomerMessage and AgentMessage steps"
+            )
         if isinstance(step, AgentMessage) and step.asserts:
             if position < 2 or not isinstance(steps[position - 2], CustomerMessage):
-                raise UserError(f"unfold step {position} (AgentMessage {step.text!r}) has "
-                                "assertions but does not follow a CustomerMessage: the live "
-                                "reply being tested answers the customer message before it")
+                raise UserError(
+                    f"unfold step {position} (AgentMessage {step.text!r}) has "
+                    "assertions but does not follow a CustomerMessage: the live "
+                    "reply being tested answers the customer message before it"
+                )
             positions.append(position)
     if not positions:
-        raise UserError("unfold has nothing to test: give at least one AgentMessage "
-                        "`should=` or `checks=`")
+        raise UserError(
+            "unfold has nothing to test: give at least one AgentMessage `should=` or `checks=`"
+        )
     return positions
 
 
@@ -377,18 +410,34 @@ def _check_tools_seen(target: Target, steps: Sequence[Step]) -> None:
     spec: object = getattr(target, "spec", None)  # the spec a built http / a2a target keeps
     for position, step in enumerate(steps, start=1):
         if isinstance(step, AgentMessage) and (why := unseen_tool_calls(spec, step.checks)):
-            raise UserError(f"unfold step {position} (AgentMessage {step.text!r}) checks tool "
-                            f"calls, but {why}")
+            raise UserError(
+                f"unfold step {position} (AgentMessage {step.text!r}) checks tool calls, but {why}"
+            )
 
 
 def _unrun(sub_id: str, step: AgentMessage, reason: str) -> list[Verdict]:
     """`error` verdicts for every assertion of a sub-test that could not run."""
     from sparring.judging.checks import describe
 
-    return ([Verdict(id=f"{sub_id}.check{k}", kind="check", description=describe(c),
-                     status="error", reason=reason) for k, c in enumerate(step.checks, 1)]
-            + [Verdict(id=f"{sub_id}.should{k}", kind="should", description=f"should {s}",
-                       status="error", reason=reason) for k, s in enumerate(step.should, 1)])
+    return [
+        Verdict(
+            id=f"{sub_id}.check{k}",
+            kind="check",
+            description=describe(c),
+            status="error",
+            reason=reason,
+        )
+        for k, c in enumerate(step.checks, 1)
+    ] + [
+        Verdict(
+            id=f"{sub_id}.should{k}",
+            kind="should",
+            description=f"should {s}",
+            status="error",
+            reason=reason,
+        )
+        for k, s in enumerate(step.should, 1)
+    ]
 
 
 # --- targets and sessions outside a run ---------------------------------------------------
@@ -420,12 +469,15 @@ def coerce_target(value: TargetLike, *, timeout_s: float = 60) -> Target | AnyTa
         try:
             return _TargetEntry.model_validate(data).target
         except ValidationError as e:
-            raise UserError(f"invalid target {data['target']!r}: {_target_problems(e, data)}"
-                            ) from None
+            raise UserError(
+                f"invalid target {data['target']!r}: {_target_problems(e, data)}"
+            ) from None
     if callable(value):
         return CallableTarget(value, timeout_s=timeout_s)
-    raise UserError(f"a target is a URL, a target spec mapping, a function agent(history) or "
-                    f"a sparring Target; got {type(value).__name__}")
+    raise UserError(
+        f"a target is a URL, a target spec mapping, a function agent(history) or "
+        f"a sparring Target; got {type(value).__name__}"
+    )
 
 
 class _TargetEntry(BaseModel):
@@ -446,8 +498,9 @@ def _target_problems(error: ValidationError, data: dict[str, Any]) -> str:
 
 
 @asynccontextmanager
-async def open_session(target: TargetLike, *, model: Model | str | None = None,
-                       response_timeout: float = 60) -> AsyncGenerator[Session]:
+async def open_session(
+    target: TargetLike, *, model: Model | str | None = None, response_timeout: float = 60
+) -> AsyncGenerator[Session]:
     """A session on `target` for code that runs outside a Suite (scripts, notebooks, the
     pytest plugin's fixture).
 
@@ -469,20 +522,30 @@ async def open_session(target: TargetLike, *, model: Model | str | None = None,
         if not isinstance(built, Target):
             built = await _built(built, stack, current, secrets)
         if current is None:  # the judge and the record see secrets masked, as in a run
-            trial = TrialContext(scenario_id="session", target=built,
-                                 judge=JudgeSettings(model=judge_model, scrub=secrets.scrub),
-                                 reply_timeout_s=response_timeout,
-                                 recorder=TrialLog(scrub=secrets.scrub))
+            trial = TrialContext(
+                scenario_id="session",
+                target=built,
+                judge=JudgeSettings(model=judge_model, scrub=secrets.scrub),
+                reply_timeout_s=response_timeout,
+                recorder=TrialLog(scrub=secrets.scrub),
+            )
         else:
-            trial = current if judge_model is None else replace(
-                current, judge=replace(current.judge, model=judge_model))
+            trial = (
+                current
+                if judge_model is None
+                else replace(current, judge=replace(current.judge, model=judge_model))
+            )
         async with Session(built, trial=trial) as session:
             yield session
 
 
-async def resolve_judge_model(model: Model | str | None, stack: AsyncExitStack, *,
-                              fallback: bool, settings: Settings | None = None
-                              ) -> Model | None:
+async def resolve_judge_model(
+    model: Model | str | None,
+    stack: AsyncExitStack,
+    *,
+    fallback: bool,
+    settings: Settings | None = None,
+) -> Model | None:
     """The judge model `model` names (a string is resolved, and closed by `stack`); with
     `None` and `fallback`, the configured one (SPARRING_MODEL, `[tool.sparring]`), if any.
 
@@ -509,8 +572,9 @@ async def resolve_judge_model(model: Model | str | None, stack: AsyncExitStack, 
     return made
 
 
-async def _built(spec: AnyTargetSpec, stack: AsyncExitStack,
-                 current: TrialContext | None, secrets: Secrets) -> Target:
+async def _built(
+    spec: AnyTargetSpec, stack: AsyncExitStack, current: TrialContext | None, secrets: Secrets
+) -> Target:
     if current is not None and current.build_target is not None:
         return current.build_target(spec)
     import httpx
@@ -522,4 +586,3 @@ async def _built(spec: AnyTargetSpec, stack: AsyncExitStack,
     target = build_target(spec, client=client, secrets=secrets)
     stack.push_async_callback(target.aclose)
     return target
-

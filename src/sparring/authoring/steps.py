@@ -41,8 +41,13 @@ class AgentMessage:
     should: tuple[str, ...]
     checks: tuple[Check, ...]
 
-    def __init__(self, text: str, *, should: str | Sequence[str] = (),
-                 checks: Sequence[Check | Mapping[str, Any]] = ()) -> None:
+    def __init__(
+        self,
+        text: str,
+        *,
+        should: str | Sequence[str] = (),
+        checks: Sequence[Check | Mapping[str, Any]] = (),
+    ) -> None:
         conditions = (should,) if isinstance(should, str) else tuple(should)
         for condition in conditions:
             warn_condition(condition, stacklevel=3)
@@ -71,8 +76,10 @@ class InteractionBuilder:
     def step(self, step: Step) -> InteractionBuilder:
         """Append one message; returns the builder, so calls chain."""
         if not isinstance(step, CustomerMessage | AgentMessage):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UserError(f"InteractionBuilder.step takes a CustomerMessage or an "
-                            f"AgentMessage, got {type(step).__name__}")
+            raise UserError(
+                f"InteractionBuilder.step takes a CustomerMessage or an "
+                f"AgentMessage, got {type(step).__name__}"
+            )
         self._steps.append(step)
         return self
 
@@ -91,11 +98,14 @@ def parse_check(spec: Check | Mapping[str, Any]) -> Check:
         UserError: the spec is not a valid check.
     """
     try:
-        return _CHECK.validate_python(expand_check_shorthand(dict(spec)) if isinstance(
-            spec, Mapping) else spec)
+        return _CHECK.validate_python(
+            expand_check_shorthand(dict(spec)) if isinstance(spec, Mapping) else spec
+        )
     except ValidationError as e:
-        raise UserError(f"invalid check {spec!r}: {validation_summary(e, skip=0)}; write it like "
-                        '{"contains": "refund"} or {"tool_called": ["lookup_order"]}') from None
+        raise UserError(
+            f"invalid check {spec!r}: {validation_summary(e, skip=0)}; write it like "
+            '{"contains": "refund"} or {"tool_called": ["lookup_order"]}'
+        ) from None
 
 
 def warn_condition(condition: str, *, stacklevel: int) -> None:
@@ -106,14 +116,17 @@ def warn_condition(condition: str, *, stacklevel: int) -> None:
 
 
 def transcript_of(steps: Sequence[Step]) -> Transcript:
-    return Transcript(messages=tuple(
-        Message(role="user" if isinstance(s, CustomerMessage) else "agent", content=s.text)
-        for s in steps))
-
-
+    return Transcript(
+        messages=tuple(
+            Message(role="user" if isinstance(s, CustomerMessage) else "agent", content=s.text)
+            for s in steps
+        )
+    )
 
 
 def validation_summary(error: ValidationError, *, skip: int = 1) -> str:
     """The first validation problems on one line; `skip` drops a union tag from paths."""
-    return "; ".join(f"{'.'.join(str(p) for p in err['loc'][skip:]) or 'value'}: {err['msg']}"
-                     for err in error.errors(include_url=False)[:3])
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc'][skip:]) or 'value'}: {err['msg']}"
+        for err in error.errors(include_url=False)[:3]
+    )

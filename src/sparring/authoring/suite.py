@@ -109,13 +109,19 @@ class Suite:
             the argument, what was given and what is accepted.
     """
 
-    def __init__(self, target: TargetLike | None = None, *, model: Model | str | None = None,
-                 response_timeout: float = 60) -> None:
+    def __init__(
+        self,
+        target: TargetLike | None = None,
+        *,
+        model: Model | str | None = None,
+        response_timeout: float = 60,
+    ) -> None:
         _check_seconds("Suite", "response_timeout", response_timeout)
         _check_model(model)
         try:
-            self.target = (None if target is None
-                           else coerce_target(target, timeout_s=response_timeout))
+            self.target = (
+                None if target is None else coerce_target(target, timeout_s=response_timeout)
+            )
         except UserError as e:
             raise UserError(f"Suite(target=...): {e}") from None
         self.model = model
@@ -123,7 +129,11 @@ class Suite:
         self.context: dict[str, Any] = {}
         self.tests: list[RegisteredTest] = []
         self._hooks: dict[str, list[Hook]] = {
-            "before_all": [], "after_all": [], "before_each": [], "after_each": []}
+            "before_all": [],
+            "after_all": [],
+            "before_each": [],
+            "after_each": [],
+        }
         self._client: httpx.AsyncClient | None = None
 
     # --- registering ---------------------------------------------------------------------
@@ -131,11 +141,18 @@ class Suite:
     @overload
     def scenario(self, fn: F) -> F: ...
     @overload
-    def scenario(self, *, repetitions: int = 1, threshold: float | str = 1.0,
-                 timeout_s: float = 600) -> Callable[[F], F]: ...
+    def scenario(
+        self, *, repetitions: int = 1, threshold: float | str = 1.0, timeout_s: float = 600
+    ) -> Callable[[F], F]: ...
 
-    def scenario(self, fn: F | None = None, *, repetitions: int = 1,
-                 threshold: float | str = 1.0, timeout_s: float = 600) -> F | Callable[[F], F]:
+    def scenario(
+        self,
+        fn: F | None = None,
+        *,
+        repetitions: int = 1,
+        threshold: float | str = 1.0,
+        timeout_s: float = 600,
+    ) -> F | Callable[[F], F]:
         """Register a test: `@suite.scenario` or `@suite.scenario(repetitions=5,
         threshold="80%")`.
 
@@ -148,10 +165,15 @@ class Suite:
         Raises:
             UserError: bad repetitions, threshold or timeout_s, or a test name used twice.
         """
-        if (not isinstance(repetitions, int) or isinstance(repetitions, bool)  # pyright: ignore[reportUnnecessaryIsInstance]
-                or not 1 <= repetitions <= 100):
-            raise UserError(f"suite.scenario(repetitions=...) must be a whole number from 1 "
-                            f"to 100, got {repetitions!r}")
+        if (
+            not isinstance(repetitions, int)
+            or isinstance(repetitions, bool)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not 1 <= repetitions <= 100
+        ):
+            raise UserError(
+                f"suite.scenario(repetitions=...) must be a whole number from 1 "
+                f"to 100, got {repetitions!r}"
+            )
         _check_seconds("suite.scenario", "timeout_s", timeout_s)
         try:
             fraction = parse_threshold(threshold)
@@ -163,8 +185,7 @@ class Suite:
             if any(t.name == name for t in self.tests):
                 raise UserError(f"the suite already has a test named {name!r}; rename one")
             code = getattr(test, "__code__", None)
-            source = (f"{code.co_filename}:{code.co_firstlineno}" if code is not None
-                      else name)
+            source = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else name
             self.tests.append(RegisteredTest(test, name, source, repetitions, fraction, timeout_s))
             return test
 
@@ -203,8 +224,9 @@ class Suite:
             UserError: the suite is not running (the client exists only during a run).
         """
         if self._client is None:
-            raise UserError("suite.client exists only while the suite runs (in hooks and "
-                            "tests); use it there")
+            raise UserError(
+                "suite.client exists only while the suite runs (in hooks and tests); use it there"
+            )
         return self._client
 
     def session(self, **overrides: Any) -> AbstractAsyncContextManager[Session]:
@@ -228,8 +250,13 @@ class Suite:
 
     # --- running ---------------------------------------------------------------------------
 
-    async def arun(self, *, pattern: str | None = None, settings: RunSettings | None = None,
-                   observer: Observer | None = None) -> RunResult:
+    async def arun(
+        self,
+        *,
+        pattern: str | None = None,
+        settings: RunSettings | None = None,
+        observer: Observer | None = None,
+    ) -> RunResult:
         """Run every test (those whose name matches the regex `pattern`) and return the
         result; reports are rendered from it (`sparring.reports`).
 
@@ -248,22 +275,34 @@ class Suite:
             pool = await stack.enter_async_context(TargetPool(secrets=secrets))
             async with run.active(client=pool.client) as active:
                 result = await run_scenarios(
-                    [active[s.id] for s in scenarios], targets=pool.for_scenario,
-                    user_model=None, judge_model=judge, settings=settings,
-                    observer=observer, scrub=secrets.scrub)
+                    [active[s.id] for s in scenarios],
+                    targets=pool.for_scenario,
+                    user_model=None,
+                    judge_model=judge,
+                    settings=settings,
+                    observer=observer,
+                    scrub=secrets.scrub,
+                )
         result.hook_errors.extend(run.hook_errors)
         if run.hook_errors:
             raise _hook_failure(run.hook_errors, result)
         return result
 
-    def run(self, *, pattern: str | None = None, settings: RunSettings | None = None,
-            observer: Observer | None = None) -> RunResult:
+    def run(
+        self,
+        *,
+        pattern: str | None = None,
+        settings: RunSettings | None = None,
+        observer: Observer | None = None,
+    ) -> RunResult:
         """`arun` from synchronous code. Inside a running event loop (Jupyter, an async
         test, a web app) the run goes to a worker thread with its own loop, so the caller's
         loop is never re-entered or patched."""
+
         def go() -> RunResult:
-            return anyio.run(lambda: self.arun(pattern=pattern, settings=settings,
-                                               observer=observer))
+            return anyio.run(
+                lambda: self.arun(pattern=pattern, settings=settings, observer=observer)
+            )
 
         if not _loop_running():
             return go()
@@ -288,12 +327,12 @@ class Suite:
         """Whether the suite belongs to the file `path`: a test of it is written there, or
         none is written in a known file. A Suite a test file imports from another belongs to
         that other file, so it is collected (and run) once."""
-        files = {Path(t.source.rsplit(":", 1)[0]).resolve() for t in self.tests
-                 if ":" in t.source}
+        files = {Path(t.source.rsplit(":", 1)[0]).resolve() for t in self.tests if ":" in t.source}
         return not files or path.resolve() in files
 
-    async def _run_hooks(self, kind: str, *args: Any, timeout_s: float | None = None,
-                         limit: str = "") -> None:
+    async def _run_hooks(
+        self, kind: str, *args: Any, timeout_s: float | None = None, limit: str = ""
+    ) -> None:
         """Run the `kind` hooks in order with `args`, each within `timeout_s` seconds (`None`:
         no limit; `limit` says where that limit comes from).
 
@@ -311,8 +350,10 @@ class Suite:
             except BaseException as e:
                 raise HookError(f"{what} raised {raised_text(e)}") from e
             if scope.cancelled_caught:
-                raise HookError(f"{what} did not return within {timeout_s:g} s ({limit}); "
-                                "make it return, or raise that timeout if it is just slow")
+                raise HookError(
+                    f"{what} did not return within {timeout_s:g} s ({limit}); "
+                    "make it return, or raise that timeout if it is just slow"
+                )
 
 
 def _shown_path(file: str) -> str:
@@ -349,8 +390,9 @@ def _check_seconds(call: str, name: str, value: object) -> None:
         UserError: naming `call(name=...)`, the value given and what is accepted.
     """
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise UserError(f"{call}({name}=...) must be a number of seconds above 0, e.g. "
-                        f"{name}=60; got {value!r}")
+        raise UserError(
+            f"{call}({name}=...) must be a number of seconds above 0, e.g. {name}=60; got {value!r}"
+        )
 
 
 def _check_model(model: object) -> None:
@@ -364,12 +406,16 @@ def _check_model(model: object) -> None:
     if isinstance(model, str):
         if ":" in model.strip(" :"):
             return
-        raise UserError(f"Suite(model={model!r}) names no provider; write 'provider:name', "
-                        f"e.g. 'openai:{model.strip(' :') or 'gpt-4o-mini'}' or "
-                        "'ollama:qwen2.5:7b'")
-    raise UserError(f"Suite(model=...) is the judge model: a 'provider:name' text such as "
-                    f"'openai:gpt-4o-mini', a sparring Model, or None for the run's model "
-                    f"(--model, SPARRING_MODEL); got {type(model).__name__} {model!r}")
+        raise UserError(
+            f"Suite(model={model!r}) names no provider; write 'provider:name', "
+            f"e.g. 'openai:{model.strip(' :') or 'gpt-4o-mini'}' or "
+            "'ollama:qwen2.5:7b'"
+        )
+    raise UserError(
+        f"Suite(model=...) is the judge model: a 'provider:name' text such as "
+        f"'openai:gpt-4o-mini', a sparring Model, or None for the run's model "
+        f"(--model, SPARRING_MODEL); got {type(model).__name__} {model!r}"
+    )
 
 
 class SuiteRun:
@@ -395,8 +441,9 @@ class SuiteRun:
         self._failed: dict[int, str] = {}
         self._locks: dict[int, anyio.Lock] = {}
 
-    def scenarios(self, *, pattern: str | None = None,
-                  models: dict[int, Model | None] | None = None) -> list[CodeScenario]:
+    def scenarios(
+        self, *, pattern: str | None = None, models: dict[int, Model | None] | None = None
+    ) -> list[CodeScenario]:
         """The tests of every suite, in order; with `pattern`, those whose id or name it
         matches (`re.search`). A test's id is `<file>::<name>`, the file relative to the
         current directory when it is under it (see `_shown_path`).
@@ -407,8 +454,9 @@ class SuiteRun:
         try:
             regex = re.compile(pattern) if pattern is not None else None
         except re.error as e:
-            raise UserError(f"pattern {pattern!r} is not a valid regular expression ({e})"
-                            ) from None
+            raise UserError(
+                f"pattern {pattern!r} is not a valid regular expression ({e})"
+            ) from None
         out: list[CodeScenario] = []
         seen: dict[str, str] = {}
         for suite in self.suites:
@@ -416,9 +464,11 @@ class SuiteRun:
             for test in suite.tests:
                 scenario = self._scenario(suite, test, model)
                 if scenario.id in seen:
-                    raise UserError(f"two tests have the id {scenario.id!r}: {seen[scenario.id]} "
-                                    f"and {test.source}; rename one (or put them in one "
-                                    "Suite, which refuses a name used twice)")
+                    raise UserError(
+                        f"two tests have the id {scenario.id!r}: {seen[scenario.id]} "
+                        f"and {test.source}; rename one (or put them in one "
+                        "Suite, which refuses a name used twice)"
+                    )
                 seen[scenario.id] = test.source
                 if regex is None or regex.search(scenario.id) or regex.search(test.name):
                     out.append(scenario)
@@ -436,15 +486,28 @@ class SuiteRun:
 
         async def after(passed: bool, error: str | None) -> None:
             await suite._run_hooks(  # pyright: ignore[reportPrivateUsage]
-                "after_each", test.name, passed, error, timeout_s=test.timeout_s,
-                limit=f"the timeout_s of {test.name}")
+                "after_each",
+                test.name,
+                passed,
+                error,
+                timeout_s=test.timeout_s,
+                limit=f"the timeout_s of {test.name}",
+            )
 
         return CodeScenario(
             id=f"{_shown_path(test.source.rsplit(':', 1)[0])}::{test.name}",
-            display_name=test.name, body=body, target=suite.target, source=test.source,
-            trials=test.repetitions, threshold=test.threshold, timeout_s=test.timeout_s,
-            reply_timeout_s=suite.response_timeout, judge_model=model, before=before,
-            after=after)
+            display_name=test.name,
+            body=body,
+            target=suite.target,
+            source=test.source,
+            trials=test.repetitions,
+            threshold=test.threshold,
+            timeout_s=test.timeout_s,
+            reply_timeout_s=suite.response_timeout,
+            judge_model=model,
+            before=before,
+            after=after,
+        )
 
     async def _before_all(self, suite: Suite) -> None:
         """Run the suite's before_all hooks once (the first trial to get here runs them);
@@ -454,8 +517,10 @@ class SuiteRun:
         async with self._locks.setdefault(key, anyio.Lock()):
             if not self._started.get(key):
                 self._started[key] = True
-                self._failed[key] = ("the suite's before_all hooks did not finish: the trial "
-                                     "running them timed out or was interrupted")
+                self._failed[key] = (
+                    "the suite's before_all hooks did not finish: the trial "
+                    "running them timed out or was interrupted"
+                )
                 try:
                     await suite._run_hooks("before_all")  # pyright: ignore[reportPrivateUsage]
                     del self._failed[key]
@@ -465,8 +530,7 @@ class SuiteRun:
             raise HookError(self._failed[key])
 
     @asynccontextmanager
-    async def active(self, *, client: httpx.AsyncClient
-                     ) -> AsyncGenerator[dict[str, CodeScenario]]:
+    async def active(self, *, client: httpx.AsyncClient) -> AsyncGenerator[dict[str, CodeScenario]]:
         """Bind the suites to a run; yields their tests by id, with their models resolved.
 
         Raises:
@@ -476,9 +540,12 @@ class SuiteRun:
         if busy:
             raise UserError("a suite is already running; run one suite at a time")
         async with AsyncExitStack() as stack:
-            models = {id(s): await resolve_judge_model(s.model, stack, fallback=False,
-                                                       settings=self.settings)
-                      for s in self.suites}
+            models = {
+                id(s): await resolve_judge_model(
+                    s.model, stack, fallback=False, settings=self.settings
+                )
+                for s in self.suites
+            }
             for suite in self.suites:
                 suite._client = client  # pyright: ignore[reportPrivateUsage]
             try:
@@ -496,10 +563,11 @@ class SuiteRun:
                 longest = max((t.timeout_s for t in suite.tests), default=600)
                 try:
                     await suite._run_hooks(  # pyright: ignore[reportPrivateUsage]
-                        "after_all", timeout_s=longest,
-                        limit="the longest timeout_s of the suite's tests")
+                        "after_all",
+                        timeout_s=longest,
+                        limit="the longest timeout_s of the suite's tests",
+                    )
                 except HookError as e:
                     self.hook_errors.append(str(e))
         self._started.clear()
         self._failed.clear()
-

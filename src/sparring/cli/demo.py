@@ -31,9 +31,12 @@ def demo_agent_command(*, host: str, port: int, command: tuple[str, ...]) -> int
             return 0
         return _run_forwarding_signals(args)
     except FileNotFoundError:
-        click.secho(f"error: command {args[0]!r} not found; give its full path (e.g. "
-                    f".venv/bin/{args[0]}) or activate the virtual environment", fg="red",
-                    err=True)
+        click.secho(
+            f"error: command {args[0]!r} not found; give its full path (e.g. "
+            f".venv/bin/{args[0]}) or activate the virtual environment",
+            fg="red",
+            err=True,
+        )
         return 2
     except KeyboardInterrupt:
         return 130

@@ -57,13 +57,17 @@ def init_project(directory: str) -> None:
         UserError: either file exists already (nothing is overwritten).
     """
     root = Path(directory)
-    files = {root / "tests" / "conversations" / "example.yaml": STARTER_TEST,
-             root / "sparring.toml": STARTER_SETTINGS}
+    files = {
+        root / "tests" / "conversations" / "example.yaml": STARTER_TEST,
+        root / "sparring.toml": STARTER_SETTINGS,
+    }
     existing = [str(p) for p in files if p.exists()]
     if existing:
         verb = "exists" if len(existing) == 1 else "exist"
-        raise UserError(f"{' and '.join(existing)} already {verb}; nothing was written. "
-                        "Move them away or run `sparring init --dir OTHER_DIR`")
+        raise UserError(
+            f"{' and '.join(existing)} already {verb}; nothing was written. "
+            "Move them away or run `sparring init --dir OTHER_DIR`"
+        )
     for path, text in files.items():
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

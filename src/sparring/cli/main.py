@@ -23,32 +23,55 @@ def cli() -> None:
     """
 
 
-@cli.command(epilog="Exit codes: 0 everything that ran passed, 1 some scenario failed, "
-             "2 usage or configuration error, 3 some scenario could not run, 130 interrupted.")
+@cli.command(
+    epilog="Exit codes: 0 everything that ran passed, 1 some scenario failed, "
+    "2 usage or configuration error, 3 some scenario could not run, 130 interrupted."
+)
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--pattern", "-k", metavar="REGEX", help="Run scenarios whose id or name matches.")
 @click.option("--parallel", "-p", type=int, help="Trials in flight at once (default 8).")
 @click.option("--trials", type=int, help="Override every scenario's trials.")
-@click.option("--model", "-m", metavar="SPEC",
-              help="Model for simulated user and judge, e.g. openai:gpt-4o-mini.")
+@click.option(
+    "--model",
+    "-m",
+    metavar="SPEC",
+    help="Model for simulated user and judge, e.g. openai:gpt-4o-mini.",
+)
 @click.option("--user-model", metavar="SPEC", help="Model for the simulated user only.")
 @click.option("--judge-model", metavar="SPEC", help="Model for the judge only.")
 @click.option("--base-url", metavar="URL", help="OpenAI-compatible endpoint for the models.")
 @click.option("--output", "-o", type=click.Path(), help="Write the JSON report here.")
 @click.option("--junit", type=click.Path(), help="Write a JUnit XML report here.")
 @click.option("--markdown", type=click.Path(), help="Write a Markdown report here.")
-@click.option("--fail-fast", is_flag=True,
-              help="Start no new trial once a scenario can no longer reach its threshold.")
-@click.option("--fail-on-skip", is_flag=True,
-              help="Exit 3 when anything was skipped (e.g. no model configured in CI).")
+@click.option(
+    "--fail-fast",
+    is_flag=True,
+    help="Start no new trial once a scenario can no longer reach its threshold.",
+)
+@click.option(
+    "--fail-on-skip",
+    is_flag=True,
+    help="Exit 3 when anything was skipped (e.g. no model configured in CI).",
+)
 @click.option("--list", "list_only", is_flag=True, help="List the scenarios and exit.")
-@click.option("--reply-timeout", "reply_timeout_s", type=float, metavar="SECONDS",
-              help="Limit for one target reply.")
-@click.option("--conversation-timeout", "conversation_timeout_s", type=float,
-              metavar="SECONDS", help="Limit for one conversation (default 600).")
+@click.option(
+    "--reply-timeout",
+    "reply_timeout_s",
+    type=float,
+    metavar="SECONDS",
+    help="Limit for one target reply.",
+)
+@click.option(
+    "--conversation-timeout",
+    "conversation_timeout_s",
+    type=float,
+    metavar="SECONDS",
+    help="Limit for one conversation (default 600).",
+)
 @click.option("--secrets-file", type=click.Path(), help="NAME=value file for {{secrets.NAME}}.")
-@click.option("--live/--no-live", default=None,
-              help="Live view (default: when output is a terminal).")
+@click.option(
+    "--live/--no-live", default=None, help="Live view (default: when output is a terminal)."
+)
 def run(**options: Any) -> None:
     """Run the conversation tests in PATHS: YAML/JSON test files and Python files with a
     `sparring.api.Suite` (files or directories; default tests/conversations)."""
@@ -57,12 +80,17 @@ def run(**options: Any) -> None:
     sys.exit(run_command(**options))
 
 
-@cli.command(epilog="Exit codes: 0 the target answered with a reply, 2 the file or an option "
-             "is wrong, 3 the target failed or its reply looks wrong.")
+@cli.command(
+    epilog="Exit codes: 0 the target answered with a reply, 2 the file or an option "
+    "is wrong, 3 the target failed or its reply looks wrong."
+)
 @click.argument("file", type=click.Path())
 @click.option("--message", default="Hello", show_default=True, help="The user message sent.")
-@click.option("--scenario", metavar="ID",
-              help="Use this scenario's target (when the file's scenarios use several).")
+@click.option(
+    "--scenario",
+    metavar="ID",
+    help="Use this scenario's target (when the file's scenarios use several).",
+)
 @click.option("--secrets-file", type=click.Path(), help="NAME=value file for {{secrets.NAME}}.")
 def doctor(file: str, message: str, scenario: str | None, secrets_file: str | None) -> None:
     """Send one message to the target in FILE and explain what came back.
@@ -73,8 +101,9 @@ def doctor(file: str, message: str, scenario: str | None, secrets_file: str | No
     """
     from sparring.cli.doctor.command import doctor_command
 
-    sys.exit(doctor_command(file=file, message=message, secrets_file=secrets_file,
-                            scenario=scenario))
+    sys.exit(
+        doctor_command(file=file, message=message, secrets_file=secrets_file, scenario=scenario)
+    )
 
 
 @cli.command()
@@ -88,8 +117,13 @@ def schema() -> None:
 
 
 @cli.command()
-@click.option("--dir", "directory", default=".", type=click.Path(file_okay=False),
-              help="Project directory (default: here).")
+@click.option(
+    "--dir",
+    "directory",
+    default=".",
+    type=click.Path(file_okay=False),
+    help="Project directory (default: here).",
+)
 def init(directory: str) -> None:
     """Write a starter test file and sparring.toml for a new project."""
     from sparring.cli.init import init_project

@@ -23,14 +23,32 @@ if TYPE_CHECKING:
 
 EXIT_REPORT_FAILED = 2
 DEFAULT_TESTS = "tests/conversations"
-_SETTING_OPTIONS = ("model", "user_model", "judge_model", "base_url", "parallel", "trials",
-                    "reply_timeout_s", "conversation_timeout_s", "secrets_file")
+_SETTING_OPTIONS = (
+    "model",
+    "user_model",
+    "judge_model",
+    "base_url",
+    "parallel",
+    "trials",
+    "reply_timeout_s",
+    "conversation_timeout_s",
+    "secrets_file",
+)
 
 
-def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
-                output: str | None, junit: str | None, markdown: str | None,
-                fail_fast: bool, fail_on_skip: bool, live: bool | None,
-                **options: Any) -> int:
+def run_command(
+    *,
+    paths: tuple[str, ...],
+    pattern: str | None,
+    list_only: bool,
+    output: str | None,
+    junit: str | None,
+    markdown: str | None,
+    fail_fast: bool,
+    fail_on_skip: bool,
+    live: bool | None,
+    **options: Any,
+) -> int:
     """Body of `sparring run`; returns the exit code (see `sparring.cli.main`).
 
     Raises:
@@ -44,9 +62,12 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
     scenarios, suites = _load(paths or _default_paths(), pattern=pattern, settings=settings)
     listed: list[AnyRunnable] = [*scenarios, *suites.scenarios(pattern=pattern)]
     if not listed:
-        raise UserError(f"no scenario id or name matches --pattern {pattern!r}; run with "
-                        "--list to see them" if pattern else "the test files hold no "
-                        "scenarios (only sparring reports?); give files with `scenarios:`")
+        raise UserError(
+            f"no scenario id or name matches --pattern {pattern!r}; run with --list to see them"
+            if pattern
+            else "the test files hold no "
+            "scenarios (only sparring reports?); give files with `scenarios:`"
+        )
     if list_only:
         _print_list(listed, trials=settings.trials)
         return 0
@@ -55,22 +76,37 @@ def run_command(*, paths: tuple[str, ...], pattern: str | None, list_only: bool,
     # a second Ctrl-C or SIGTERM cannot break off the reports of an interrupted run.
     # An interrupted run keeps ignoring them until the process exits.
     previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    run_settings = RunSettings.from_settings(settings, fail_fast=fail_fast,
-                                          fail_on_skip=fail_on_skip)
-    result = anyio.run(_run, scenarios, suites, pattern, settings.secrets_file, run_settings,
-                       user_model, judge_model, live)
+    run_settings = RunSettings.from_settings(
+        settings, fail_fast=fail_fast, fail_on_skip=fail_on_skip
+    )
+    result = anyio.run(
+        _run,
+        scenarios,
+        suites,
+        pattern,
+        settings.secrets_file,
+        run_settings,
+        user_model,
+        judge_model,
+        live,
+    )
     written = _write_reports(result, reports)
     if result.interrupted:
-        click.secho("Interrupted: the reports hold the trials that finished; unfinished ones "
-                    "are marked `interrupted`.", fg="yellow", err=True)
+        click.secho(
+            "Interrupted: the reports hold the trials that finished; unfinished ones "
+            "are marked `interrupted`.",
+            fg="yellow",
+            err=True,
+        )
     else:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     return result.exit_code if written or result.exit_code else EXIT_REPORT_FAILED
 
 
-def _load(paths: tuple[str, ...], *, pattern: str | None,
-          settings: Settings) -> tuple[list[AnyScenario], SuiteRun]:
+def _load(
+    paths: tuple[str, ...], *, pattern: str | None, settings: Settings
+) -> tuple[list[AnyScenario], SuiteRun]:
     """YAML scenarios (filtered by `pattern`) and the Python test files' suites (their
     models connected with `settings`)."""
     from sparring.api import SuiteRun
@@ -86,15 +122,19 @@ def _load(paths: tuple[str, ...], *, pattern: str | None,
 def _default_paths() -> tuple[str, ...]:
     if Path(DEFAULT_TESTS).is_dir():
         return (DEFAULT_TESTS,)
-    raise UserError(f"give the test files or directories to run, e.g. `sparring run "
-                    f"{DEFAULT_TESTS}` (`sparring init` writes a starter there)")
+    raise UserError(
+        f"give the test files or directories to run, e.g. `sparring run "
+        f"{DEFAULT_TESTS}` (`sparring init` writes a starter there)"
+    )
 
 
 def _print_list(scenarios: list[AnyRunnable], *, trials: int | None) -> None:
     for s in scenarios:
         count = trials or s.trials
-        click.echo(f"{s.id}  [{s.kind}, {count} trial{'s' if count != 1 else ''}]  "
-                   f"{_listed_source(s.source)}")
+        click.echo(
+            f"{s.id}  [{s.kind}, {count} trial{'s' if count != 1 else ''}]  "
+            f"{_listed_source(s.source)}"
+        )
     click.echo(f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}")
 
 
@@ -118,16 +158,25 @@ def _resolve_models(settings: Settings) -> tuple[Model | None, Model | None]:
 
     user, judge = models_from_settings(settings)
     if user is None or judge is None:
-        missing = " and ".join(r for r, m in (("simulated user", user), ("judge", judge))
-                               if m is None)
-        click.secho(f"note: {missing} steps will be skipped; {NO_MODEL_HINT}", fg="yellow",
-                    err=True)
+        missing = " and ".join(
+            r for r, m in (("simulated user", user), ("judge", judge)) if m is None
+        )
+        click.secho(
+            f"note: {missing} steps will be skipped; {NO_MODEL_HINT}", fg="yellow", err=True
+        )
     return user, judge
 
 
-async def _run(scenarios: list[AnyScenario], suites: SuiteRun, pattern: str | None,
-               secrets_file: str | None, run_settings: RunSettings, user_model: Model | None,
-               judge_model: Model | None, live: bool | None) -> RunResult:
+async def _run(
+    scenarios: list[AnyScenario],
+    suites: SuiteRun,
+    pattern: str | None,
+    secrets_file: str | None,
+    run_settings: RunSettings,
+    user_model: Model | None,
+    judge_model: Model | None,
+    live: bool | None,
+) -> RunResult:
     """The run, with a live view; Ctrl-C or SIGTERM stops it and returns what finished
     (`RunResult.interrupted`)."""
     from sparring.reports.console import ConsoleView
@@ -138,6 +187,7 @@ async def _run(scenarios: list[AnyScenario], suites: SuiteRun, pattern: str | No
     try:
         async with TargetPool(secrets=secrets) as pool:
             with ConsoleView(live=live) as view:
+
                 def observe(event: Event) -> None:
                     view(event)
                     if isinstance(event, RunFinished):  # sent even when interrupted
@@ -151,9 +201,14 @@ async def _run(scenarios: list[AnyScenario], suites: SuiteRun, pattern: str | No
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(_stop_on_signal, tg.cancel_scope)
                         await run_scenarios(
-                            [*scenarios, *code], targets=pool.for_scenario,
-                            user_model=user_model, judge_model=judge_model,
-                            settings=run_settings, observer=observe, scrub=secrets.scrub)
+                            [*scenarios, *code],
+                            targets=pool.for_scenario,
+                            user_model=user_model,
+                            judge_model=judge_model,
+                            settings=run_settings,
+                            observer=observe,
+                            scrub=secrets.scrub,
+                        )
                         tg.cancel_scope.cancel()  # done: stop listening for signals
                 # after_all hooks ran as `active` closed; the summary is printed after this
                 finished[-1].hook_errors.extend(suites.hook_errors)
@@ -180,14 +235,18 @@ async def _stop_on_signal(scope: anyio.CancelScope) -> None:
 def _check_writable(path: Path) -> None:
     """Fail before the run, not after it, when a report cannot be written to `path`."""
     if path.is_dir():
-        raise UserError(f"report path {str(path)!r} is a directory; give a file name such as "
-                        f"{str(path / 'results.json')!r}")
+        raise UserError(
+            f"report path {str(path)!r} is a directory; give a file name such as "
+            f"{str(path / 'results.json')!r}"
+        )
     parent = path.parent
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise UserError(f"cannot write a report to {str(path)!r}: {str(parent)!r} is not a "
-                        "writable directory; pick another path")
+        raise UserError(
+            f"cannot write a report to {str(path)!r}: {str(parent)!r} is not a "
+            "writable directory; pick another path"
+        )
 
 
 def _write_reports(result: RunResult, reports: dict[str, str | None]) -> bool:
@@ -204,8 +263,11 @@ def _write_reports(result: RunResult, reports: dict[str, str | None]) -> bool:
         try:
             writers[label](result, Path(path))
         except OSError as e:
-            click.secho(f"error: could not write the {label} report to {path}: "
-                        f"{e.strerror or e}", fg="red", err=True)
+            click.secho(
+                f"error: could not write the {label} report to {path}: {e.strerror or e}",
+                fg="red",
+                err=True,
+            )
             ok = False
         else:
             click.echo(f"{label} report: {path}", err=True)

@@ -28,8 +28,10 @@ from sparring.demo.agent import SHOP, DemoReply, respond
 PATH = "/a2a"
 CARD_PATH = f"{PATH}/.well-known/agent-card.json"
 MAX_CONTEXTS = 1000
-_EXAMPLE = ('{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": '
-            '{"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Hi"}]}}}')
+_EXAMPLE = (
+    '{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": '
+    '{"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Hi"}]}}}'
+)
 
 
 def agent_card(base_url: str) -> dict[str, Any]:
@@ -39,14 +41,20 @@ def agent_card(base_url: str) -> dict[str, Any]:
         "name": f"{SHOP} support (demo)",
         "description": "The sparring demo support agent: order status, refunds, returns.",
         "version": "1.0.0",
-        "supportedInterfaces": [{"url": base_url + PATH, "protocolBinding": "JSONRPC",
-                                 "protocolVersion": "1.0"}],
+        "supportedInterfaces": [
+            {"url": base_url + PATH, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
         "capabilities": {"streaming": False},
         "defaultInputModes": ["text/plain"],
         "defaultOutputModes": ["text/plain"],
-        "skills": [{"id": "support", "name": "Customer support",
-                    "description": "Order status, refunds, returns and shipping questions.",
-                    "tags": ["support"]}],
+        "skills": [
+            {
+                "id": "support",
+                "name": "Customer support",
+                "description": "Order status, refunds, returns and shipping questions.",
+                "tags": ["support"],
+            }
+        ],
     }
 
 
@@ -72,8 +80,11 @@ class A2AApi:
         try:
             result = _send_message(body, self._reply)
         except _RpcError as e:
-            return {"jsonrpc": "2.0", "id": request_id,
-                    "error": {"code": e.code, "message": e.message}}
+            return {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "error": {"code": e.code, "message": e.message},
+            }
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     def _reply(self, context_id: str, text: str) -> DemoReply:
@@ -99,26 +110,40 @@ def _send_message(body: Any, reply: Callable[[str, str], DemoReply]) -> dict[str
     if request.get("jsonrpc") != "2.0":
         raise _RpcError(-32600, f"send a JSON-RPC 2.0 request, e.g. {_EXAMPLE}")
     if request.get("method") != "SendMessage":
-        raise _RpcError(-32601, f"method {request.get('method')!r} is not served here; the "
-                        "demo agent speaks A2A 1.0 `SendMessage` only (no streaming)")
+        raise _RpcError(
+            -32601,
+            f"method {request.get('method')!r} is not served here; the "
+            "demo agent speaks A2A 1.0 `SendMessage` only (no streaming)",
+        )
     message = _object(_object(request.get("params")).get("message"))
     parts: object = message.get("parts")
     if not isinstance(parts, list):
         raise _RpcError(-32602, f"`params.message` with `parts` is required, e.g. {_EXAMPLE}")
     text = "".join(str(_object(p).get("text", "")) for p in cast(list[object], parts))
     if not text.strip():
-        raise _RpcError(-32602, "the message has no text part; send parts like "
-                        '[{"text": "Where is my order?"}]')
+        raise _RpcError(
+            -32602, 'the message has no text part; send parts like [{"text": "Where is my order?"}]'
+        )
     context_id = str(message.get("contextId") or uuid.uuid4())
     answer = reply(context_id, text)
     task_id = str(uuid.uuid4())
     user = {**message, "contextId": context_id, "taskId": task_id}
-    return {"task": {
-        "id": task_id, "contextId": context_id,
-        "status": {"state": "TASK_STATE_COMPLETED",
-                   "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z")},
-        "artifacts": [{"artifactId": str(uuid.uuid4()), "name": "reply",
-                       "parts": [{"text": answer.reply}]}],
-        "history": [user],
-        "metadata": {"toolCalls": answer.tool_calls},
-    }}
+    return {
+        "task": {
+            "id": task_id,
+            "contextId": context_id,
+            "status": {
+                "state": "TASK_STATE_COMPLETED",
+                "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+            },
+            "artifacts": [
+                {
+                    "artifactId": str(uuid.uuid4()),
+                    "name": "reply",
+                    "parts": [{"text": answer.reply}],
+                }
+            ],
+            "history": [user],
+            "metadata": {"toolCalls": answer.tool_calls},
+        }
+    }

@@ -42,31 +42,66 @@ class Order:
 
 
 ORDERS: Mapping[str, Order] = {
-    o.order_id: o for o in (
-        Order("10234", "shipped", ("Trailhead Rain Jacket (M, navy)",), date(2025, 3, 10),
-              129.00, estimated_delivery=date(2025, 3, 17)),
-        Order("10235", "delivered", ("Summit 30L Daypack", "Merino Hiking Socks (2-pack)"),
-              date(2025, 2, 27), 94.50, delivered=date(2025, 3, 4)),
-        Order("10236", "delivered", ("Granite Trail Boots (US 9)",), date(2025, 1, 12),
-              189.00, delivered=date(2025, 1, 17)),
-        Order("10237", "delayed", ("Basecamp 2-Person Tent",), date(2025, 2, 28), 249.00,
-              estimated_delivery=date(2025, 3, 19), original_estimate=date(2025, 3, 7)),
-        Order("10238", "processing", ("Fleece Pullover (L, forest green)",),
-              date(2025, 3, 13), 69.00, estimated_delivery=date(2025, 3, 20)),
+    o.order_id: o
+    for o in (
+        Order(
+            "10234",
+            "shipped",
+            ("Trailhead Rain Jacket (M, navy)",),
+            date(2025, 3, 10),
+            129.00,
+            estimated_delivery=date(2025, 3, 17),
+        ),
+        Order(
+            "10235",
+            "delivered",
+            ("Summit 30L Daypack", "Merino Hiking Socks (2-pack)"),
+            date(2025, 2, 27),
+            94.50,
+            delivered=date(2025, 3, 4),
+        ),
+        Order(
+            "10236",
+            "delivered",
+            ("Granite Trail Boots (US 9)",),
+            date(2025, 1, 12),
+            189.00,
+            delivered=date(2025, 1, 17),
+        ),
+        Order(
+            "10237",
+            "delayed",
+            ("Basecamp 2-Person Tent",),
+            date(2025, 2, 28),
+            249.00,
+            estimated_delivery=date(2025, 3, 19),
+            original_estimate=date(2025, 3, 7),
+        ),
+        Order(
+            "10238",
+            "processing",
+            ("Fleece Pullover (L, forest green)",),
+            date(2025, 3, 13),
+            69.00,
+            estimated_delivery=date(2025, 3, 20),
+        ),
     )
 }
 
 SHIPPING_INFO = (
     "Standard shipping takes 3-5 business days and is free on orders over $50 (otherwise "
     "$4.95). Express shipping takes 1-2 business days for $12.95. We ship to the US, Canada "
-    "and the EU; orders placed before 2 pm Eastern ship the same business day.")
+    "and the EU; orders placed before 2 pm Eastern ship the same business day."
+)
 RETURN_POLICY = (
     f"You can return unused items within {REFUND_WINDOW_DAYS} days of delivery for a full "
     "refund to your original payment method; return shipping is free with the prepaid label "
-    "we email you. After 30 days we can offer store credit instead.")
+    "we email you. After 30 days we can offer store credit instead."
+)
 HELP_TOPICS = (
     "I can check an order's status, start a refund or return, answer questions about "
-    "shipping and our return policy, or connect you with a member of our team.")
+    "shipping and our return policy, or connect you with a member of our team."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,46 +125,62 @@ _OTHER_NUMBER = re.compile(r"(?<!\d)#?\d{3,8}(?!\d)")
 _HANDOVER = re.compile(
     r"\b(human|humans|agent|person|representative|rep|manager|supervisor|operator|"
     r"real (?:person|people)|live (?:chat|support)|(?:speak|talk|chat) (?:to|with) "
-    r"(?:someone|somebody|a colleague|your team|staff))\b")
+    r"(?:someone|somebody|a colleague|your team|staff))\b"
+)
 _NO_HANDOVER = re.compile(
     r"\b(?:don'?t|do not|no need|without|not)\b[\w\s]{0,25}?"
-    r"\b(?:human|agent|person|representative|manager)\b")
+    r"\b(?:human|agent|person|representative|manager)\b"
+)
 _STORE_CREDIT = re.compile(r"\b(store credit|voucher|credit instead|gift card)\b")
 _REFUND = re.compile(
     r"\b(refund|refunds|refunded|money back|reimburse\w*|return(?!s? polic)|returning|"
-    r"send (?:it|them|this|these)(?: \w+)? back)\b")
+    r"send (?:it|them|this|these)(?: \w+)? back)\b"
+)
 _POLICY = re.compile(
     r"\b(return policy|returns policy|refund policy|how (?:do|can) (?:i|you) return|"
     r"how do returns work|how long (?:do i have|can i)|can i return|what is your return|"
-    r"what's your return)\b")
+    r"what's your return)\b"
+)
 _SHIPPING = re.compile(
     r"\b(shipping (?:cost|costs|time|times|fee|fees|option|options|rate|rates|polic\w*)|"
     r"how (?:long|much) (?:does|is|will|do) (?:shipping|delivery|it take to ship)|"
     r"do you (?:ship|deliver)|(?:ship|deliver) (?:to|internationally|abroad)|free shipping|"
     r"express shipping|"
-    r"international)\b")
+    r"international)\b"
+)
 _STATUS = re.compile(
     r"\b(where|status|track\w*|arriv\w*|deliver\w*|shipped|package|parcel|late|delay\w*|"
-    r"hasn'?t (?:come|shown|turned)|when (?:will|does|do|is|can))\b")
+    r"hasn'?t (?:come|shown|turned)|when (?:will|does|do|is|can))\b"
+)
 _ABOUT_ORDER = re.compile(r"\b(order|orders|check|update|look (?:it )?up)\b")
 _PAYMENT = re.compile(r"\b(pay|paying|payment|payments|checkout|billing|charged)\b")
 _CANCEL = re.compile(r"\b(cancel|cancell?ation|cancell?ing)\b")
 _MY_ORDER = re.compile(r"\bmy (?:order|package|parcel|delivery)\b")
 _GREETING = re.compile(
-    r"^\W*(hi|hello|hey|hiya|good (?:morning|afternoon|evening)|greetings)\b[\s\w]{0,12}\W*$")
+    r"^\W*(hi|hello|hey|hiya|good (?:morning|afternoon|evening)|greetings)\b[\s\w]{0,12}\W*$"
+)
 _THANKS = re.compile(
-    r"\b(thanks|thank you|thx|cheers|bye|goodbye|that'?s all|that is all|nothing else)\b")
+    r"\b(thanks|thank you|thx|cheers|bye|goodbye|that'?s all|that is all|nothing else)\b"
+)
 _BYE = re.compile(r"\b(bye|goodbye|that'?s all|that is all|nothing else)\b")
 _YES = re.compile(r"^\W*(yes|yeah|yep|sure|ok|okay|please|go ahead)\b")
 _FRUSTRATED = re.compile(
     r"(!!|\b(ridiculous|unacceptable|frustrat\w*|angry|annoy\w*|terrible|awful|useless|"
     r"hurry|asap|immediately|right now|still waiting|come on|seriously|fed up|joke|"
-    r"waste of time|sick of)\b)")
+    r"waste of time|sick of)\b)"
+)
 _REASONS = (
-    (re.compile(r"\b(damaged|broken|defective|torn|ripped|faulty|stopped working)\b"),
-     "damaged or defective"),
-    (re.compile(r"\b(too (?:small|big|large|tight|loose)|(?:doesn'?t|does not|didn'?t) fit|"
-                r"wrong size)\b"), "wrong size"),
+    (
+        re.compile(r"\b(damaged|broken|defective|torn|ripped|faulty|stopped working)\b"),
+        "damaged or defective",
+    ),
+    (
+        re.compile(
+            r"\b(too (?:small|big|large|tight|loose)|(?:doesn'?t|does not|didn'?t) fit|"
+            r"wrong size)\b"
+        ),
+        "wrong size",
+    ),
     (re.compile(r"\b(wrong item|not what i ordered|wrong colou?r)\b"), "wrong item"),
     (re.compile(r"\b(changed my mind|(?:don'?t|no longer) (?:need|want))\b"), "changed mind"),
 )
@@ -193,6 +244,7 @@ def _intent(text: str, *, has_order_id: bool) -> str | None:
 
 
 # --- the conversation ------------------------------------------------------------------
+
 
 def _normalise(history: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """`[(role, content)]` with roles `user` / `assistant`; other roles are dropped."""
@@ -279,8 +331,10 @@ def _answer(current: str, earlier: Sequence[str], turns: Sequence[tuple[str, str
     if intent is None and _YES.search(lowered):
         offer = next((c for r, c in reversed(turns[:-1]) if r == "assistant"), "")
         if "store credit" in offer and "colleague" in offer:
-            return DemoReply("Happy to help. Would you like store credit for the full "
-                             "amount, or shall I connect you with a colleague?")
+            return DemoReply(
+                "Happy to help. Would you like store credit for the full "
+                "amount, or shall I connect you with a colleague?"
+            )
         if "connect you with" in offer:
             return _handover(current, earlier)
     if intent in ("status", "refund", "store_credit"):
@@ -293,44 +347,57 @@ def _answer(current: str, earlier: Sequence[str], turns: Sequence[tuple[str, str
 
 def _simple_answer(intent: str | None, lowered: str, earlier: Sequence[str]) -> DemoReply:
     if intent == "policy":
-        return DemoReply(RETURN_POLICY + " If you'd like to start a return, just tell me your "
-                         "order number.")
+        return DemoReply(
+            RETURN_POLICY + " If you'd like to start a return, just tell me your order number."
+        )
     if intent == "shipping":
         return DemoReply(SHIPPING_INFO + " Is there anything else I can help with?")
     if intent == "payment":
-        return DemoReply("I can't take payments or card details in chat. You can pay securely "
-                         "at checkout on our website; for billing questions about an existing "
-                         "order, I can connect you with a colleague.")
+        return DemoReply(
+            "I can't take payments or card details in chat. You can pay securely "
+            "at checkout on our website; for billing questions about an existing "
+            "order, I can connect you with a colleague."
+        )
     if intent == "cancel":
-        return DemoReply("I can't cancel orders myself, but a colleague can if the order "
-                         "hasn't shipped yet. Would you like me to connect you with one?")
+        return DemoReply(
+            "I can't cancel orders myself, but a colleague can if the order "
+            "hasn't shipped yet. Would you like me to connect you with one?"
+        )
     if intent == "greeting":
         return DemoReply(f"Hi! Welcome to {SHOP} support. How can I help you today?")
     if intent == "thanks" and _BYE.search(lowered):
-        return DemoReply(f"You're welcome! Thanks for shopping with {SHOP}, and have a great "
-                         "day.")
+        return DemoReply(f"You're welcome! Thanks for shopping with {SHOP}, and have a great day.")
     if intent == "thanks":
         return DemoReply("You're welcome! Is there anything else I can help you with today?")
     if _pending_intent(earlier) is not None and _latest_order_id(earlier) is None:
         return DemoReply(
             "No problem. You'll find your 5-digit order number (it looks like #12345) in your "
             "order confirmation email. Once you have it, I can look the order up, or I can "
-            "connect you with a member of our team.")
+            "connect you with a member of our team."
+        )
     return DemoReply(f"Sorry, I'm not able to help with that here. {HELP_TOPICS}")
 
 
 def _ask_for_order_id(lowered: str, intent: str) -> DemoReply:
-    purpose = {"status": "check on it", "refund": "start the refund",
-               "store_credit": "arrange store credit"}[intent]
+    purpose = {
+        "status": "check on it",
+        "refund": "start the refund",
+        "store_credit": "arrange store credit",
+    }[intent]
     if _OTHER_NUMBER.search(_without_cards(lowered)):
-        return DemoReply("That doesn't look like one of our order numbers: they have 5 digits, "
-                         f"like #12345. Could you double-check it so I can {purpose}?")
-    return DemoReply(f"I can help with that. Could you tell me your order number so I can "
-                     f"{purpose}? It has 5 digits, like #12345, and is in your order "
-                     "confirmation email.")
+        return DemoReply(
+            "That doesn't look like one of our order numbers: they have 5 digits, "
+            f"like #12345. Could you double-check it so I can {purpose}?"
+        )
+    return DemoReply(
+        f"I can help with that. Could you tell me your order number so I can "
+        f"{purpose}? It has 5 digits, like #12345, and is in your order "
+        "confirmation email."
+    )
 
 
 # --- actions ---------------------------------------------------------------------------
+
 
 def _call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments}
@@ -347,7 +414,9 @@ def _items(order: Order) -> str:
 def _not_found(order_id: str) -> DemoReply:
     return DemoReply(
         f"I couldn't find an order #{order_id}. Could you double-check the number? It's in "
-        "your order confirmation email.", [_call("lookup_order", order_id=order_id)])
+        "your order confirmation email.",
+        [_call("lookup_order", order_id=order_id)],
+    )
 
 
 def _status(order_id: str, conversation: str) -> DemoReply:
@@ -358,18 +427,26 @@ def _status(order_id: str, conversation: str) -> DemoReply:
     if order.status == "delivered" and order.delivered:
         text = f"{head} was delivered on {_when(order.delivered)}."
     elif order.status == "delayed" and order.estimated_delivery and order.original_estimate:
-        text = (f"I'm sorry, order #{order_id} ({_items(order)}) is delayed. It was due on "
-                f"{_when(order.original_estimate)}; the new estimated delivery is "
-                f"{_when(order.estimated_delivery)}. I apologise for the delay and the "
-                "inconvenience.")
+        text = (
+            f"I'm sorry, order #{order_id} ({_items(order)}) is delayed. It was due on "
+            f"{_when(order.original_estimate)}; the new estimated delivery is "
+            f"{_when(order.estimated_delivery)}. I apologise for the delay and the "
+            "inconvenience."
+        )
     elif order.status == "shipped" and order.estimated_delivery:
-        text = (f"{head} has shipped and is on its way. Estimated delivery: "
-                f"{_when(order.estimated_delivery)}.")
+        text = (
+            f"{head} has shipped and is on its way. Estimated delivery: "
+            f"{_when(order.estimated_delivery)}."
+        )
     else:
-        text = (f"{head} is being prepared in our warehouse and will ship soon. Estimated "
-                f"delivery: {_when(order.estimated_delivery or TODAY)}.")
-    return DemoReply(text + " Is there anything else I can help with?",
-                     [_call("lookup_order", order_id=order_id)])
+        text = (
+            f"{head} is being prepared in our warehouse and will ship soon. Estimated "
+            f"delivery: {_when(order.estimated_delivery or TODAY)}."
+        )
+    return DemoReply(
+        text + " Is there anything else I can help with?",
+        [_call("lookup_order", order_id=order_id)],
+    )
 
 
 def _refund_reason(conversation: str) -> str:
@@ -402,23 +479,30 @@ def _refund(order_id: str, conversation: str) -> DemoReply:
             f"I'm sorry, order #{order_id} was delivered on {_when(delivered)}, "
             f"{age_days} days ago, which is outside our {REFUND_WINDOW_DAYS}-day refund "
             f"window, so I can't refund it. I can offer store credit for the full amount "
-            f"(${order.total_usd:.2f}) instead, or connect you with a colleague.", [lookup])
+            f"(${order.total_usd:.2f}) instead, or connect you with a colleague.",
+            [lookup],
+        )
     reason = _refund_reason(conversation)
     return DemoReply(
         f"Done: I've started a refund of ${order.total_usd:.2f} for order #{order_id} "
         f"({_items(order)}). It will go back to your original payment method within 5-7 "
         "business days, and we'll email you a prepaid return label.",
-        [lookup, _call("create_refund", order_id=order_id, reason=reason)])
+        [lookup, _call("create_refund", order_id=order_id, reason=reason)],
+    )
 
 
 def _not_delivered_text(order: Order) -> str:
     if order.status == "processing":
-        return (f"Order #{order.order_id} hasn't shipped yet, so there's nothing to refund. "
-                "If you'd like to cancel it, I can connect you with a colleague who can.")
+        return (
+            f"Order #{order.order_id} hasn't shipped yet, so there's nothing to refund. "
+            "If you'd like to cancel it, I can connect you with a colleague who can."
+        )
     sorry = "I'm sorry it's running late. " if order.status == "delayed" else ""
-    return (f"{sorry}Order #{order.order_id} hasn't been delivered yet, so I can't start a "
-            f"refund. Once it arrives you'll have {REFUND_WINDOW_DAYS} days to return it for "
-            "a full refund. If you'd rather not wait, I can connect you with a colleague.")
+    return (
+        f"{sorry}Order #{order.order_id} hasn't been delivered yet, so I can't start a "
+        f"refund. Once it arrives you'll have {REFUND_WINDOW_DAYS} days to return it for "
+        "a full refund. If you'd rather not wait, I can connect you with a colleague."
+    )
 
 
 def _store_credit(order_id: str, conversation: str) -> DemoReply:
@@ -430,7 +514,8 @@ def _store_credit(order_id: str, conversation: str) -> DemoReply:
     return DemoReply(
         f"I've issued ${order.total_usd:.2f} in store credit for order #{order_id}. It's on "
         "your account now and never expires. Is there anything else I can help with?",
-        [lookup, credit])
+        [lookup, credit],
+    )
 
 
 _ORDER_HANDLERS = {"status": _status, "refund": _refund, "store_credit": _store_credit}
@@ -446,7 +531,10 @@ def _handover(current: str, earlier: Sequence[str]) -> DemoReply:
     return DemoReply(
         "Of course. I'm transferring you to a member of our support team now; they'll see "
         "this conversation, so you won't need to repeat yourself. Current wait time is about "
-        "5 minutes.", [_call("handover_to_human", reason=reason)], handover=True)
+        "5 minutes.",
+        [_call("handover_to_human", reason=reason)],
+        handover=True,
+    )
 
 
 def _refuse_card() -> DemoReply:
@@ -454,4 +542,5 @@ def _refuse_card() -> DemoReply:
         "For your security, I can't accept card details in chat, so please don't share "
         "card numbers here. I haven't stored what you sent. We never need your card details "
         "for support: refunds go back to your original payment method automatically. How "
-        f"else can I help? {HELP_TOPICS}")
+        f"else can I help? {HELP_TOPICS}"
+    )

@@ -81,8 +81,12 @@ def _tool_result(name: str, arguments: Mapping[str, Any]) -> Any:
     order = ORDERS.get(str(arguments.get("order_id")))
     if order is None:
         return {"found": False}
-    return {"found": True, "status": order.status, "items": list(order.items),
-            "total_usd": order.total_usd}
+    return {
+        "found": True,
+        "status": order.status,
+        "items": list(order.items),
+        "total_usd": order.total_usd,
+    }
 
 
 class BadRequest(Exception):
@@ -104,10 +108,18 @@ class _Session:
     events: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
 
     def dto(self) -> dict[str, Any]:
-        return {"id": self.id, "agent_id": self.agent_id, "customer_id": self.customer_id,
-                "creation_utc": self.created, "modified_utc": self.created,
-                "title": self.title, "mode": self.mode,
-                "consumption_offsets": {"client": 0}, "metadata": {}, "labels": []}
+        return {
+            "id": self.id,
+            "agent_id": self.agent_id,
+            "customer_id": self.customer_id,
+            "creation_utc": self.created,
+            "modified_utc": self.created,
+            "title": self.title,
+            "mode": self.mode,
+            "consumption_offsets": {"client": 0},
+            "metadata": {},
+            "labels": [],
+        }
 
 
 class ParlantApi:
@@ -129,8 +141,9 @@ class ParlantApi:
         """Whether `path` (without query) is one of this API's endpoints."""
         return path == "/agents" or path == "/sessions" or path.startswith("/sessions/")
 
-    def handle(self, method: str, path: str, query: Mapping[str, Sequence[str]],
-               body: Any) -> Answer:
+    def handle(
+        self, method: str, path: str, query: Mapping[str, Sequence[str]], body: Any
+    ) -> Answer:
         """Answer one request (`body` is the parsed JSON, `None` without one)."""
         parts = path.strip("/").split("/")
         try:
@@ -145,8 +158,10 @@ class ParlantApi:
                     return 201, self._post_event(parts[1], body)
                 if method == "GET":
                     return 200, self._list_events(parts[1], query)
-            raise BadRequest(404 if method in ("GET", "POST", "PATCH", "DELETE") else 405,
-                             f"no endpoint {method} {path}")
+            raise BadRequest(
+                404 if method in ("GET", "POST", "PATCH", "DELETE") else 405,
+                f"no endpoint {method} {path}",
+            )
         except BadRequest as e:
             return e.status, {"detail": e.detail}
 
@@ -168,12 +183,17 @@ class ParlantApi:
         if not isinstance(agent_id, str):
             raise BadRequest(422, "`agent_id` (a string) is required")
         if agent_id not in self._agents:
-            raise BadRequest(404, f"Agent {agent_id!r} not found; agents: "
-                                  f"{', '.join(sorted(self._agents))}")
+            raise BadRequest(
+                404, f"Agent {agent_id!r} not found; agents: {', '.join(sorted(self._agents))}"
+            )
         with self._changed:
-            session = _Session(f"s{next(self._ids)}", agent_id,
-                               str(params.get("customer_id") or "guest"),
-                               params.get("title"), _now())
+            session = _Session(
+                f"s{next(self._ids)}",
+                agent_id,
+                str(params.get("customer_id") or "guest"),
+                params.get("title"),
+                _now(),
+            )
             self._sessions[session.id] = session
         return session.dto()
 
@@ -197,8 +217,11 @@ class ParlantApi:
         params = _object(body)
         source, message = params.get("source"), params.get("message")
         if params.get("kind") != "message" or source not in _SOURCES:
-            raise BadRequest(422, "only message events from 'customer' or "
-                                  "'human_agent_on_behalf_of_ai_agent' can be posted here")
+            raise BadRequest(
+                422,
+                "only message events from 'customer' or "
+                "'human_agent_on_behalf_of_ai_agent' can be posted here",
+            )
         if not isinstance(message, str) or not message:
             raise BadRequest(422, "Missing 'message' field for event")
         with self._changed:
@@ -206,18 +229,27 @@ class ParlantApi:
             event = self._emit(session, source, "message", {"message": message})
             answer = source == "customer" and session.mode == "auto"
         if answer:
-            threading.Thread(target=self._answer, args=(session,), daemon=True,
-                             name=f"parlant-demo-{session.id}").start()
+            threading.Thread(
+                target=self._answer, args=(session,), daemon=True, name=f"parlant-demo-{session.id}"
+            ).start()
         return event
 
     def _emit(self, session: _Session, source: str, kind: str, data: Any) -> dict[str, Any]:
         """Append an event (the caller holds `_changed`) and wake the long polls."""
         offset = len(session.events)
         now = _now()
-        event: dict[str, Any] = {"id": f"{session.id}-e{offset}", "source": source, "kind": kind,
-                                 "offset": offset, "creation_utc": now, "modified_utc": now,
-                                 "trace_id": f"{session.id}-t{offset}", "data": data,
-                                 "metadata": {}, "deleted": False}
+        event: dict[str, Any] = {
+            "id": f"{session.id}-e{offset}",
+            "source": source,
+            "kind": kind,
+            "offset": offset,
+            "creation_utc": now,
+            "modified_utc": now,
+            "trace_id": f"{session.id}-t{offset}",
+            "data": data,
+            "metadata": {},
+            "deleted": False,
+        }
         session.events.append(event)
         self._changed.notify_all()
         return event
@@ -239,9 +271,15 @@ class ParlantApi:
                 self._emit(session, "ai_agent", "tool", {"tool_calls": list(turn.tool_calls)})
             self._emit(session, "ai_agent", "status", {"status": "typing", "data": {}})
             for text in turn.messages:
-                self._emit(session, "ai_agent", "message", {
-                    "message": text, "participant": {"id": session.agent_id,
-                                                     "display_name": SHOP}})
+                self._emit(
+                    session,
+                    "ai_agent",
+                    "message",
+                    {
+                        "message": text,
+                        "participant": {"id": session.agent_id, "display_name": SHOP},
+                    },
+                )
             self._emit(session, "ai_agent", "status", {"status": "ready", "data": {}})
 
     def _status(self, session: _Session, status: str, data: dict[str, Any]) -> None:
@@ -253,13 +291,20 @@ class ParlantApi:
         wait_s = min(float(_int(query, "wait_for_data", 60)), _MAX_WAIT_S)
         kinds = {k for k in _first(query, "kinds").split(",") if k}
         with self._changed:
+
             def found() -> list[dict[str, Any]]:
-                return [e for e in self._session(session_id).events[min_offset:]
-                        if not kinds or e["kind"] in kinds]
+                return [
+                    e
+                    for e in self._session(session_id).events[min_offset:]
+                    if not kinds or e["kind"] in kinds
+                ]
+
             if wait_s <= 0:
                 return found()
-            if not self._changed.wait_for(lambda: found() or self._closed, timeout=wait_s) \
-                    or self._closed:
+            if (
+                not self._changed.wait_for(lambda: found() or self._closed, timeout=wait_s)
+                or self._closed
+            ):
                 raise BadRequest(504, "Request timed out")
             return found()
 

@@ -42,8 +42,10 @@ from sparring.demo.parlant import ParlantApi
 MAX_BODY_BYTES = 1_000_000
 _CHAT_EXAMPLE = '{"message": "Where is my order?", "history": []}'
 _OPENAI_EXAMPLE = '{"model": "demo", "messages": [{"role": "user", "content": "Hi"}]}'
-ENDPOINTS = ("GET /health, POST /chat, POST /chat/stream, POST /v1/chat/completions, "
-             "Parlant's /sessions, POST /a2a")
+ENDPOINTS = (
+    "GET /health, POST /chat, POST /chat/stream, POST /v1/chat/completions, "
+    "Parlant's /sessions, POST /a2a"
+)
 """The endpoints, as named in 404 answers and in the startup banner."""
 EXAMPLES_PORT = 8787
 """The port the example suite in `examples/` points its urls at."""
@@ -92,11 +94,15 @@ class DemoServer:
         OSError: the port is taken or the host cannot be bound.
     """
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
-                 log_requests: bool = False) -> None:
+    def __init__(
+        self, *, host: str = "127.0.0.1", port: int = 0, log_requests: bool = False
+    ) -> None:
         self._parlant = ParlantApi()
-        handler = type("Handler", (_Handler,), {"log_requests": log_requests,
-                                                "parlant": self._parlant, "a2a": A2AApi()})
+        handler = type(
+            "Handler",
+            (_Handler,),
+            {"log_requests": log_requests, "parlant": self._parlant, "a2a": A2AApi()},
+        )
         self._httpd = _Server((host, port), handler)
         self._thread: threading.Thread | None = None
         self.host = host
@@ -117,9 +123,12 @@ class DemoServer:
     def start(self) -> DemoServer:
         """Serve in a background daemon thread; returns self."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                            kwargs={"poll_interval": 0.05},
-                                            name=f"sparring-demo-{self.port}", daemon=True)
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=f"sparring-demo-{self.port}",
+                daemon=True,
+            )
             self._thread.start()
         return self
 
@@ -150,8 +159,10 @@ def serve(*, host: str = "127.0.0.1", port: int, log_requests: bool = False) -> 
     return DemoServer(host=host, port=port, log_requests=log_requests)
 
 
-_EXAMPLES_NOTE = (f"the examples in examples/ point at port {EXAMPLES_PORT}: to run them "
-                  f"against another port, change the {EXAMPLES_PORT} in their urls")
+_EXAMPLES_NOTE = (
+    f"the examples in examples/ point at port {EXAMPLES_PORT}: to run them "
+    f"against another port, change the {EXAMPLES_PORT} in their urls"
+)
 
 
 def banner(server: DemoServer) -> str:
@@ -163,11 +174,14 @@ def banner(server: DemoServer) -> str:
 
 def listen_error(host: str, port: int, error: OSError) -> str:
     """What to say when the agent cannot bind `host:port` (e.g. the port is in use)."""
-    return (f"error: cannot listen on {host}:{port} ({error.strerror or error}); pick another "
-            f"port with --port, or stop what is using it ({_EXAMPLES_NOTE})")
+    return (
+        f"error: cannot listen on {host}:{port} ({error.strerror or error}); pick another "
+        f"port with --port, or stop what is using it ({_EXAMPLES_NOTE})"
+    )
 
 
 # --- request bodies --------------------------------------------------------------------
+
 
 def _is_object(value: object) -> TypeGuard[dict[str, Any]]:
     """`isinstance(value, dict)` for parsed JSON, whose keys are strings and values untyped."""
@@ -183,8 +197,10 @@ def _history(value: Any, *, field: str) -> list[dict[str, str]]:
     if value is None:
         return []
     if not _is_array(value):
-        raise BadRequest(f"`{field}` must be a list of {{role, content}} objects, got "
-                         f"{type(value).__name__}; send [] when there is no history")
+        raise BadRequest(
+            f"`{field}` must be a list of {{role, content}} objects, got "
+            f"{type(value).__name__}; send [] when there is no history"
+        )
     out: list[dict[str, str]] = []
     for i, item in enumerate(value):
         if not _is_object(item) or "role" not in item:
@@ -224,17 +240,19 @@ def openai_history(body: Any) -> list[dict[str, str]]:
         BadRequest: not an object, `messages` missing or empty, or no user message last.
     """
     if not _is_object(body) or not _is_array(body.get("messages")):
-        raise BadRequest(f"the body must be a JSON object with `messages`, e.g. "
-                         f"{_OPENAI_EXAMPLE}")
+        raise BadRequest(f"the body must be a JSON object with `messages`, e.g. {_OPENAI_EXAMPLE}")
     messages = _history(body["messages"], field="messages")
     spoken = [m for m in messages if m["role"] in ("user", "assistant")]
     if not spoken or spoken[-1]["role"] != "user":
-        raise BadRequest("the last user/assistant message in `messages` must be from the "
-                         "user: the demo agent answers it")
+        raise BadRequest(
+            "the last user/assistant message in `messages` must be from the "
+            "user: the demo agent answers it"
+        )
     return spoken
 
 
 # --- response bodies -------------------------------------------------------------------
+
 
 def chat_payload(reply: DemoReply) -> dict[str, Any]:
     """`{"reply", "tool_calls": [{"name", "arguments"}], "handover"}`."""
@@ -242,13 +260,19 @@ def chat_payload(reply: DemoReply) -> dict[str, Any]:
 
 
 def _openai_tool_calls(reply: DemoReply) -> list[dict[str, Any]]:
-    return [{"id": f"call_{i}", "type": "function",
-             "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
-            for i, c in enumerate(reply.tool_calls, start=1)]
+    return [
+        {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+        }
+        for i, c in enumerate(reply.tool_calls, start=1)
+    ]
 
 
-def openai_payload(reply: DemoReply, *, model: str,
-                   history: list[dict[str, str]]) -> dict[str, Any]:
+def openai_payload(
+    reply: DemoReply, *, model: str, history: list[dict[str, str]]
+) -> dict[str, Any]:
     """A `chat.completion` object; token counts are word counts (the demo has no tokenizer)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.reply}
     if reply.tool_calls:
@@ -256,12 +280,22 @@ def openai_payload(reply: DemoReply, *, model: str,
     prompt_tokens = sum(len(m["content"].split()) for m in history)
     completion_tokens = len(reply.reply.split())
     return {
-        "id": f"chatcmpl-demo-{len(history)}", "object": "chat.completion",
-        "created": int(time.time()), "model": model,
-        "choices": [{"index": 0, "message": message,
-                     "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
+        "id": f"chatcmpl-demo-{len(history)}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
     }
 
 
@@ -271,21 +305,28 @@ def text_chunks(text: str) -> list[str]:
 
 
 def _openai_stream_events(reply: DemoReply, *, model: str) -> list[dict[str, Any]]:
-    base = {"id": "chatcmpl-demo", "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": model}
+    base = {
+        "id": "chatcmpl-demo",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
     deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
     deltas += [{"content": piece} for piece in text_chunks(reply.reply)]
     if reply.tool_calls:
-        deltas.append({"tool_calls": [{"index": i, **c}
-                                      for i, c in enumerate(_openai_tool_calls(reply))]})
+        deltas.append(
+            {"tool_calls": [{"index": i, **c} for i, c in enumerate(_openai_tool_calls(reply))]}
+        )
     events: list[dict[str, Any]] = [
-        {**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+        {**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas
+    ]
     finish = "tool_calls" if reply.tool_calls else "stop"
     events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
     return events
 
 
 # --- the handler -----------------------------------------------------------------------
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -306,8 +347,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/health":
             self._json(200, {"status": "ok", "agent": SHOP})
         elif path == "/v1/models":
-            self._json(200, {"object": "list", "data": [
-                {"id": "demo", "object": "model", "owned_by": "sparring"}]})
+            self._json(
+                200,
+                {
+                    "object": "list",
+                    "data": [{"id": "demo", "object": "model", "owned_by": "sparring"}],
+                },
+            )
         elif path == CARD_PATH:
             self._json(200, agent_card(f"http://{self.headers.get('Host', '127.0.0.1')}"))
         elif path in ("/chat", "/chat/stream", "/v1/chat/completions"):
@@ -317,9 +363,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 (stdlib name)
         path = self.path.split("?", 1)[0].rstrip("/")
-        routes = {"/chat": self._chat, "/chat/stream": self._chat_stream,
-                  "/v1/chat/completions": self._openai,
-                  "/a2a": self._a2a}
+        routes = {
+            "/chat": self._chat,
+            "/chat/stream": self._chat_stream,
+            "/v1/chat/completions": self._openai,
+            "/a2a": self._a2a,
+        }
         if self.parlant.owns(path):
             return self._parlant("POST")
         try:
@@ -347,8 +396,9 @@ class _Handler(BaseHTTPRequestHandler):
         except (BadRequest, json.JSONDecodeError, UnicodeDecodeError) as e:
             self._json(422, {"detail": f"the body cannot be read: {e}"})
             return
-        status, payload = self.parlant.handle(method, url.path.rstrip("/"),
-                                              parse_qs(url.query), body)
+        status, payload = self.parlant.handle(
+            method, url.path.rstrip("/"), parse_qs(url.query), body
+        )
         if payload is not None:
             self._json(status, payload)
             return
@@ -381,20 +431,24 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY_BYTES:
             self.close_connection = True
-            raise BadRequest(f"the body is {length} bytes; the demo agent takes at most "
-                             f"{MAX_BODY_BYTES}")
+            raise BadRequest(
+                f"the body is {length} bytes; the demo agent takes at most {MAX_BODY_BYTES}"
+            )
         return self.rfile.read(length) if length > 0 else b""
 
     def _body(self) -> Any:
         raw = self._drain()
         if not raw.strip():
-            raise BadRequest(f"the body is empty; send JSON such as {_CHAT_EXAMPLE} with "
-                             "Content-Type: application/json")
+            raise BadRequest(
+                f"the body is empty; send JSON such as {_CHAT_EXAMPLE} with "
+                "Content-Type: application/json"
+            )
         try:
             return json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise BadRequest(f"the body is not valid JSON ({e}); send JSON such as "
-                             f"{_CHAT_EXAMPLE}") from None
+            raise BadRequest(
+                f"the body is not valid JSON ({e}); send JSON such as {_CHAT_EXAMPLE}"
+            ) from None
 
     def _json(self, status: int, payload: Any) -> None:
         data = json.dumps(payload, ensure_ascii=False).encode()

@@ -68,8 +68,9 @@ class _Outcome:
     """The check itself is broken (an invalid JSON Schema): status `error`."""
 
 
-def run_check(check: Check, transcript: Transcript, *, check_id: str,
-              turn: int | None = None) -> Verdict:
+def run_check(
+    check: Check, transcript: Transcript, *, check_id: str, turn: int | None = None
+) -> Verdict:
     """Decide `check` on `transcript`; never raises for anything the agent said.
 
     Args:
@@ -88,12 +89,20 @@ def run_check(check: Check, transcript: Transcript, *, check_id: str,
         expected and what was there.
     """
     scope = _scope(transcript, check.turn if check.turn is not None else turn)
-    outcome = _Outcome(False, scope.missing) if scope.missing is not None else _safe_decide(
-        check, scope)
+    outcome = (
+        _Outcome(False, scope.missing) if scope.missing is not None else _safe_decide(check, scope)
+    )
     status: VerdictStatus = "error" if outcome.error else "met" if outcome.met else "not_met"
-    return Verdict(id=check_id, kind="check", description=describe(check), status=status,
-                   reason=outcome.reason, evidence=outcome.evidence, turns=scope.turns,
-                   turn=scope.turn)
+    return Verdict(
+        id=check_id,
+        kind="check",
+        description=describe(check),
+        status=status,
+        reason=outcome.reason,
+        evidence=outcome.evidence,
+        turns=scope.turns,
+        turn=scope.turn,
+    )
 
 
 def describe(check: Check) -> str:
@@ -143,10 +152,14 @@ def _broken_check_reason(error: Exception) -> str:
     from referencing.exceptions import Unresolvable
 
     if isinstance(error, Unresolvable):
-        return (f"the JSON Schema has a $ref that cannot be resolved: {error}; point `$ref` "
-                "at a part of the schema itself, e.g. `$ref: \"#/$defs/item\"`")
-    return (f"the check could not be run ({type(error).__name__}: {error}); this is a "
-            "mistake in the check or a bug in sparring, not the agent's fault")
+        return (
+            f"the JSON Schema has a $ref that cannot be resolved: {error}; point `$ref` "
+            'at a part of the schema itself, e.g. `$ref: "#/$defs/item"`'
+        )
+    return (
+        f"the check could not be run ({type(error).__name__}: {error}); this is a "
+        "mistake in the check or a bug in sparring, not the agent's fault"
+    )
 
 
 def _decide(check: Check, scope: _Scope) -> _Outcome:
@@ -173,6 +186,7 @@ def _decide(check: Check, scope: _Scope) -> _Outcome:
 
 # --- scope -------------------------------------------------------------------------------
 
+
 def _scope(transcript: Transcript, turn: int | None) -> _Scope:
     replies = transcript.agent_replies()
     if turn is None:
@@ -183,11 +197,12 @@ def _scope(transcript: Transcript, turn: int | None) -> _Scope:
     if in_turn:
         return _Scope(replies=in_turn, turn=resolved, missing=None)
     if resolved < 0 or (resolved == 0 and turn != 0):
-        why = (f"turn {turn} does not exist: the conversation has "
-               f"{transcript.user_turns} turns")
+        why = f"turn {turn} does not exist: the conversation has {transcript.user_turns} turns"
     elif resolved > transcript.user_turns:
-        why = (f"the agent never replied at turn {resolved}: the conversation has "
-               f"{transcript.user_turns} turns")
+        why = (
+            f"the agent never replied at turn {resolved}: the conversation has "
+            f"{transcript.user_turns} turns"
+        )
     else:
         why = f"the agent never replied at turn {resolved}"
     return _Scope(replies=[], turn=resolved, missing=why)
@@ -206,6 +221,7 @@ def _last_said(scope: _Scope) -> str:
 
 
 # --- text checks -------------------------------------------------------------------------
+
 
 def _find(text: str, value: str, *, case_sensitive: bool) -> int:
     """Index of `value` in `text`, or -1; case-insensitive search keeps indexes exact."""
@@ -234,20 +250,28 @@ def _contains(check: ContainsCheck, scope: _Scope) -> _Outcome:
     met = not missing if check.match == "all" else bool(found)
     if met:
         return _Outcome(True, evidence=tuple(found))
-    wanted = _list(missing if check.match == "all" else values,
-                   "and" if check.match == "all" else "or")
-    return _Outcome(False, reason=f"expected {_where(scope)} to contain {wanted}; "
-                                  f"{_last_said(scope)}")
+    wanted = _list(
+        missing if check.match == "all" else values, "and" if check.match == "all" else "or"
+    )
+    return _Outcome(
+        False, reason=f"expected {_where(scope)} to contain {wanted}; {_last_said(scope)}"
+    )
 
 
 def _not_contains(check: NotContainsCheck, scope: _Scope) -> _Outcome:
-    hits = [(v, h) for v in _values(check.value)
-            if (h := _first_hit(scope, v, case_sensitive=check.case_sensitive)) is not None]
+    hits = [
+        (v, h)
+        for v in _values(check.value)
+        if (h := _first_hit(scope, v, case_sensitive=check.case_sensitive)) is not None
+    ]
     if not hits:
         return _Outcome(True)
     value, hit = hits[0]
-    return _Outcome(False, reason=f"expected no reply to contain {_q(value)}, but {hit}",
-                    evidence=tuple(h for _, h in hits))
+    return _Outcome(
+        False,
+        reason=f"expected no reply to contain {_q(value)}, but {hit}",
+        evidence=tuple(h for _, h in hits),
+    )
 
 
 @lru_cache(maxsize=256)
@@ -260,19 +284,26 @@ def _regex(check: RegexCheck, scope: _Scope) -> _Outcome:
     deadline = time.monotonic() + REGEX_TIMEOUT_S
     for turn, message in scope.replies:
         try:
-            match = compiled.search(message.content,
-                                    timeout=max(deadline - time.monotonic(), 0.001))
+            match = compiled.search(
+                message.content, timeout=max(deadline - time.monotonic(), 0.001)
+            )
         except TimeoutError:
-            return _Outcome(False, error=True, reason=(
-                f"the pattern /{check.pattern}/ took over {REGEX_TIMEOUT_S:g} s and was stopped "
-                f"on the {len(message.content):,}-character reply at turn {turn}; it "
-                "backtracks too much: anchor it (e.g. `^...`) and avoid nested quantifiers "
-                "such as `(x+)+`"))
+            return _Outcome(
+                False,
+                error=True,
+                reason=(
+                    f"the pattern /{check.pattern}/ took over {REGEX_TIMEOUT_S:g} s and was stopped "
+                    f"on the {len(message.content):,}-character reply at turn {turn}; it "
+                    "backtracks too much: anchor it (e.g. `^...`) and avoid nested quantifiers "
+                    "such as `(x+)+`"
+                ),
+            )
         if match:
             excerpt = _around(message.content, match.start(), match.end())
             return _Outcome(True, evidence=(f"turn {turn}: {_q(excerpt)}",))
-    return _Outcome(False, reason=f"expected {_where(scope)} to match /{check.pattern}/; "
-                                  f"{_last_said(scope)}")
+    return _Outcome(
+        False, reason=f"expected {_where(scope)} to match /{check.pattern}/; {_last_said(scope)}"
+    )
 
 
 def _equals(check: EqualsCheck, scope: _Scope) -> _Outcome:
@@ -281,11 +312,15 @@ def _equals(check: EqualsCheck, scope: _Scope) -> _Outcome:
     same = actual == expected if check.case_sensitive else actual.casefold() == expected.casefold()
     if same:
         return _Outcome(True, evidence=(f"turn {turn}: {_q(_clip(actual))}",))
-    return _Outcome(False, reason=f"expected the reply to equal {_q(_clip(expected))}; "
-                                  f"turn {turn} said: {_q(_clip(actual))}")
+    return _Outcome(
+        False,
+        reason=f"expected the reply to equal {_q(_clip(expected))}; "
+        f"turn {turn} said: {_q(_clip(actual))}",
+    )
 
 
 # --- JSON Schema -------------------------------------------------------------------------
+
 
 class _SchemaError(Exception):
     """The check's schema is not a valid JSON Schema (a test-file mistake)."""
@@ -300,8 +335,9 @@ def _validator(schema_json: str) -> Any:
     try:
         cls.check_schema(schema)
     except exceptions.SchemaError as e:
-        raise _SchemaError(f"the check's JSON Schema is invalid: {e.message}; fix `schema` "
-                           "in the test file") from None
+        raise _SchemaError(
+            f"the check's JSON Schema is invalid: {e.message}; fix `schema` in the test file"
+        ) from None
     return cls(schema)
 
 
@@ -323,20 +359,27 @@ def _json_schema(check: JsonSchemaCheck, scope: _Scope) -> _Outcome:
     try:
         value = json.loads(_strip_fence(message.content))
     except ValueError as e:
-        return _Outcome(False, reason=f"expected turn {turn} to be JSON, but it does not parse "
-                                      f"({e}); it said: {_q(_clip(message.content))}")
+        return _Outcome(
+            False,
+            reason=f"expected turn {turn} to be JSON, but it does not parse "
+            f"({e}); it said: {_q(_clip(message.content))}",
+        )
     errors = sorted(validator.iter_errors(value), key=lambda err: list(err.absolute_path))
     if not errors:
         return _Outcome(True, evidence=(f"turn {turn}: {_q(_clip(content_text(value)))}",))
     first = errors[0]
     path = "/".join(str(p) for p in first.absolute_path) or "(root)"
     more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-    return _Outcome(False, reason=f"turn {turn} is JSON but does not match the schema at "
-                                  f"{path}: {first.message}{more}; it said: "
-                                  f"{_q(_clip(message.content))}")
+    return _Outcome(
+        False,
+        reason=f"turn {turn} is JSON but does not match the schema at "
+        f"{path}: {first.message}{more}; it said: "
+        f"{_q(_clip(message.content))}",
+    )
 
 
 # --- tools -------------------------------------------------------------------------------
+
 
 def _calls(scope: _Scope) -> list[tuple[int, ToolCall]]:
     return [(turn, call) for turn, message in scope.replies for call in message.tool_calls]
@@ -370,16 +413,21 @@ def _tool_args(check: ToolArgsCheck, scope: _Scope) -> _Outcome:
     matching = [(t, c) for t, c in _calls(scope) if c.name == check.tool]
     if not matching:
         names = ", ".join(c.name for _, c in _calls(scope)) or "none"
-        return _Outcome(False, reason=f"expected a call to {check.tool} in {_where(scope)}; "
-                                      f"tools called: {names}")
+        return _Outcome(
+            False,
+            reason=f"expected a call to {check.tool} in {_where(scope)}; tools called: {names}",
+        )
     test = _json_equal if check.match == "exact" else _is_subset
     for turn, call in matching:
         if call.arguments is not None and test(check.args, call.arguments):
             return _Outcome(True, evidence=(f"turn {turn}: {call.name} {_args_text(call)}",))
     seen = "; ".join(f"turn {t}: {_args_text(c)}" for t, c in matching[:3])
     how = "exactly" if check.match == "exact" else "arguments including"
-    return _Outcome(False, reason=f"expected {check.tool} to be called with {how} "
-                                  f"{content_text(check.args)}; it was called with {seen}")
+    return _Outcome(
+        False,
+        reason=f"expected {check.tool} to be called with {how} "
+        f"{content_text(check.args)}; it was called with {seen}",
+    )
 
 
 def _args_text(call: ToolCall) -> str:
@@ -412,33 +460,40 @@ def _is_subset(expected: Any, actual: Any) -> bool:
         return all(k in got and _is_subset(v, got[k]) for k, v in want.items())
     if isinstance(expected, list):
         return isinstance(actual, list) and _pairwise(
-            cast(list[Any], expected), cast(list[Any], actual), _is_subset)
+            cast(list[Any], expected), cast(list[Any], actual), _is_subset
+        )
     return _json_equal(expected, actual)
 
 
-def _pairwise(expected: list[Any], actual: list[Any],
-              test: Callable[[Any, Any], bool]) -> bool:
+def _pairwise(expected: list[Any], actual: list[Any], test: Callable[[Any, Any], bool]) -> bool:
     return len(expected) == len(actual) and all(
-        test(e, a) for e, a in zip(expected, actual, strict=True))
+        test(e, a) for e, a in zip(expected, actual, strict=True)
+    )
 
 
 # --- latency -----------------------------------------------------------------------------
 
+
 def _latency_below(check: LatencyBelowCheck, scope: _Scope) -> _Outcome:
     timed = [(t, m.latency_ms) for t, m in scope.replies if m.latency_ms is not None]
     if not timed:
-        return _Outcome(False, reason=f"no latency was recorded for {_where(scope)}, so "
-                                      f"'under {check.ms:g} ms' cannot be shown")
+        return _Outcome(
+            False,
+            reason=f"no latency was recorded for {_where(scope)}, so "
+            f"'under {check.ms:g} ms' cannot be shown",
+        )
     slow = [(t, ms) for t, ms in timed if ms >= check.ms]
     if slow:
         listed = ", ".join(f"turn {t}: {ms:.0f} ms" for t, ms in slow[:5])
-        return _Outcome(False, reason=f"expected every reply in under {check.ms:g} ms; "
-                                      f"slower: {listed}")
+        return _Outcome(
+            False, reason=f"expected every reply in under {check.ms:g} ms; slower: {listed}"
+        )
     slowest = max(timed, key=lambda item: item[1])
     return _Outcome(True, evidence=(f"slowest reply: turn {slowest[0]}, {slowest[1]:.0f} ms",))
 
 
 # --- text helpers ------------------------------------------------------------------------
+
 
 def _values(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)

@@ -67,10 +67,24 @@ class _Item:
             return f"restriction (must not happen): {self.text}"
         return self.text
 
-    def verdict(self, status: VerdictStatus, reason: str, *, evidence: tuple[str, ...] = (),
-                turns: tuple[int, ...] = ()) -> Verdict:
-        return Verdict(id=self.id, kind=self.kind, description=self.description, status=status,
-                       reason=reason, evidence=evidence, turns=turns, turn=self.turn)
+    def verdict(
+        self,
+        status: VerdictStatus,
+        reason: str,
+        *,
+        evidence: tuple[str, ...] = (),
+        turns: tuple[int, ...] = (),
+    ) -> Verdict:
+        return Verdict(
+            id=self.id,
+            kind=self.kind,
+            description=self.description,
+            status=status,
+            reason=reason,
+            evidence=evidence,
+            turns=turns,
+            turn=self.turn,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,27 +106,38 @@ class _Answer:
 
 
 def _items(scenario: AnyScenario, shoulds: Sequence[ShouldItem]) -> list[_Item]:
-    items = [_Item(c.id, "criterion" if c.kind == "success" else "restriction", c.text)
-             for c in scenario.all_criteria]
+    items = [
+        _Item(c.id, "criterion" if c.kind == "success" else "restriction", c.text)
+        for c in scenario.all_criteria
+    ]
     items += [_Item(s.id, "should", s.text, s.turn) for s in shoulds]
     ids = [i.id for i in items]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
-        raise UserError(f"scenario {scenario.id!r}: criterion and should ids must be unique; "
-                        f"repeated: {', '.join(dupes)}")
+        raise UserError(
+            f"scenario {scenario.id!r}: criterion and should ids must be unique; "
+            f"repeated: {', '.join(dupes)}"
+        )
     return items
 
 
-def skipped_verdicts(scenario: AnyScenario, shoulds: Sequence[ShouldItem],
-                     reason: str) -> list[Verdict]:
+def skipped_verdicts(
+    scenario: AnyScenario, shoulds: Sequence[ShouldItem], reason: str
+) -> list[Verdict]:
     """`skipped` verdicts for every criterion and `should` (e.g. no judge model configured)."""
     return [item.verdict("skipped", reason) for item in _items(scenario, shoulds)]
 
 
 async def judge_conversation(
-    model: Model, *, scenario: AnyScenario, transcript: Transcript,
-    shoulds: Sequence[ShouldItem] = (), limits: Limits = DEFAULT_LIMITS, temperature: float = 0.0,
-    usage: Usage | None = None, scrub: Scrub | None = None,
+    model: Model,
+    *,
+    scenario: AnyScenario,
+    transcript: Transcript,
+    shoulds: Sequence[ShouldItem] = (),
+    limits: Limits = DEFAULT_LIMITS,
+    temperature: float = 0.0,
+    usage: Usage | None = None,
+    scrub: Scrub | None = None,
 ) -> JudgeOutcome:
     """Grade every criterion of `scenario` and every `should` in one model call.
 
@@ -137,29 +162,45 @@ async def judge_conversation(
     """
     items = _items(scenario, shoulds)
     reply_turns = sorted({t for t, _ in transcript.agent_replies()})
-    decided = {i.id: i.verdict("not_met", f"the agent never replied at turn {i.turn}")
-               for i in items if i.kind == "should" and i.turn not in reply_turns}
+    decided = {
+        i.id: i.verdict("not_met", f"the agent never replied at turn {i.turn}")
+        for i in items
+        if i.kind == "should" and i.turn not in reply_turns
+    }
     to_ask = [i for i in items if i.id not in decided]
     if not to_ask:
         return JudgeOutcome([decided[i.id] for i in items], [])
     counted = _CountingModel(model)
-    view = judge_view(transcript, limits=limits, scrub=scrub,  # every `should` turn shown
-                      keep_turns={i.turn for i in to_ask if i.turn is not None})
-    validate = _AnswerReader([i.id for i in to_ask], decisions=DecisionReader(transcript,
-                                                                               scrub=scrub),
-                             reply_turns=view.reply_turns, is_repair=lambda: counted.calls > 1)
+    view = judge_view(
+        transcript,
+        limits=limits,
+        scrub=scrub,  # every `should` turn shown
+        keep_turns={i.turn for i in to_ask if i.turn is not None},
+    )
+    validate = _AnswerReader(
+        [i.id for i in to_ask],
+        decisions=DecisionReader(transcript, scrub=scrub),
+        reply_turns=view.reply_turns,
+        is_repair=lambda: counted.calls > 1,
+    )
     messages = _judge_prompt(scenario, transcript, to_ask, view)
     try:
         answer = await complete_json(
-            counted, messages, schema=judge_schema([i.id for i in to_ask], view.reply_turns),
-            validate=validate, schema_name="judgement", temperature=temperature, usage=usage)
+            counted,
+            messages,
+            schema=judge_schema([i.id for i in to_ask], view.reply_turns),
+            validate=validate,
+            schema_name="judgement",
+            temperature=temperature,
+            usage=usage,
+        )
     except ModelOutputError as e:
-        return _all_error(items, decided, f"the judge's answer could not be read, even after "
-                                          f"one repair: {e}")
+        return _all_error(
+            items, decided, f"the judge's answer could not be read, even after one repair: {e}"
+        )
     except ModelError as e:
         return _all_error(items, decided, f"the judge model failed: {e}")
-    return JudgeOutcome([decided.get(i.id) or _from_answer(i, answer) for i in items],
-                        answer.notes)
+    return JudgeOutcome([decided.get(i.id) or _from_answer(i, answer) for i in items], answer.notes)
 
 
 UNVERIFIED_QUOTE = "(not found in the transcript)"
@@ -181,17 +222,19 @@ def _from_answer(item: _Item, answer: _Answer) -> Verdict:
     decision = answer.decisions.get(item.id)
     if decision is None:
         problem = answer.problems.get(item.id)
-        return item.verdict("error", f"the judge gave no verdict for {item.id!r}"
-                            if problem is None else
-                            f"the judge's verdict for {item.id!r} could not be read: {problem}")
-    return item.verdict(decision.status, decision.reason, evidence=decision.evidence,
-                        turns=decision.turns)
+        return item.verdict(
+            "error",
+            f"the judge gave no verdict for {item.id!r}"
+            if problem is None
+            else f"the judge's verdict for {item.id!r} could not be read: {problem}",
+        )
+    return item.verdict(
+        decision.status, decision.reason, evidence=decision.evidence, turns=decision.turns
+    )
 
 
 def _all_error(items: list[_Item], decided: dict[str, Verdict], reason: str) -> JudgeOutcome:
     return JudgeOutcome([decided.get(i.id) or i.verdict("error", reason) for i in items], [])
-
-
 
 
 # --- the prompt --------------------------------------------------------------------------
@@ -235,22 +278,24 @@ Answer with one JSON object only:
 "verdict": "met"}}}}, "replies": {{"<turn>": {{"note": "...", "score": 0.8}}}}}}"""
 
 
-def _judge_prompt(scenario: AnyScenario, transcript: Transcript, items: Sequence[_Item],
-                 view: JudgeView) -> list[ChatMessage]:
+def _judge_prompt(
+    scenario: AnyScenario, transcript: Transcript, items: Sequence[_Item], view: JudgeView
+) -> list[ChatMessage]:
     """The judge's prompt: rules (system), then context, transcript and items (user).
 
     The system message is the same for every call, so providers can cache it.
     """
-    parts = [f"## What is being tested\n{_context(scenario)}",
-             f"## The conversation ({transcript.user_turns} "
-             f"turn{'' if transcript.user_turns == 1 else 's'})\n" + view.text,
-             "## Items to decide\n" + "\n".join(_item_line(i) for i in items),
-             "## Agent replies to note\nTurns: "
-             + (", ".join(str(t) for t in view.reply_turns) or "none"),
-             'Answer now with the JSON object: every item id above in "verdicts", every turn '
-             'above in "replies".']
-    return [{"role": "system", "content": _SYSTEM},
-            {"role": "user", "content": "\n\n".join(parts)}]
+    parts = [
+        f"## What is being tested\n{_context(scenario)}",
+        f"## The conversation ({transcript.user_turns} "
+        f"turn{'' if transcript.user_turns == 1 else 's'})\n" + view.text,
+        "## Items to decide\n" + "\n".join(_item_line(i) for i in items),
+        "## Agent replies to note\nTurns: "
+        + (", ".join(str(t) for t in view.reply_turns) or "none"),
+        'Answer now with the JSON object: every item id above in "verdicts", every turn '
+        'above in "replies".',
+    ]
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
 def _context(scenario: AnyScenario) -> str:
@@ -264,10 +309,15 @@ def _context(scenario: AnyScenario) -> str:
             lines.append(f"The user's situation: {scenario.context}")
     if isinstance(scenario, SingleTurnScenario):
         if scenario.expected_output:
-            lines.append("Expected output (a reference for a good answer; it need not match "
-                         f"word for word): {scenario.expected_output}")
-        for label, value in (("Category", scenario.category), ("Topic", scenario.topic),
-                             ("Behavior", scenario.behavior)):
+            lines.append(
+                "Expected output (a reference for a good answer; it need not match "
+                f"word for word): {scenario.expected_output}"
+            )
+        for label, value in (
+            ("Category", scenario.category),
+            ("Topic", scenario.topic),
+            ("Behavior", scenario.behavior),
+        ):
             if value:
                 lines.append(f"{label}: {value}")
     return "\n".join(lines)
@@ -285,7 +335,8 @@ def _item_line(item: _Item) -> str:
 
 
 VERDICT_SCHEMA: dict[str, Any] = {
-    "type": "object", "additionalProperties": False,
+    "type": "object",
+    "additionalProperties": False,
     "required": ["reason", "evidence", "turns", "verdict"],
     "properties": {
         "reason": {"type": "string"},
@@ -296,9 +347,13 @@ VERDICT_SCHEMA: dict[str, Any] = {
 }
 """JSON Schema of one verdict in a judge answer (read by `DecisionReader`)."""
 _NOTE_SCHEMA: dict[str, Any] = {
-    "type": "object", "additionalProperties": False, "required": ["note", "score"],
-    "properties": {"note": {"type": "string"},
-                   "score": {"type": "number", "description": "0 to 1"}},
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["note", "score"],
+    "properties": {
+        "note": {"type": "string"},
+        "score": {"type": "number", "description": "0 to 1"},
+    },
 }
 
 
@@ -306,17 +361,28 @@ def judge_schema(ids: Sequence[str], reply_turns: Sequence[int]) -> dict[str, An
     """JSON Schema of the judge's answer: one required property per item id and per turn."""
     turns = [str(t) for t in reply_turns]
     return {
-        "type": "object", "additionalProperties": False, "required": ["verdicts", "replies"],
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["verdicts", "replies"],
         "properties": {
-            "verdicts": {"type": "object", "additionalProperties": False, "required": list(ids),
-                         "properties": {i: VERDICT_SCHEMA for i in ids}},
-            "replies": {"type": "object", "additionalProperties": False, "required": turns,
-                        "properties": {t: _NOTE_SCHEMA for t in turns}},
+            "verdicts": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": list(ids),
+                "properties": {i: VERDICT_SCHEMA for i in ids},
+            },
+            "replies": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": turns,
+                "properties": {t: _NOTE_SCHEMA for t in turns},
+            },
         },
     }
 
 
 # --- reading the answer ------------------------------------------------------------------
+
 
 class _CountingModel:
     """Wraps the judge model to count the calls `complete_json` makes (1, then the repair)."""
@@ -324,12 +390,18 @@ class _CountingModel:
     def __init__(self, model: Model) -> None:
         self.model, self.name, self.calls = model, model.name, 0
 
-    async def complete(self, messages: Sequence[ChatMessage], *, temperature: float,
-                       json_schema: dict[str, Any] | None = None,
-                       schema_name: str = "answer") -> Completion:
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float,
+        json_schema: dict[str, Any] | None = None,
+        schema_name: str = "answer",
+    ) -> Completion:
         self.calls += 1
-        return await self.model.complete(messages, temperature=temperature,
-                                         json_schema=json_schema, schema_name=schema_name)
+        return await self.model.complete(
+            messages, temperature=temperature, json_schema=json_schema, schema_name=schema_name
+        )
 
     async def aclose(self) -> None:
         """The wrapped model belongs to the caller; nothing to close here."""
@@ -347,8 +419,12 @@ class DecisionReader:
     """
 
     def __init__(self, transcript: Transcript, *, scrub: Scrub | None) -> None:
-        self.said = _normalised(" ".join([m.content for m in transcript.messages]
-                                         + [c.arguments_raw for c in transcript.tool_calls()]))
+        self.said = _normalised(
+            " ".join(
+                [m.content for m in transcript.messages]
+                + [c.arguments_raw for c in transcript.tool_calls()]
+            )
+        )
         """Everything said in the conversation, `_normalised`, to check quoted evidence."""
         turn, turns = 0, set[int]()
         for message in transcript.messages:
@@ -365,18 +441,26 @@ class DecisionReader:
         status = _status(value.get("verdict"))
         if status is None:
             verdict = value.get("verdict")
-            return ('its entry has no "verdict"' if verdict is None else
-                    f'its "verdict" is {_kind(verdict)}, not "met" or "not_met"')
+            return (
+                'its entry has no "verdict"'
+                if verdict is None
+                else f'its "verdict" is {_kind(verdict)}, not "met" or "not_met"'
+            )
         reason = value.get("reason")
         reason = self.clean(reason, _REASON_CHARS) if isinstance(reason, str) else ""
-        return Decision(status, reason or "(the judge gave no reason)",
-                        self._evidence(value.get("evidence")), self._turns(value.get("turns")))
+        return Decision(
+            status,
+            reason or "(the judge gave no reason)",
+            self._evidence(value.get("evidence")),
+            self._turns(value.get("turns")),
+        )
 
     def _evidence(self, value: Any) -> tuple[str, ...]:
         quotes = [value] if isinstance(value, str) else _arr(value) or []
         cleaned = [self.clean(q, _EVIDENCE_CHARS) for q in quotes if isinstance(q, str)]
-        return tuple(q if _found(q, self.said) else f"{UNVERIFIED_QUOTE} {q}"
-                     for q in cleaned if q)[:_EVIDENCE_ITEMS]
+        return tuple(
+            q if _found(q, self.said) else f"{UNVERIFIED_QUOTE} {q}" for q in cleaned if q
+        )[:_EVIDENCE_ITEMS]
 
     def _turns(self, value: Any) -> tuple[int, ...]:
         values = _arr(value) or [value]
@@ -398,8 +482,14 @@ class _AnswerReader:
     verdicts.
     """
 
-    def __init__(self, ids: list[str], *, decisions: DecisionReader,
-                 reply_turns: Sequence[int], is_repair: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        ids: list[str],
+        *,
+        decisions: DecisionReader,
+        reply_turns: Sequence[int],
+        is_repair: Callable[[], bool],
+    ) -> None:
         self.ids, self.decisions, self.reply_turns = ids, decisions, reply_turns
         self.is_repair = is_repair
 
@@ -448,8 +538,10 @@ def _missing_text(raw: dict[str, Any], missing: list[str], problems: dict[str, s
     else:
         where = '"verdicts" has no valid entry for ' + ", ".join(missing)
     why = "; ".join(f"{i}: {p}" for i, p in list(problems.items())[:5])
-    return (where + (f" ({why})" if why else "") + ': give each id an object with reason, '
-            'evidence, turns and verdict ("met" or "not_met")')
+    return (
+        where + (f" ({why})" if why else "") + ": give each id an object with reason, "
+        'evidence, turns and verdict ("met" or "not_met")'
+    )
 
 
 def _kind(value: Any) -> str:
@@ -486,8 +578,9 @@ def _keyed(value: Any, *, key: str) -> dict[str, Any] | None:
     for entry in (o for o in map(_obj, items) if o is not None and key in o):
         name = str(entry[key])
         if name in out and out[name] != entry:  # which one counts would be a guess
-            raise ValueError(f"the answer lists {key} {name!r} twice, with different "
-                             "entries; give each once")
+            raise ValueError(
+                f"the answer lists {key} {name!r} twice, with different entries; give each once"
+            )
         out[name] = entry
     return out
 

@@ -63,8 +63,14 @@ class JudgeSettings:
     scrub: Scrub | None = None
 
 
-async def judge_shoulds(conditions: Sequence[Condition], *, transcript: Transcript, turn: int,
-                        judge: JudgeSettings, usage: Usage | None = None) -> list[Verdict]:
+async def judge_shoulds(
+    conditions: Sequence[Condition],
+    *,
+    transcript: Transcript,
+    turn: int,
+    judge: JudgeSettings,
+    usage: Usage | None = None,
+) -> list[Verdict]:
     """Decide every condition on the agent's reply at `turn`, one model call each, at once.
 
     Args:
@@ -82,8 +88,9 @@ async def judge_shoulds(conditions: Sequence[Condition], *, transcript: Transcri
     verdicts: dict[int, Verdict] = {}
 
     async def one(index: int, condition: Condition) -> None:
-        verdicts[index] = await _judge_one(condition, transcript=transcript, turn=turn,
-                                           judge=judge, usage=usage)
+        verdicts[index] = await _judge_one(
+            condition, transcript=transcript, turn=turn, judge=judge, usage=usage
+        )
 
     async with anyio.create_task_group() as tg:
         for index, condition in enumerate(conditions):
@@ -91,45 +98,77 @@ async def judge_shoulds(conditions: Sequence[Condition], *, transcript: Transcri
     return [verdicts[i] for i in range(len(conditions))]
 
 
-def should_verdict(condition: Condition, *, turn: int | None, status: Any, reason: str,
-                   decision: Decision | None = None) -> Verdict:
+def should_verdict(
+    condition: Condition,
+    *,
+    turn: int | None,
+    status: Any,
+    reason: str,
+    decision: Decision | None = None,
+) -> Verdict:
     """The `should` verdict for `condition` (`status` one of the verdict statuses)."""
-    return Verdict(id=condition.id, kind="should", description=f"should {condition.text}",
-                   status=status, reason=reason, turn=turn,
-                   evidence=decision.evidence if decision else (),
-                   turns=decision.turns if decision else ())
+    return Verdict(
+        id=condition.id,
+        kind="should",
+        description=f"should {condition.text}",
+        status=status,
+        reason=reason,
+        turn=turn,
+        evidence=decision.evidence if decision else (),
+        turns=decision.turns if decision else (),
+    )
 
 
-async def _judge_one(condition: Condition, *, transcript: Transcript, turn: int,
-                     judge: JudgeSettings, usage: Usage | None) -> Verdict:
+async def _judge_one(
+    condition: Condition,
+    *,
+    transcript: Transcript,
+    turn: int,
+    judge: JudgeSettings,
+    usage: Usage | None,
+) -> Verdict:
     if judge.model is None:
         return should_verdict(condition, turn=turn, status="skipped", reason=NO_MODEL_HINT)
     if not any(t == turn for t, _ in transcript.agent_replies()):
-        return should_verdict(condition, turn=turn, status="not_met",
-                              reason=f"the agent never replied at turn {turn}")
+        return should_verdict(
+            condition, turn=turn, status="not_met", reason=f"the agent never replied at turn {turn}"
+        )
     view = judge_view(transcript, limits=judge.limits, scrub=judge.scrub, keep_turns={turn})
     reader = DecisionReader(transcript, scrub=judge.scrub)
 
     def validate(value: Any) -> Decision:
         decision = reader.decision(value)
         if isinstance(decision, str):
-            raise ValueError(f"the answer cannot be used: {decision}; answer with one object "
-                             'with reason, evidence, turns and verdict ("met" or "not_met")')
+            raise ValueError(
+                f"the answer cannot be used: {decision}; answer with one object "
+                'with reason, evidence, turns and verdict ("met" or "not_met")'
+            )
         return decision
 
     try:
         decision = await complete_json(
-            judge.model, _prompt(condition, turn=turn, view_text=view.text), schema=VERDICT_SCHEMA,
-            validate=validate, schema_name="should_verdict", temperature=judge.temperature,
-            usage=usage)
+            judge.model,
+            _prompt(condition, turn=turn, view_text=view.text),
+            schema=VERDICT_SCHEMA,
+            validate=validate,
+            schema_name="should_verdict",
+            temperature=judge.temperature,
+            usage=usage,
+        )
     except ModelOutputError as e:
-        return should_verdict(condition, turn=turn, status="error", reason=(
-            f"the judge's answer could not be read, even after one repair: {e}"))
+        return should_verdict(
+            condition,
+            turn=turn,
+            status="error",
+            reason=(f"the judge's answer could not be read, even after one repair: {e}"),
+        )
     except ModelError as e:
-        return should_verdict(condition, turn=turn, status="error",
-                              reason=f"the judge model failed: {e}")
-    return should_verdict(condition, turn=turn, status=decision.status, reason=decision.reason,
-                          decision=decision)
+        return should_verdict(
+            condition, turn=turn, status="error", reason=f"the judge model failed: {e}"
+        )
+    return should_verdict(
+        condition, turn=turn, status=decision.status, reason=decision.reason, decision=decision
+    )
 
 
 _SYSTEM = f"""\
@@ -151,20 +190,38 @@ Answer with one JSON object only:
 def _prompt(condition: Condition, *, turn: int, view_text: str) -> list[ChatMessage]:
     """System rules (the same for every call, so providers can cache them), then the
     conversation and the condition."""
-    user = (f"## The conversation\n{view_text}\n\n"
-            f"## The condition, about the agent's reply at turn {turn}\n"
-            f"The message should {condition.text}\n\nAnswer now with the JSON object.")
+    user = (
+        f"## The conversation\n{view_text}\n\n"
+        f"## The condition, about the agent's reply at turn {turn}\n"
+        f"The message should {condition.text}\n\nAnswer now with the JSON object."
+    )
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
 
 
 # --- condition grammar ---------------------------------------------------------------------
 
-_REPEATED_LEAD = re.compile(r"^\s*(?:the\s+(?:message|reply|response|agent)\s+)?should\b\s*",
-                            re.IGNORECASE)
+_REPEATED_LEAD = re.compile(
+    r"^\s*(?:the\s+(?:message|reply|response|agent)\s+)?should\b\s*", re.IGNORECASE
+)
 _ARTICLE = re.compile(r"^\s*(a|an|the)\s+\w", re.IGNORECASE)
 _PAST = re.compile(r"^\s*([A-Za-z]{3,}ed)\b")
-_PRESENT_ED = frozenset({"embed", "shred", "proceed", "succeed", "exceed", "need", "feed",
-                         "heed", "speed", "seed", "breed", "bleed", "shed"})
+_PRESENT_ED = frozenset(
+    {
+        "embed",
+        "shred",
+        "proceed",
+        "succeed",
+        "exceed",
+        "need",
+        "feed",
+        "heed",
+        "speed",
+        "seed",
+        "breed",
+        "bleed",
+        "shed",
+    }
+)
 
 
 def condition_problem(condition: str) -> str | None:
@@ -179,16 +236,22 @@ def condition_problem(condition: str) -> str | None:
         return "the condition is empty; write what the reply should do, e.g. 'greet the customer'"
     lead = _REPEATED_LEAD.match(text)
     if lead:
-        rest = text[lead.end():] or "greet the customer"
-        return (f"condition {condition!r} repeats 'should': sparring already reads it as "
-                f"\"The message should ...\"; write {rest!r}")
+        rest = text[lead.end() :] or "greet the customer"
+        return (
+            f"condition {condition!r} repeats 'should': sparring already reads it as "
+            f'"The message should ..."; write {rest!r}'
+        )
     past = _PAST.match(text)
     if past and past.group(1).lower() not in _PRESENT_ED:
-        return (f"condition {condition!r} starts in the past tense ({past.group(1)!r}); write "
-                "it in the present, as what the message should do, e.g. 'greet the customer' "
-                "rather than 'greeted the customer'")
+        return (
+            f"condition {condition!r} starts in the past tense ({past.group(1)!r}); write "
+            "it in the present, as what the message should do, e.g. 'greet the customer' "
+            "rather than 'greeted the customer'"
+        )
     if _ARTICLE.match(text):
-        return (f"condition {condition!r} is a noun phrase; write a verb phrase completing "
-                "\"The message should ...\", e.g. 'greet the customer' rather than "
-                "'a greeting'")
+        return (
+            f"condition {condition!r} is a noun phrase; write a verb phrase completing "
+            "\"The message should ...\", e.g. 'greet the customer' rather than "
+            "'a greeting'"
+        )
     return None

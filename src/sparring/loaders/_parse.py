@@ -82,16 +82,23 @@ def parse_documents(text: str, *, path: str) -> list[Document]:
     except RecursionError:
         raise ConfigError(_TOO_DEEP, path=path) from None
     except ValueError as e:  # `!!int abc`, an integer of more than 4300 digits
-        raise ConfigError(f"invalid YAML: {e}; check values written with a tag such as "
-                          "`!!int` or `!!float`, and quote long numbers", path=path) from None
+        raise ConfigError(
+            f"invalid YAML: {e}; check values written with a tag such as "
+            "`!!int` or `!!float`, and quote long numbers",
+            path=path,
+        ) from None
     return [_Copier(path=path).document(raw) for raw in raw_docs]
 
 
-_TOO_DEEP = (f"invalid YAML: the data is nested too deeply (more than {MAX_DEPTH} levels of "
-             "mappings and lists); a test file needs only a few levels: flatten it")
-_TOO_MUCH = (f"the file expands to too much data: more than {MAX_VALUES:,} values once its "
-             "YAML aliases (`*name`) in this entry are replaced by their anchors' data; "
-             "use fewer aliases, or write the data out")
+_TOO_DEEP = (
+    f"invalid YAML: the data is nested too deeply (more than {MAX_DEPTH} levels of "
+    "mappings and lists); a test file needs only a few levels: flatten it"
+)
+_TOO_MUCH = (
+    f"the file expands to too much data: more than {MAX_VALUES:,} values once its "
+    "YAML aliases (`*name`) in this entry are replaced by their anchors' data; "
+    "use fewer aliases, or write the data out"
+)
 
 
 class _Copier:
@@ -204,11 +211,15 @@ def _item(node: Any, index: int, *, fallback: Position) -> Position:
 _SYNTAX_HINTS = (
     ("duplicate key", "each key may appear once in a mapping: remove or rename one of them"),
     ("\\t", "indent with spaces, not tabs"),
-    ("mapping values are not allowed", "quote a value that contains ': ', "
-     "e.g. goal: \"Ask: where is my order?\""),
+    (
+        "mapping values are not allowed",
+        "quote a value that contains ': ', e.g. goal: \"Ask: where is my order?\"",
+    ),
     ("could not find expected ':'", "check the indentation: keys of one mapping must line up"),
-    ("expected <block end>", "check the indentation: keys of one mapping and the `-` items "
-     "of one list must line up"),
+    (
+        "expected <block end>",
+        "check the indentation: keys of one mapping and the `-` items of one list must line up",
+    ),
     ("undefined alias", "define the anchor (`&name`) before using `*name`"),
     ("found unexpected end of stream", "close the quote or bracket opened here"),
 )
@@ -217,18 +228,28 @@ _SYNTAX_HINTS = (
 def _syntax_error(e: Any, *, path: str) -> ConfigError:
     mark = e.problem_mark or e.context_mark
     problem = e.problem or e.context or "invalid YAML"
-    hint = next((h for needle, h in _SYNTAX_HINTS if needle in str(e)),
-                "check the indentation and quoting around here")
+    hint = next(
+        (h for needle, h in _SYNTAX_HINTS if needle in str(e)),
+        "check the indentation and quoting around here",
+    )
     context = ""
     if e.context and e.context_mark is not None and e.context_mark is not mark:
         context = f" ({e.context} at line {e.context_mark.line + 1})"
     line, column = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
-    return ConfigError(f"invalid YAML: {problem}{context}; {hint}", path=path, line=line,
-                       column=column)
+    return ConfigError(
+        f"invalid YAML: {problem}{context}; {hint}", path=path, line=line, column=column
+    )
 
 
-_CONTROL_NAMES = {0: "NUL", 7: "BEL", 8: "backspace", 11: "vertical tab", 12: "form feed",
-                  27: "ESC", 127: "DEL"}
+_CONTROL_NAMES = {
+    0: "NUL",
+    7: "BEL",
+    8: "backspace",
+    11: "vertical tab",
+    12: "form feed",
+    27: "ESC",
+    127: "DEL",
+}
 
 
 def _reader_error(e: Any, *, text: str, path: str) -> ConfigError:
@@ -237,11 +258,18 @@ def _reader_error(e: Any, *, text: str, path: str) -> ConfigError:
     line = text.count("\n", 0, position) + 1
     column = position - text.rfind("\n", 0, position)
     code = e.character if isinstance(e.character, int) else ord(e.character)
-    name = _CONTROL_NAMES.get(code, "a control character" if code < 0x20 or 0x7F <= code < 0xA0
-                              else "a character YAML does not allow")
+    name = _CONTROL_NAMES.get(
+        code,
+        "a control character"
+        if code < 0x20 or 0x7F <= code < 0xA0
+        else "a character YAML does not allow",
+    )
     escape = f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
     return ConfigError(
         f"invalid YAML: character U+{code:04X} ({name}) is not allowed in a YAML file; delete "
         "it (it is often invisible: look for it in an editor that shows control characters), "
-        f"or inside a double-quoted string write it as the escape \"{escape}\"",
-        path=path, line=line, column=column)
+        f'or inside a double-quoted string write it as the escape "{escape}"',
+        path=path,
+        line=line,
+        column=column,
+    )

@@ -56,25 +56,41 @@ def config_error(problems: Sequence[Problem]) -> ConfigError:
 # --- the models behind each place in a file ---------------------------------------------
 
 _SCENARIOS: dict[str, type[BaseModel]] = {
-    "simulated": sc.SimulatedScenario, "scripted": sc.ScriptedScenario,
+    "simulated": sc.SimulatedScenario,
+    "scripted": sc.ScriptedScenario,
     "single_turn": sc.SingleTurnScenario,
 }
 _CHECKS: dict[str, type[BaseModel]] = {
-    m.model_fields["type"].default: m for m in (
-        sc.ContainsCheck, sc.NotContainsCheck, sc.RegexCheck, sc.EqualsCheck,
-        sc.JsonSchemaCheck, sc.ToolCalledCheck, sc.ToolArgsCheck, sc.LatencyBelowCheck)
+    m.model_fields["type"].default: m
+    for m in (
+        sc.ContainsCheck,
+        sc.NotContainsCheck,
+        sc.RegexCheck,
+        sc.EqualsCheck,
+        sc.JsonSchemaCheck,
+        sc.ToolCalledCheck,
+        sc.ToolArgsCheck,
+        sc.LatencyBelowCheck,
+    )
 }
 _TARGETS: dict[str, type[BaseModel]] = {
-    "http": ts.HttpTargetSpec, "openai_chat": ts.OpenAIChatTargetSpec,
-    "callable": ts.CallableTargetSpec, "a2a": ts.A2ATargetSpec,
+    "http": ts.HttpTargetSpec,
+    "openai_chat": ts.OpenAIChatTargetSpec,
+    "callable": ts.CallableTargetSpec,
+    "a2a": ts.A2ATargetSpec,
     "parlant": ts.ParlantTargetSpec,
 }
 _FAMILIES = (_SCENARIOS, _CHECKS, _TARGETS)
 _ITEM_MODELS: dict[str, type[BaseModel]] = {
-    "turns": sc.ScriptedTurn, "criteria": sc.Criterion, "restrictions": sc.Criterion,
+    "turns": sc.ScriptedTurn,
+    "criteria": sc.Criterion,
+    "restrictions": sc.Criterion,
 }
-_NOUN = {"simulated": "simulated scenario", "scripted": "scripted scenario",
-         "single_turn": "single-turn scenario"}
+_NOUN = {
+    "simulated": "simulated scenario",
+    "scripted": "scripted scenario",
+    "single_turn": "single-turn scenario",
+}
 
 
 def allowed_keys(model: type[BaseModel]) -> list[str]:
@@ -92,7 +108,10 @@ def describe(model: type[BaseModel]) -> str:
 
 
 _OTHER_NOUNS: dict[type[BaseModel], str] = {
-    sc.ScriptedTurn: "scripted turn", sc.Criterion: "criterion", sc.TestFile: "test file"}
+    sc.ScriptedTurn: "scripted turn",
+    sc.Criterion: "criterion",
+    sc.TestFile: "test file",
+}
 
 
 def _family(model: type[BaseModel]) -> dict[str, type[BaseModel]]:
@@ -107,8 +126,10 @@ def _why_kind(model: type[BaseModel], node: Any) -> str:
     if family is _SCENARIOS:
         if "kind" in node:
             return f"it says `kind: {node['kind']}`"
-        return next((f"it has `{k}:`" for k in ("turns", "prompt") if k in node),
-                    "it has neither `turns:` nor `prompt:`")
+        return next(
+            (f"it has `{k}:`" for k in ("turns", "prompt") if k in node),
+            "it has neither `turns:` nor `prompt:`",
+        )
     if "type" in node:
         return f"it says `type: {node['type']}`"
     if family is _CHECKS:
@@ -123,6 +144,7 @@ def closest(word: str, choices: Sequence[str]) -> str | None:
 
 
 # --- walking a pydantic location through the data ----------------------------------------
+
 
 @dataclass(frozen=True)
 class _Place:
@@ -144,7 +166,8 @@ def _is_tag(loc: Sequence[Any], i: int, *, single: bool) -> bool:
         return seg in _TARGETS
     if i >= 2 and isinstance(loc[i - 1], int):
         return (loc[i - 2] == "scenarios" and seg in _SCENARIOS) or (
-            loc[i - 2] == "checks" and seg in _CHECKS)
+            loc[i - 2] == "checks" and seg in _CHECKS
+        )
     return False
 
 
@@ -196,8 +219,9 @@ def _child_model(found: list[Any], seg: Any) -> type[BaseModel] | None:
     return None
 
 
-def _shorthand_body(node: Any, model: type[BaseModel] | None, seg: Any, *,
-                    missing: bool) -> str | None:
+def _shorthand_body(
+    node: Any, model: type[BaseModel] | None, seg: Any, *, missing: bool
+) -> str | None:
     """The check-type key of a shorthand check whose body holds field `seg`."""
     if model is None or model not in _CHECKS.values() or not is_mapping(node):
         return None
@@ -248,10 +272,17 @@ def _got(value: Any) -> str:
 # --- one message per pydantic error ------------------------------------------------------
 
 _EXPECTED = {
-    "string_type": "text", "int_type": "a whole number", "int_parsing": "a whole number",
-    "int_from_float": "a whole number", "float_type": "a number", "float_parsing": "a number",
-    "bool_type": "true or false", "bool_parsing": "true or false", "list_type": "a list",
-    "dict_type": "a mapping (key: value)", "model_type": "a mapping (key: value)",
+    "string_type": "text",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "list_type": "a list",
+    "dict_type": "a mapping (key: value)",
+    "model_type": "a mapping (key: value)",
     "model_attributes_type": "a mapping (key: value)",
 }
 
@@ -272,8 +303,9 @@ class _Note:
     """For an unknown key: the key suggested instead."""
 
 
-def validation_problems(error: ValidationError, *, doc: Document, path: str,
-                        single: bool) -> list[Problem]:
+def validation_problems(
+    error: ValidationError, *, doc: Document, path: str, single: bool
+) -> list[Problem]:
     """Explain every error of `error` at its line and column in `path`.
 
     Args:
@@ -304,17 +336,25 @@ def _merge(notes: list[_Note]) -> list[_Note]:
     notes = [n for n in notes if not (n.expected and _has_inner(n, notes))]
     out: list[_Note] = []
     for note in notes:
-        same = next((i for i, o in enumerate(out) if note.expected and o.expected
-                     and o.loc == note.loc), None)
+        same = next(
+            (i for i, o in enumerate(out) if note.expected and o.expected and o.loc == note.loc),
+            None,
+        )
         if same is None:
             out.append(note)
             continue
         prior = out[same]
         expected = tuple(dict.fromkeys((*prior.expected, *note.expected)))
         hints = tuple(dict.fromkeys((*prior.hints, *note.hints)))
-        out[same] = _Note(prior.loc, prior.line, prior.column,
-                          _type_message(prior.loc, expected, prior.got, hints),
-                          expected, prior.got, hints=hints)
+        out[same] = _Note(
+            prior.loc,
+            prior.line,
+            prior.column,
+            _type_message(prior.loc, expected, prior.got, hints),
+            expected,
+            prior.got,
+            hints=hints,
+        )
     return out
 
 
@@ -325,7 +365,8 @@ def _has_inner(note: _Note, notes: list[_Note]) -> bool:
 
 def _type_message(loc: Loc, expected: tuple[str, ...], got: str, hints: tuple[str, ...]) -> str:
     return f"{yaml_path(loc)}: expected {' or '.join(expected)}, got {got}" + "".join(
-        f"; {h}" for h in hints)
+        f"; {h}" for h in hints
+    )
 
 
 def _note(e: Any, doc: Document, *, single: bool) -> _Note:
@@ -336,8 +377,9 @@ def _note(e: Any, doc: Document, *, single: bool) -> _Note:
         message, guess = _unknown_key(place, doc.data)
         return _Note(place.loc, *key_pos, message, suggested=guess)
     if kind == "missing":
-        return _Note(place.loc, *key_pos, _missing(str(loc[-1]), place, single=single),
-                     missing=str(loc[-1]))
+        return _Note(
+            place.loc, *key_pos, _missing(str(loc[-1]), place, single=single), missing=str(loc[-1])
+        )
     if kind in _UNIONS:
         message, key = _union(kind, value, yaml_path(place.loc))
         return _Note(place.loc, *(doc.position((*place.loc, key)) if key else key_pos), message)
@@ -353,19 +395,33 @@ def _value_note(e: Any, place: _Place, doc: Document) -> _Note:
         if place.loc and place.loc[-1] == "should":
             expected = "text or a list of texts"
         hints = _type_hints(kind, value, place.loc)
-        return _Note(place.loc, *pos, _type_message(place.loc, (expected,), got, hints),
-                     (expected,), got, hints=hints)
+        return _Note(
+            place.loc,
+            *pos,
+            _type_message(place.loc, (expected,), got, hints),
+            (expected,),
+            got,
+            hints=hints,
+        )
     if kind in _BOUNDS or kind in _LENGTHS:
         return _Note(place.loc, *pos, f"{where}: {_out_of_range(e, place)}")
     if kind == "literal_error":
         options = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
         guess = closest(str(value), options)
-        return _Note(place.loc, *pos, f"{where}: expected one of {', '.join(options)}, got "
-                     f"{got}" + (f"; did you mean {guess!r}?" if guess else ""))
+        return _Note(
+            place.loc,
+            *pos,
+            f"{where}: expected one of {', '.join(options)}, got "
+            f"{got}" + (f"; did you mean {guess!r}?" if guess else ""),
+        )
     if kind == "string_pattern_mismatch":
         hint = _PATTERN_HINTS.get(str(place.loc[-1]) if place.loc else "")
-        return _Note(place.loc, *pos, f"{where}: {got} does not match the pattern "
-                     f"{ctx.get('pattern', '')}" + (f"; {hint}" if hint else ""))
+        return _Note(
+            place.loc,
+            *pos,
+            f"{where}: {got} does not match the pattern "
+            f"{ctx.get('pattern', '')}" + (f"; {hint}" if hint else ""),
+        )
     message = re.sub(r"^(Value error|Assertion failed), ", "", e["msg"])
     if place.model is not None and kind in ("value_error", "assertion_error"):
         where += f" ({describe(place.model)})"
@@ -385,10 +441,18 @@ def _type_hints(kind: str, value: Any, loc: Loc) -> tuple[str, ...]:
     return ()
 
 
-_BOUNDS = {"greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "more than"),
-           "less_than_equal": ("le", "at most"), "less_than": ("lt", "less than")}
-_LENGTHS = {"string_too_short": "characters", "string_too_long": "characters",
-            "too_short": "items", "too_long": "items"}
+_BOUNDS = {
+    "greater_than_equal": ("ge", "at least"),
+    "greater_than": ("gt", "more than"),
+    "less_than_equal": ("le", "at most"),
+    "less_than": ("lt", "less than"),
+}
+_LENGTHS = {
+    "string_too_short": "characters",
+    "string_too_long": "characters",
+    "too_short": "items",
+    "too_long": "items",
+}
 
 
 def _out_of_range(e: Any, place: _Place) -> str:
@@ -399,7 +463,8 @@ def _out_of_range(e: Any, place: _Place) -> str:
         unit = _LENGTHS[kind]
         if kind.endswith("too_short") and ctx.get("min_length") == 1:
             return f"{key} must not be empty; " + (
-                "write the text" if unit == "characters" else "list at least one item")
+                "write the text" if unit == "characters" else "list at least one item"
+            )
         limit = ctx.get("min_length", ctx.get("max_length"))
         size = len(value) if isinstance(value, str) else ctx.get("actual_length")
         word = "at least" if kind.endswith("too_short") else "at most"
@@ -435,13 +500,18 @@ def _unknown_key(place: _Place, data: Any) -> tuple[str, str | None]:
         return f"unknown key {key!r} {_in(container)}", None
     message = f"unknown key {key!r} {_in(container)} ({describe(model)})"
     if model is sc.TestFile and any(key in allowed_keys(m) for m in _SCENARIOS.values()):
-        return (f"{message}; `{key}` is a scenario setting: put it in each scenario under "
-                "`scenarios:`", None)
+        return (
+            f"{message}; `{key}` is a scenario setting: put it in each scenario under `scenarios:`",
+            None,
+        )
     others = [m for m in _family(model).values() if m is not model]
     owners = [describe(m) + "s" for m in others if key in allowed_keys(m)]
     if owners:
-        return (f"{message}; `{key}` belongs to {' and '.join(owners)}, and this is "
-                f"{_a(describe(model))} because {_why_kind(model, _at(data, container))}", None)
+        return (
+            f"{message}; `{key}` belongs to {' and '.join(owners)}, and this is "
+            f"{_a(describe(model))} because {_why_kind(model, _at(data, container))}",
+            None,
+        )
     if guess := closest(key, allowed_keys(model)):
         return f"{message}; did you mean {guess!r}?", guess
     for other in others:
@@ -451,13 +521,11 @@ def _unknown_key(place: _Place, data: Any) -> tuple[str, str | None]:
 
 
 _MISSING_HINTS: dict[tuple[Any, str], str] = {
-    (sc.Criterion, "id"): "write a criterion as plain text, or as a mapping with `id:` and "
-    "`text:`",
+    (sc.Criterion, "id"): "write a criterion as plain text, or as a mapping with `id:` and `text:`",
     (sc.Criterion, "text"): "write a criterion as plain text, or as a mapping with `id:` and "
     "`text:`",
     (sc.ScriptedTurn, "user"): "each turn needs the user's message as `user:`",
-    (sc.ScriptedScenario, "turns"): "a scripted scenario lists its user messages under "
-    "`turns:`",
+    (sc.ScriptedScenario, "turns"): "a scripted scenario lists its user messages under `turns:`",
     (sc.SingleTurnScenario, "prompt"): "a single-turn scenario sends its `prompt:`",
 }
 
@@ -466,8 +534,10 @@ def _missing(key: str, place: _Place, *, single: bool) -> str:
     noun = f" ({describe(place.model)})" if place.model else ""
     message = f"missing required key {key!r} {_in(place.loc)}{noun}"
     if single and not place.loc and key == "id":
-        return message + "; a test file holds `target:` and `scenarios:` (a list), or is one " \
+        return (
+            message + "; a test file holds `target:` and `scenarios:` (a list), or is one "
             "scenario with its own `id:`"
+        )
     hint = _MISSING_HINTS.get((place.model, key))
     return f"{message}; {hint}" if hint else message
 
@@ -477,9 +547,11 @@ _UNIONS: dict[str, tuple[dict[str, type[BaseModel]], str, str]] = {
     "scenario_kind": (_SCENARIOS, "scenario", "kind"),
     "target_type": (_TARGETS, "target", "type"),
 }
-_EXAMPLES = {"check": '`- contains: "refund"` or `- {type: regex, pattern: "\\\\d+"}`',
-             "scenario": "`- id: refund-late-order` followed by its keys",
-             "target": '`target: {url: "http://localhost:8000/chat"}`'}
+_EXAMPLES = {
+    "check": '`- contains: "refund"` or `- {type: regex, pattern: "\\\\d+"}`',
+    "scenario": "`- id: refund-late-order` followed by its keys",
+    "target": '`target: {url: "http://localhost:8000/chat"}`',
+}
 
 
 _PATTERN_HINTS = {
@@ -497,9 +569,12 @@ def _union(kind: str, value: Any, where: str) -> tuple[str, str | None]:
     if tag_key in value:
         tag = str(value[tag_key])
         guess = closest(tag, list(family))
-        return (f"{where}: unknown {noun} {tag_key} {tag!r}; "
-                + (f"did you mean {guess!r}? " if guess else "")
-                + f"{noun} {tag_key}s: {names}", tag_key)
+        return (
+            f"{where}: unknown {noun} {tag_key} {tag!r}; "
+            + (f"did you mean {guess!r}? " if guess else "")
+            + f"{noun} {tag_key}s: {names}",
+            tag_key,
+        )
     if family is _CHECKS:
         return _untyped_check(value, where, names)
     return _untyped_target(value, where)
@@ -508,19 +583,28 @@ def _union(kind: str, value: Any, where: str) -> tuple[str, str | None]:
 def _untyped_check(value: dict[str, Any], where: str, names: str) -> tuple[str, str | None]:
     present = [k for k in value if k in _CHECKS]
     if len(present) > 1:
-        return (f"{where}: one check per list item, found {' and '.join(present)}; write each "
-                "as its own `- ` item", present[1])
+        return (
+            f"{where}: one check per list item, found {' and '.join(present)}; write each "
+            "as its own `- ` item",
+            present[1],
+        )
     for key in value:
         if guess := closest(key, list(_CHECKS)):
             return f"{where}: unknown check {key!r}; did you mean {guess!r}?", key
-    return (f"{where}: a check needs `type:` or its type as key, e.g. {_EXAMPLES['check']}; "
-            f"check types: {names}", None)
+    return (
+        f"{where}: a check needs `type:` or its type as key, e.g. {_EXAMPLES['check']}; "
+        f"check types: {names}",
+        None,
+    )
 
 
 def _untyped_target(value: dict[str, Any], where: str) -> tuple[str, str | None]:
     for key in value:
         if guess := closest(key, ["url", "ref", "base_url", "type"]):
             return f"unknown key {key!r} in {where} (target); did you mean {guess!r}?", key
-    return (f"{where}: a target needs `type:` (http, openai_chat, callable), or a `url:` "
-            f"(http), `ref:` (callable) or `base_url:` (openai_chat), e.g. "
-            f"{_EXAMPLES['target']}", None)
+    return (
+        f"{where}: a target needs `type:` (http, openai_chat, callable), or a `url:` "
+        f"(http), `ref:` (callable) or `base_url:` (openai_chat), e.g. "
+        f"{_EXAMPLES['target']}",
+        None,
+    )

@@ -33,19 +33,24 @@ def discover_files(paths: Sequence[str | Path], *, python: bool = False) -> list
         UserError: a path does not exist, or no test file was found at all; the message
             names what was looked for.
     """
-    looked_for = ("*.yaml, *.yml, *.json, test_*.py and *_test.py" if python
-                  else "*.yaml, *.yml and *.json")
+    looked_for = (
+        "*.yaml, *.yml, *.json, test_*.py and *_test.py" if python else "*.yaml, *.yml and *.json"
+    )
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if not path.exists():
-            raise UserError(f"test path {str(raw)!r} does not exist; give a test file or a "
-                            f"directory of test files ({looked_for})")
+            raise UserError(
+                f"test path {str(raw)!r} does not exist; give a test file or a "
+                f"directory of test files ({looked_for})"
+            )
         files += sorted(_walk(path, python=python)) if path.is_dir() else [path]
     if not files:
         searched = ", ".join(repr(str(p)) for p in paths) or "(no paths given)"
-        raise UserError(f"no test files found under {searched}: looked for {looked_for} "
-                        "files (hidden directories skipped); `sparring init` writes an example")
+        raise UserError(
+            f"no test files found under {searched}: looked for {looked_for} "
+            "files (hidden directories skipped); `sparring init` writes an example"
+        )
     unique: dict[Path, Path] = {}
     for file in files:
         unique.setdefault(file.resolve(), file)

@@ -41,8 +41,9 @@ _TEST_DIRS: set[Path] = set()
 forgotten when a test file in another directory has its own module of the same name."""
 
 
-def load_suites(files: Sequence[Path], *,
-                named: Collection[str | Path] | None = None) -> list[Suite]:
+def load_suites(
+    files: Sequence[Path], *, named: Collection[str | Path] | None = None
+) -> list[Suite]:
     """Import the Python test files and collect the `Suite` objects they define.
 
     Args:
@@ -74,8 +75,11 @@ def load_suites(files: Sequence[Path], *,
         found = {id(v): (name, v) for name, v in vars(module).items() if isinstance(v, Suite)}
         if required:
             _check_defines_tests(file, list(found.values()))
-        suites += [s for _, s in found.values()  # an imported Suite: from its own file
-                   if s.written_in(file) and all(s is not t for t in suites)]
+        suites += [
+            s
+            for _, s in found.values()  # an imported Suite: from its own file
+            if s.written_in(file) and all(s is not t for t in suites)
+        ]
     return suites
 
 
@@ -93,11 +97,14 @@ def _check_defines_tests(file: Path, found: list[tuple[str, Suite]]) -> None:
         raise UserError(
             f"{file}: defines no `sparring.api.Suite` at module level, so it has no tests "
             f"to run; a minimal test file:\n{MINIMAL_SUITE}\n(pytest test files using the "
-            "`sparring` fixture run with `pytest`)")
+            "`sparring` fixture run with `pytest`)"
+        )
     if not any(suite.tests for _, suite in found):
         names = ", ".join(name for name, _ in found)
-        raise UserError(f"{file}: its Suite ({names}) has no tests; register one with "
-                        f"`@{found[0][0]}.scenario` above an `async def test_...():`")
+        raise UserError(
+            f"{file}: its Suite ({names}) has no tests; register one with "
+            f"`@{found[0][0]}.scenario` above an `async def test_...():`"
+        )
 
 
 def _put_on_path(directory: Path) -> None:
@@ -129,12 +136,15 @@ def _import(file: Path) -> object:
         raise UserError(f"{file}: {e}") from None
     except Exception as e:
         del sys.modules[name]
-        raise UserError(f"{file}: importing it raised {_describe(e, path)}; fix the error "
-                        "in that file") from None
+        raise UserError(
+            f"{file}: importing it raised {_describe(e, path)}; fix the error in that file"
+        ) from None
     except SystemExit as e:
         del sys.modules[name]
-        raise UserError(f"{file}: importing it called sys.exit({e.code!r}); put script code "
-                        "under `if __name__ == \"__main__\":`") from None
+        raise UserError(
+            f"{file}: importing it called sys.exit({e.code!r}); put script code "
+            'under `if __name__ == "__main__":`'
+        ) from None
     return module
 
 
@@ -163,10 +173,12 @@ def _describe(error: Exception, path: Path) -> str:
     """`Type: message (line N)`, N the error's line in the test file itself, if any."""
     if isinstance(error, SyntaxError) and error.filename and Path(error.filename) == path:
         return f"{type(error).__name__}: {error.msg} (line {error.lineno})"
-    lines = [f.lineno for f in traceback.extract_tb(error.__traceback__)
-             if Path(f.filename) == path]
+    lines = [
+        f.lineno for f in traceback.extract_tb(error.__traceback__) if Path(f.filename) == path
+    ]
     if isinstance(error, SyntaxError):  # in a module the test file imports
         where = f" (imported at line {lines[-1]})" if lines else ""
-        return (f"{type(error).__name__} in {error.filename}, line {error.lineno}: "
-                f"{error.msg}{where}")
+        return (
+            f"{type(error).__name__} in {error.filename}, line {error.lineno}: {error.msg}{where}"
+        )
     return f"{type(error).__name__}: {error}" + (f" (line {lines[-1]})" if lines else "")

@@ -56,8 +56,11 @@ def _schema() -> dict[str, Any]:
 
 def _check_def_names(defs: dict[str, Any]) -> list[str]:
     """Names of the check models' definitions, in `CHECK_TYPES` order."""
-    by_type = {d["properties"]["type"].get("const"): name for name, d in defs.items()
-               if "type" in d.get("properties", {}) and "turn" in d["properties"]}
+    by_type = {
+        d["properties"]["type"].get("const"): name
+        for name, d in defs.items()
+        if "type" in d.get("properties", {}) and "turn" in d["properties"]
+    }
     return [by_type[t] for t in CHECK_TYPES]
 
 
@@ -69,8 +72,11 @@ def _check_schema(defs: dict[str, Any], refs: list[str]) -> dict[str, Any]:
         full["required"] = ["type", *full.get("required", [])]
         forms.append({"$ref": ref})
         forms.append(_shorthand(check_type, full))
-    return {"description": "A deterministic check: `{type: contains, value: x}` or the "
-            "shorthand `{contains: x}`.", "anyOf": forms}
+    return {
+        "description": "A deterministic check: `{type: contains, value: x}` or the "
+        "shorthand `{contains: x}`.",
+        "anyOf": forms,
+    }
 
 
 def _shorthand(check_type: str, full: dict[str, Any]) -> dict[str, Any]:
@@ -78,8 +84,12 @@ def _shorthand(check_type: str, full: dict[str, Any]) -> dict[str, Any]:
     props = {k: v for k, v in full["properties"].items() if k != "type"}
     expanded = expand_check_shorthand({check_type: "x"})
     field = next(k for k in expanded if k != "type")
-    as_object = {"type": "object", "properties": props, "additionalProperties": False,
-                 "required": [r for r in full.get("required", []) if r != "type"]}
+    as_object = {
+        "type": "object",
+        "properties": props,
+        "additionalProperties": False,
+        "required": [r for r in full.get("required", []) if r != "type"],
+    }
     if check_type == "json_schema":  # a body without `schema:` is the schema itself
         body = [props[field]]
     elif props[field].get("type") == "object":  # a mapping body is always spread
@@ -87,17 +97,23 @@ def _shorthand(check_type: str, full: dict[str, Any]) -> dict[str, Any]:
     else:
         body = [props[field], as_object]
     rest = {k: v for k, v in props.items() if k != field}
-    return {"type": "object", "title": f"{check_type} (shorthand)",
-            "properties": {check_type: {"anyOf": body}, **rest},
-            "required": [check_type], "additionalProperties": False}
+    return {
+        "type": "object",
+        "title": f"{check_type} (shorthand)",
+        "properties": {check_type: {"anyOf": body}, **rest},
+        "required": [check_type],
+        "additionalProperties": False,
+    }
 
 
 _THRESHOLD = {
     "description": "Pass rate required across trials: 0.8, 80 or '80%'.",
     "default": 1.0,
-    "anyOf": [{"type": "number", "minimum": 0, "maximum": 1},
-              {"type": "number", "minimum": 10, "maximum": 100},
-              {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%?\s*$"}],
+    "anyOf": [
+        {"type": "number", "minimum": 0, "maximum": 1},
+        {"type": "number", "minimum": 10, "maximum": 100},
+        {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%?\s*$"},
+    ],
 }
 
 
@@ -111,5 +127,6 @@ def _widen(props: dict[str, Any]) -> None:
         props["threshold"] = _THRESHOLD
     for key in _CRITERIA:
         if key in props:
-            props[key]["items"] = {"anyOf": [{"type": "string", "minLength": 1},
-                                             {"$ref": "#/$defs/Criterion"}]}
+            props[key]["items"] = {
+                "anyOf": [{"type": "string", "minLength": 1}, {"$ref": "#/$defs/Criterion"}]
+            }

@@ -47,13 +47,17 @@ def load_target(file: str, *, scenario_id: str | None) -> tuple[AnyTargetSpec, s
     """
     path = Path(file)
     if not path.is_file():
-        raise UserError(f"{file!r} is not a file; give a test file or a YAML file with "
-                        f"`target:`, e.g. {_EXAMPLE}")
+        raise UserError(
+            f"{file!r} is not a file; give a test file or a YAML file with "
+            f"`target:`, e.g. {_EXAMPLE}"
+        )
     if path.suffix.lower() in (".py", ".pyw"):
-        raise UserError(f"{file} is a Python file; `sparring doctor` takes a YAML (or JSON) "
-                        "test file, or a YAML file holding only `target:`. To check a Suite's "
-                        f"target, write the same target in a YAML file, e.g. {_EXAMPLE}, and "
-                        "give that file")
+        raise UserError(
+            f"{file} is a Python file; `sparring doctor` takes a YAML (or JSON) "
+            "test file, or a YAML file holding only `target:`. To check a Suite's "
+            f"target, write the same target in a YAML file, e.g. {_EXAMPLE}, and "
+            "give that file"
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -63,29 +67,36 @@ def load_target(file: str, *, scenario_id: str | None) -> tuple[AnyTargetSpec, s
     if not (isinstance(data, dict) and data.keys() == {"target"}):
         return _scenario_target(load_text(text, path=file), file, scenario_id)
     if scenario_id is not None:
-        raise UserError(f"{file} holds only a target, no scenario {scenario_id!r}; leave out "
-                        "--scenario")
+        raise UserError(
+            f"{file} holds only a target, no scenario {scenario_id!r}; leave out --scenario"
+        )
     try:
         spec = _TargetFile.model_validate(data).target
     except ValidationError as e:
-        raise config_error(validation_problems(e, doc=documents[0], path=file,
-                                               single=False)) from None
+        raise config_error(
+            validation_problems(e, doc=documents[0], path=file, single=False)
+        ) from None
     return spec, f"{file}:{documents[0].position(('target',))[0]}"
 
 
-def _scenario_target(found: list[AnyScenario], file: str,
-                     scenario_id: str | None) -> tuple[AnyTargetSpec, str]:
+def _scenario_target(
+    found: list[AnyScenario], file: str, scenario_id: str | None
+) -> tuple[AnyTargetSpec, str]:
     if scenario_id is not None:
         chosen = [s for s in found if s.id == scenario_id]
         if not chosen:
-            raise UserError(f"no scenario {scenario_id!r} in {file}; its scenarios: "
-                            f"{', '.join(s.id for s in found)}")
+            raise UserError(
+                f"no scenario {scenario_id!r} in {file}; its scenarios: "
+                f"{', '.join(s.id for s in found)}"
+            )
         found = chosen
     targets = {s.target.model_dump_json(): s for s in found if s.target is not None}
     if len(targets) > 1:
-        raise ConfigError(f"its scenarios use {len(targets)} different targets; choose one "
-                          f"with --scenario ID (ids: {', '.join(s.id for s in found)})",
-                          path=file)
+        raise ConfigError(
+            f"its scenarios use {len(targets)} different targets; choose one "
+            f"with --scenario ID (ids: {', '.join(s.id for s in found)})",
+            path=file,
+        )
     first = next(iter(targets.values()))
     assert first.target is not None  # the loader rejects scenarios without a target
     return first.target, first.source or file

@@ -111,9 +111,10 @@ def _compile(pattern: str | None) -> re.Pattern[str] | None:
     try:
         return re.compile(pattern)
     except re.error as e:
-        raise UserError(f"pattern {pattern!r} is not a valid regular expression ({e}); put a "
-                        r"backslash before special characters such as ( [ + * ?, e.g. 'a\+b'"
-                        ) from None
+        raise UserError(
+            f"pattern {pattern!r} is not a valid regular expression ({e}); put a "
+            r"backslash before special characters such as ( [ + * ?, e.g. 'a\+b'"
+        ) from None
 
 
 def _load_file(file: Path) -> tuple[list[_Loaded], list[Problem]]:
@@ -121,8 +122,14 @@ def _load_file(file: Path) -> tuple[list[_Loaded], list[Problem]]:
     try:
         text = file.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
-        return [], [Problem(path, None, None, f"not UTF-8 text ({e.reason} at byte {e.start}); "
-                            "save the file as UTF-8")]
+        return [], [
+            Problem(
+                path,
+                None,
+                None,
+                f"not UTF-8 text ({e.reason} at byte {e.start}); save the file as UTF-8",
+            )
+        ]
     except OSError as e:
         raise UserError(f"cannot read test file {path!r}: {e.strerror or e}") from None
     return _load_documents(text, path=path)
@@ -144,8 +151,10 @@ def _load_documents(text: str, *, path: str) -> tuple[list[_Loaded], list[Proble
     return loaded, problems
 
 
-_SHAPE = ("a test file is a mapping with `target:` and `scenarios:` (a list of scenarios), "
-          "or one scenario with its own `id:` and `target:`")
+_SHAPE = (
+    "a test file is a mapping with `target:` and `scenarios:` (a list of scenarios), "
+    "or one scenario with its own `id:` and `target:`"
+)
 
 
 @functools.cache
@@ -159,8 +168,14 @@ def _load_document(doc: Document, *, path: str) -> tuple[list[_Loaded], list[Pro
     data = doc.data
     if not is_mapping(data):
         hint = "; put the list under `scenarios:`" if isinstance(data, list) else ""
-        return [], [Problem(path, line, column, f"expected a mapping at the top level, got "
-                            f"{_kind_of(data)}; {_SHAPE}{hint}")]
+        return [], [
+            Problem(
+                path,
+                line,
+                column,
+                f"expected a mapping at the top level, got {_kind_of(data)}; {_SHAPE}{hint}",
+            )
+        ]
     if _REPORT_KEYS <= data.keys():
         return [], []  # a sparring JSON report saved among the tests: not a test file
     single = "scenarios" not in data
@@ -187,23 +202,36 @@ def _load_document(doc: Document, *, path: str) -> tuple[list[_Loaded], list[Pro
 
 
 _REPORT_KEYS = frozenset({"schema_version", "sparring_version", "run_id"})
-_SCENARIO_KEYS = frozenset(k for m in (SimulatedScenario, ScriptedScenario, SingleTurnScenario)
-                           for k in allowed_keys(m)) - {"target"}
+_SCENARIO_KEYS = frozenset(
+    k for m in (SimulatedScenario, ScriptedScenario, SingleTurnScenario) for k in allowed_keys(m)
+) - {"target"}
 """Keys that make a file without `scenarios:` one scenario (`target:` alone does not)."""
 
 
 def _no_scenarios(data: dict[str, Any], *, doc: Document, path: str) -> list[Problem]:
     """A file with neither `scenarios:` nor any scenario key: say so, and check its keys."""
-    problems = [Problem(path, *doc.position(()), "no scenarios in this file; add `scenarios:` "
-                        "(a list of scenarios) or write one scenario at the top level (with "
-                        "its own `id:`)")]
+    problems = [
+        Problem(
+            path,
+            *doc.position(()),
+            "no scenarios in this file; add `scenarios:` "
+            "(a list of scenarios) or write one scenario at the top level (with "
+            "its own `id:`)",
+        )
+    ]
     for key in data:
         if key != "target":
             guess = closest(key, ["scenarios", "target", *sorted(_SCENARIO_KEYS)])
-            hint = f"did you mean {guess!r}?" if guess else "a test file holds `target:` " \
-                "and `scenarios:`"
-            problems.append(Problem(path, *doc.position((key,)),
-                                    f"unknown key {key!r} at the top level; {hint}"))
+            hint = (
+                f"did you mean {guess!r}?"
+                if guess
+                else "a test file holds `target:` and `scenarios:`"
+            )
+            problems.append(
+                Problem(
+                    path, *doc.position((key,)), f"unknown key {key!r} at the top level; {hint}"
+                )
+            )
     return problems
 
 
@@ -215,17 +243,32 @@ def _kind_of(value: Any) -> str:
 
 def _scenario_problems(loaded: list[_Loaded], *, path: str, single: bool) -> list[Problem]:
     """Scenarios with nothing to check, and scenarios with no target anywhere."""
-    problems = [Problem(path, item.line, item.column, _nothing_to_check(item.scenario))
-                for item in loaded if not has_something_to_check(item.scenario)]
-    problems += [Problem(path, item.line, item.column,
-                         f"scenario {item.scenario.id!r} checks tool calls, but {why}")
-                 for item in loaded
-                 if (why := unseen_tool_calls(item.scenario.target, _checks(item.scenario)))]
+    problems = [
+        Problem(path, item.line, item.column, _nothing_to_check(item.scenario))
+        for item in loaded
+        if not has_something_to_check(item.scenario)
+    ]
+    problems += [
+        Problem(
+            path,
+            item.line,
+            item.column,
+            f"scenario {item.scenario.id!r} checks tool calls, but {why}",
+        )
+        for item in loaded
+        if (why := unseen_tool_calls(item.scenario.target, _checks(item.scenario)))
+    ]
     untargeted = [item for item in loaded if item.scenario.target is None]
     if untargeted:
         first = untargeted[0]
-        problems.append(Problem(path, first.line, first.column, _no_target(
-            [item.scenario.id for item in untargeted], single=single)))
+        problems.append(
+            Problem(
+                path,
+                first.line,
+                first.column,
+                _no_target([item.scenario.id for item in untargeted], single=single),
+            )
+        )
     return problems
 
 
@@ -236,12 +279,14 @@ def _checks(scenario: AnyScenario) -> list[Check]:
 
 def _nothing_to_check(scenario: AnyScenario) -> str:
     if isinstance(scenario, ScriptedScenario):
-        add = ("`should:` or `checks:` to a turn, or `criteria:` / `checks:` to the scenario")
+        add = "`should:` or `checks:` to a turn, or `criteria:` / `checks:` to the scenario"
     elif isinstance(scenario, SingleTurnScenario):
         add = "`expected_output:`, `should:`, `checks:` or `criteria:`"
     else:
-        add = ("`criteria:` (what the agent should do, decided by the judge), `restrictions:` "
-               "(what it must not do) or `checks:` (e.g. `- contains: \"refund\"`)")
+        add = (
+            "`criteria:` (what the agent should do, decided by the judge), `restrictions:` "
+            '(what it must not do) or `checks:` (e.g. `- contains: "refund"`)'
+        )
     return f"scenario {scenario.id!r} has nothing to check; add {add}"
 
 
@@ -250,8 +295,10 @@ def _no_target(ids: list[str], *, single: bool) -> str:
     if single:
         return f"scenario {ids[0]!r} has no target; add one, e.g. {example}"
     names = ", ".join(repr(i) for i in ids)
-    return (f"no target for scenario{'s' if len(ids) > 1 else ''} {names}; add `target:` at "
-            f"the top of the file (shared by its scenarios) or to each scenario, e.g. {example}")
+    return (
+        f"no target for scenario{'s' if len(ids) > 1 else ''} {names}; add `target:` at "
+        f"the top of the file (shared by its scenarios) or to each scenario, e.g. {example}"
+    )
 
 
 def _duplicate_ids(loaded: list[_Loaded]) -> list[Problem]:
@@ -263,9 +310,14 @@ def _duplicate_ids(loaded: list[_Loaded]) -> list[Problem]:
             first[sid] = item
             continue
         where = f"{first[sid].path}:{first[sid].line}:{first[sid].column}"
-        problems.append(Problem(item.path, item.line, item.column,
-                                f"duplicate scenario id {sid!r}, also used at {where}; "
-                                "scenario ids must be unique across the loaded files: rename "
-                                "one"))
+        problems.append(
+            Problem(
+                item.path,
+                item.line,
+                item.column,
+                f"duplicate scenario id {sid!r}, also used at {where}; "
+                "scenario ids must be unique across the loaded files: rename "
+                "one",
+            )
+        )
     return problems
-

@@ -11,8 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 
-def retries_text(request_headers: Mapping[str, str], response_headers: Mapping[str, str] | None,
-                 *, max_retries: int) -> str:
+def retries_text(
+    request_headers: Mapping[str, str],
+    response_headers: Mapping[str, str] | None,
+    *,
+    max_retries: int,
+) -> str:
     """How often the failed call was retried, to follow "failed" or "no answer within 5 s".
 
     Args:
@@ -32,8 +36,10 @@ def retries_text(request_headers: Mapping[str, str], response_headers: Mapping[s
     count = int(taken)
     if count:
         return f"after {count} {'retry' if count == 1 else 'retries'}"
-    refused = response_headers is not None and \
-        response_headers.get("x-should-retry", "").lower() == "false"
+    refused = (
+        response_headers is not None
+        and response_headers.get("x-should-retry", "").lower() == "false"
+    )
     if refused and max_retries:
         return "(not retried: the server answered x-should-retry: false)"
     return "(no retries)"

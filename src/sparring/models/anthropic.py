@@ -27,13 +27,20 @@ try:
     import anthropic
     from anthropic import AsyncAnthropic
 except ImportError as e:  # pragma: no cover - the dev environment has the extra
-    raise UserError('the Anthropic provider (anthropic:NAME) needs its extra: '
-                    'pip install "sparring[anthropic]"') from e
+    raise UserError(
+        'the Anthropic provider (anthropic:NAME) needs its extra: pip install "sparring[anthropic]"'
+    ) from e
 
 DEFAULT_MAX_TOKENS = 4096
 _EXCERPT_CHARS = 300
-_REJECTION_HINTS = ("output_config", "output_format", "output format", "structured output",
-                    "json_schema", "json schema")
+_REJECTION_HINTS = (
+    "output_config",
+    "output_format",
+    "output format",
+    "structured output",
+    "json_schema",
+    "json schema",
+)
 
 
 class AnthropicModel:
@@ -59,19 +66,28 @@ class AnthropicModel:
     """
 
     def __init__(
-        self, *, name: str, model: str, base_url: str | None = None,
-        api_key: str | None = None, timeout_s: float = 120, max_retries: int = 4,
+        self,
+        *,
+        name: str,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 120,
+        max_retries: int = 4,
         max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
-            raise UserError(f"model {name!r} needs an Anthropic API key: export "
-                            "ANTHROPIC_API_KEY=sk-ant-... (or SPARRING_API_KEY, or api_key in "
-                            "sparring.toml)")
+            raise UserError(
+                f"model {name!r} needs an Anthropic API key: export "
+                "ANTHROPIC_API_KEY=sk-ant-... (or SPARRING_API_KEY, or api_key in "
+                "sparring.toml)"
+            )
         self.name, self.model, self.max_tokens = name, model, max_tokens
         self.timeout_s, self.max_retries = timeout_s, max_retries
-        self._client = AsyncAnthropic(api_key=key, base_url=base_url, timeout=timeout_s,
-                                      max_retries=max_retries)
+        self._client = AsyncAnthropic(
+            api_key=key, base_url=base_url, timeout=timeout_s, max_retries=max_retries
+        )
         self.base_url = str(self._client.base_url).rstrip("/")
         self._shown_url = mask_url(self.base_url)
         self._scrubber = Scrubber([key, *url_credentials(self.base_url)])
@@ -82,8 +98,12 @@ class AnthropicModel:
         once with the same error instead of each waiting through its own retries."""
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, temperature: float,
-        json_schema: dict[str, Any] | None = None, schema_name: str = "answer",
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float,
+        json_schema: dict[str, Any] | None = None,
+        schema_name: str = "answer",
     ) -> Completion:
         """One Messages API call; with `json_schema`, ask for JSON matching it.
 
@@ -101,8 +121,10 @@ class AnthropicModel:
         body = self._body(messages, temperature)
         try:
             if json_schema is not None and self.native_json_schema:
-                native = {**body, "output_config": {
-                    "format": {"type": "json_schema", "schema": json_schema}}}
+                native = {
+                    **body,
+                    "output_config": {"format": {"type": "json_schema", "schema": json_schema}},
+                }
                 try:
                     return await self._create(native, tool=None)
                 except anthropic.APIStatusError as e:
@@ -110,25 +132,36 @@ class AnthropicModel:
                         raise
                     self.native_json_schema = False
             if json_schema is not None:
-                body["tools"] = [{"name": schema_name, "input_schema": json_schema,
-                                  "description": "Give your answer by calling this tool."}]
+                body["tools"] = [
+                    {
+                        "name": schema_name,
+                        "input_schema": json_schema,
+                        "description": "Give your answer by calling this tool.",
+                    }
+                ]
                 body["tool_choice"] = {"type": "tool", "name": schema_name}
                 return await self._create(body, tool=schema_name)
             return await self._create(body, tool=None)
         except anthropic.AnthropicError as e:
             error = self._error(e)
             if isinstance(e, anthropic.APIConnectionError) and not isinstance(
-                    e, anthropic.APITimeoutError):
+                e, anthropic.APITimeoutError
+            ):
                 self._unreachable = error
             raise error from e
 
     def _body(self, messages: Sequence[ChatMessage], temperature: float) -> dict[str, Any]:
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
         body: dict[str, Any] = {
-            "model": self.model, "max_tokens": self.max_tokens,
+            "model": self.model,
+            "max_tokens": self.max_tokens,
             "temperature": min(temperature, 1.0),
-            "messages": [{"role": m["role"], "content": m["content"]}
-                         for m in messages if m["role"] != "system"]}
+            "messages": [
+                {"role": m["role"], "content": m["content"]}
+                for m in messages
+                if m["role"] != "system"
+            ],
+        }
         if system:
             body["system"] = system
         return body
@@ -142,27 +175,35 @@ class AnthropicModel:
         except (ValueError, UnicodeDecodeError):
             answer = None
         if not isinstance(answer, dict) or not isinstance(
-                content := cast(dict[str, Any], answer).get("content"), list):
+            content := cast(dict[str, Any], answer).get("content"), list
+        ):
             excerpt = self._scrubber.excerpt(data.decode("utf-8", "replace"), _EXCERPT_CHARS)
-            raise ModelError(f"{self._where}: the answer is not a Messages API answer (no "
-                             f"`content` list; it starts {excerpt!r}); check that base_url "
-                             "points at the Anthropic API root, without /v1")
+            raise ModelError(
+                f"{self._where}: the answer is not a Messages API answer (no "
+                f"`content` list; it starts {excerpt!r}); check that base_url "
+                "points at the Anthropic API root, without /v1"
+            )
         answer = cast(dict[str, Any], answer)
         if answer.get("stop_reason") == "refusal":
             raise ModelError(f"{self.name} refused to answer (stop_reason `refusal`)")
-        blocks = [cast(dict[str, Any], b) for b in cast(list[Any], content)
-                  if isinstance(b, dict)]
+        blocks = [cast(dict[str, Any], b) for b in cast(list[Any], content) if isinstance(b, dict)]
         text = _text(blocks, tool=tool)
-        if not text.strip() and (used := [str(b.get("name")) for b in blocks
-                                  if b.get("type") == "tool_use"]):
-            raise ModelError(f"{self._where} answered with a tool_use block ({', '.join(used)}) "
-                             "instead of text, so there is no answer to read; sparring offers "
-                             "the model no such tool, so check whether a proxy or gateway at "
-                             "base_url adds tools to the request")
+        if not text.strip() and (
+            used := [str(b.get("name")) for b in blocks if b.get("type") == "tool_use"]
+        ):
+            raise ModelError(
+                f"{self._where} answered with a tool_use block ({', '.join(used)}) "
+                "instead of text, so there is no answer to read; sparring offers "
+                "the model no such tool, so check whether a proxy or gateway at "
+                "base_url adds tools to the request"
+            )
         usage: Any = answer.get("usage")
         usage = cast(dict[str, Any], usage) if isinstance(usage, dict) else {}
-        return Completion(text=text, input_tokens=_tokens(usage.get("input_tokens")),
-                          output_tokens=_tokens(usage.get("output_tokens")))
+        return Completion(
+            text=text,
+            input_tokens=_tokens(usage.get("input_tokens")),
+            output_tokens=_tokens(usage.get("output_tokens")),
+        )
 
     @property
     def _where(self) -> str:
@@ -174,16 +215,22 @@ class AnthropicModel:
         answered = e.response.headers if isinstance(e, anthropic.APIStatusError) else None
         tries = retries_text(e.request.headers, answered, max_retries=self.max_retries)
         if isinstance(e, anthropic.APITimeoutError):
-            return ModelError(f"{self._where}: no answer within {self.timeout_s:g} s {tries}; "
-                              "raise `model_timeout_s` in sparring.toml (or "
-                              "SPARRING_MODEL_TIMEOUT_S) or try again later")
+            return ModelError(
+                f"{self._where}: no answer within {self.timeout_s:g} s {tries}; "
+                "raise `model_timeout_s` in sparring.toml (or "
+                "SPARRING_MODEL_TIMEOUT_S) or try again later"
+            )
         if isinstance(e, anthropic.APIConnectionError):
-            return ModelError(f"{self._where}: could not connect {tries}; check the network "
-                              f"and base_url ({self._scrubber.scrub(str(e))})")
+            return ModelError(
+                f"{self._where}: could not connect {tries}; check the network "
+                f"and base_url ({self._scrubber.scrub(str(e))})"
+            )
         if isinstance(e, anthropic.APIStatusError):
             detail = self._scrubber.excerpt(_detail(e), _EXCERPT_CHARS)
-            return ModelError(f"{self._where}: HTTP {e.status_code}: {detail}. "
-                              + _status_hint(e.status_code, self.model, tries))
+            return ModelError(
+                f"{self._where}: HTTP {e.status_code}: {detail}. "
+                + _status_hint(e.status_code, self.model, tries)
+            )
         return ModelError(f"{self._where}: {self._scrubber.scrub(str(e))}")
 
     async def aclose(self) -> None:
@@ -197,8 +244,9 @@ def _text(blocks: list[dict[str, Any]], *, tool: str | None) -> str:
         for block in blocks:
             if block.get("type") == "tool_use" and block.get("name") == tool:
                 return json.dumps(block.get("input"), ensure_ascii=False)
-    return "".join(b["text"] for b in blocks
-                   if b.get("type") == "text" and isinstance(b.get("text"), str))
+    return "".join(
+        b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)
+    )
 
 
 def _tokens(value: object) -> int | None:
@@ -226,13 +274,17 @@ def _status_hint(status: int, model: str, tries: str) -> str:
     if status == 403:
         return f"The API key has no access to model {model!r}; check the key's permissions"
     if status == 404:
-        return (f"Check the model name {model!r} (e.g. claude-sonnet-4-5; see "
-                "https://docs.anthropic.com/en/docs/about-claude/models) and base_url")
+        return (
+            f"Check the model name {model!r} (e.g. claude-sonnet-4-5; see "
+            "https://docs.anthropic.com/en/docs/about-claude/models) and base_url"
+        )
     if status == 429:
         return f"Rate limited {tries}; lower --parallel or wait and rerun"
     if status >= 500:
-        return (f"The API failed or was overloaded {tries}; try again later "
-                "(https://status.anthropic.com)")
+        return (
+            f"The API failed or was overloaded {tries}; try again later "
+            "(https://status.anthropic.com)"
+        )
     return "Check the model settings (temperature 0-1, max_tokens) and the request"
 
 

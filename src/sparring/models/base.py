@@ -43,8 +43,12 @@ class Model(Protocol):
     """The spec it was made from, e.g. `openai:gpt-4o-mini`."""
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, temperature: float,
-        json_schema: dict[str, Any] | None = None, schema_name: str = "answer",
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float,
+        json_schema: dict[str, Any] | None = None,
+        schema_name: str = "answer",
     ) -> Completion: ...
 
     async def aclose(self) -> None: ...

@@ -18,8 +18,10 @@ so no secret is ever half-cut here and left unrecognisable."""
 def not_a_completion(where: str, detail: str) -> str:
     """The message for an answer that is not a chat completion, from `where` (name and
     shown url) and `detail` (the scrubbed, cut `MalformedCompletion` text)."""
-    return (f"{where}: the answer is not a chat completion ({detail}); check that base_url "
-            "points at an OpenAI-compatible /v1 endpoint")
+    return (
+        f"{where}: the answer is not a chat completion ({detail}); check that base_url "
+        "points at an OpenAI-compatible /v1 endpoint"
+    )
 
 
 class MalformedCompletion(ValueError):
@@ -82,8 +84,9 @@ def parse_chat_completion(data: bytes) -> ChatAnswer:
     elif content is not None and not isinstance(content, str):
         raise MalformedCompletion(f"choices[0].message.content is {_kind(content)}, not text")
     usage: object = answer.get("usage")
-    return ChatAnswer(answer, message, cast(dict[str, Any], usage) if isinstance(usage, dict)
-                      else {})
+    return ChatAnswer(
+        answer, message, cast(dict[str, Any], usage) if isinstance(usage, dict) else {}
+    )
 
 
 def _joined_text(parts: list[object]) -> str:
@@ -99,13 +102,15 @@ def _joined_text(parts: list[object]) -> str:
         if not isinstance(kind, str):
             raise MalformedCompletion(
                 "choices[0].message.content is a list, not text (nor content parts: item "
-                f"{i} is {_excerpt(part)}, not an object with a `type`)")
+                f"{i} is {_excerpt(part)}, not an object with a `type`)"
+            )
         if kind != "text":
             continue
         text = _field(part, "text")
         if not isinstance(text, str):
-            raise MalformedCompletion(f"choices[0].message.content[{i}].text is {_kind(text)}, "
-                                      "not text")
+            raise MalformedCompletion(
+                f"choices[0].message.content[{i}].text is {_kind(text)}, not text"
+            )
         texts.append(text)
     return "".join(texts)
 
@@ -118,8 +123,12 @@ def _first_message(answer: dict[str, Any]) -> dict[str, Any]:
         if error is not None:
             raise MalformedCompletion(f"it holds an error: {_excerpt(error)}")
         raise MalformedCompletion(
-            "the endpoint returned no choices" if choices == [] else "no `choices` key"
-            if choices is None else f"`choices` is {_kind(choices)}, not a list")
+            "the endpoint returned no choices"
+            if choices == []
+            else "no `choices` key"
+            if choices is None
+            else f"`choices` is {_kind(choices)}, not a list"
+        )
     first: object = cast(list[object], choices)[0]
     message = _field(first, "message")
     if not isinstance(message, dict):

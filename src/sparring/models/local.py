@@ -28,9 +28,11 @@ from sparring.models.base import ChatMessage, Completion
 
 DEFAULT_CONTEXT_TOKENS = 8192
 DEFAULT_MAX_TOKENS = 2048
-_GET_ONE = ("download one, e.g. `huggingface-cli download Qwen/Qwen2.5-0.5B-Instruct-GGUF "
-            "qwen2.5-0.5b-instruct-q4_k_m.gguf --local-dir models` and use "
-            "'local:models/qwen2.5-0.5b-instruct-q4_k_m.gguf'")
+_GET_ONE = (
+    "download one, e.g. `huggingface-cli download Qwen/Qwen2.5-0.5B-Instruct-GGUF "
+    "qwen2.5-0.5b-instruct-q4_k_m.gguf --local-dir models` and use "
+    "'local:models/qwen2.5-0.5b-instruct-q4_k_m.gguf'"
+)
 
 
 @dataclass
@@ -63,8 +65,13 @@ class LocalModel:
     """
 
     def __init__(
-        self, *, name: str, path: str, context_tokens: int = DEFAULT_CONTEXT_TOKENS,
-        max_tokens: int = DEFAULT_MAX_TOKENS, llama_options: Mapping[str, Any] | None = None,
+        self,
+        *,
+        name: str,
+        path: str,
+        context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        llama_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.name, self.max_tokens = name, max_tokens
         self.path = _checked_gguf(name, Path(path).expanduser())
@@ -73,8 +80,12 @@ class LocalModel:
         _import_llama(name)
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, temperature: float,
-        json_schema: dict[str, Any] | None = None, schema_name: str = "answer",
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float,
+        json_schema: dict[str, Any] | None = None,
+        schema_name: str = "answer",
     ) -> Completion:
         """One chat completion with the GGUF's chat template, in a worker thread.
 
@@ -85,8 +96,11 @@ class LocalModel:
             ModelError: the file could not be loaded, or the completion failed (e.g. the
                 prompt does not fit in `context_tokens`); the message says what to do.
         """
-        request: dict[str, Any] = {"messages": [dict(m) for m in messages],
-                                   "temperature": temperature, "max_tokens": self.max_tokens}
+        request: dict[str, Any] = {
+            "messages": [dict(m) for m in messages],
+            "temperature": temperature,
+            "max_tokens": self.max_tokens,
+        }
         if json_schema is not None:
             request["response_format"] = {"type": "json_object", "schema": json_schema}
         return await anyio.to_thread.run_sync(self._complete, request)
@@ -97,14 +111,18 @@ class LocalModel:
             with loaded.lock:
                 answer: Any = loaded.llama.create_chat_completion(**request)
         except (ValueError, RuntimeError) as e:
-            raise ModelError(f"{self.name}: the completion failed: {e}. If the prompt is too "
-                             "long for the context window, give a larger context_tokens or "
-                             "lower the judge/user character limits") from e
+            raise ModelError(
+                f"{self.name}: the completion failed: {e}. If the prompt is too "
+                "long for the context window, give a larger context_tokens or "
+                "lower the judge/user character limits"
+            ) from e
         message: dict[str, Any] = answer["choices"][0]["message"]
         usage: dict[str, Any] = answer.get("usage") or {}
-        return Completion(text=cast(str, message.get("content") or ""),
-                          input_tokens=usage.get("prompt_tokens"),
-                          output_tokens=usage.get("completion_tokens"))
+        return Completion(
+            text=cast(str, message.get("content") or ""),
+            input_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"),
+        )
 
     def _load(self) -> _Loaded:
         with _LOADING:
@@ -114,9 +132,11 @@ class LocalModel:
                 try:
                     llama = llama_cpp.Llama(model_path=self._key[0], **dict(self._key[1]))
                 except (ValueError, RuntimeError) as e:
-                    raise ModelError(f"{self.name}: llama could not load {self.path} ({e}); "
-                                     "check that the file is complete and that this "
-                                     "llama-cpp-python supports its architecture") from e
+                    raise ModelError(
+                        f"{self.name}: llama could not load {self.path} ({e}); "
+                        "check that the file is complete and that this "
+                        "llama-cpp-python supports its architecture"
+                    ) from e
                 loaded = _LOADED[self._key] = _Loaded(llama)
         return loaded
 
@@ -133,17 +153,21 @@ def _checked_gguf(name: str, path: Path) -> Path:
     """
     if not path.is_file():
         what = "is a directory" if path.is_dir() else "does not exist"
-        raise UserError(f"model {name!r}: {str(path)!r} {what}; 'local:PATH' needs a .gguf "
-                        f"model file: {_GET_ONE}")
+        raise UserError(
+            f"model {name!r}: {str(path)!r} {what}; 'local:PATH' needs a .gguf "
+            f"model file: {_GET_ONE}"
+        )
     try:
         with path.open("rb") as f:
             magic = f.read(4)
     except OSError as e:
         raise UserError(f"model {name!r}: cannot read {str(path)!r} ({e.strerror})") from None
     if magic != b"GGUF":
-        raise UserError(f"model {name!r}: {str(path)!r} is not a GGUF file (it starts with "
-                        f"{magic!r}, not b'GGUF'); convert it with llama.cpp's "
-                        f"convert_hf_to_gguf.py, or {_GET_ONE}")
+        raise UserError(
+            f"model {name!r}: {str(path)!r} is not a GGUF file (it starts with "
+            f"{magic!r}, not b'GGUF'); convert it with llama.cpp's "
+            f"convert_hf_to_gguf.py, or {_GET_ONE}"
+        )
     return path
 
 
@@ -156,6 +180,8 @@ def _import_llama(name: str) -> Any:
     try:
         return import_module("llama_cpp")
     except ImportError as e:
-        raise UserError(f'model {name!r} runs on llama-cpp-python, which is not installed '
-                        f'({e}): pip install "sparring[local]" (it builds llama.cpp from '
-                        "source, which takes a few minutes)") from e
+        raise UserError(
+            f"model {name!r} runs on llama-cpp-python, which is not installed "
+            f'({e}): pip install "sparring[local]" (it builds llama.cpp from '
+            "source, which takes a few minutes)"
+        ) from e

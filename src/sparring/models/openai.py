@@ -27,8 +27,14 @@ from sparring.models.chat_completion import (
 from sparring.secrets import Scrubber, mask_url, url_credentials
 
 _EXCERPT_CHARS = 300
-_REJECTION_HINTS = ("response_format", "response format", "json_schema", "json schema",
-                    "structured output", "json mode")
+_REJECTION_HINTS = (
+    "response_format",
+    "response format",
+    "json_schema",
+    "json schema",
+    "structured output",
+    "json mode",
+)
 
 
 class OpenAIModel:
@@ -53,17 +59,26 @@ class OpenAIModel:
     """
 
     def __init__(
-        self, *, name: str, model: str, base_url: str | None = None,
-        api_key: str | None = None, timeout_s: float = 120, max_retries: int = 4,
+        self,
+        *,
+        name: str,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 120,
+        max_retries: int = 4,
     ) -> None:
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
-            raise UserError(f"model {name!r} needs an API key: export OPENAI_API_KEY=... or "
-                            "set SPARRING_API_KEY (local servers accept any non-empty key)")
+            raise UserError(
+                f"model {name!r} needs an API key: export OPENAI_API_KEY=... or "
+                "set SPARRING_API_KEY (local servers accept any non-empty key)"
+            )
         self.name, self.model = name, model
         self.timeout_s, self.max_retries = timeout_s, max_retries
-        self._client = AsyncOpenAI(api_key=key, base_url=base_url, timeout=timeout_s,
-                                   max_retries=max_retries)
+        self._client = AsyncOpenAI(
+            api_key=key, base_url=base_url, timeout=timeout_s, max_retries=max_retries
+        )
         url = self._client.base_url  # the SDK adds a trailing "/" to the path: drop it
         self.base_url = str(url.copy_with(path=url.path.rstrip("/") or "/")).rstrip("/")
         self._shown_url = mask_url(self.base_url)
@@ -75,8 +90,12 @@ class OpenAIModel:
         """False once the endpoint rejected `response_format`; instructions are used then."""
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, temperature: float,
-        json_schema: dict[str, Any] | None = None, schema_name: str = "answer",
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float,
+        json_schema: dict[str, Any] | None = None,
+        schema_name: str = "answer",
     ) -> Completion:
         """One chat completion; with `json_schema`, ask for JSON matching it.
 
@@ -94,8 +113,10 @@ class OpenAIModel:
             raise self._unreachable
         try:
             if json_schema is not None and self.native_json_schema:
-                response_format = {"type": "json_schema", "json_schema": {
-                    "name": schema_name, "schema": json_schema, "strict": False}}
+                response_format = {
+                    "type": "json_schema",
+                    "json_schema": {"name": schema_name, "schema": json_schema, "strict": False},
+                }
                 try:
                     return await self._create(messages, temperature, response_format)
                 except openai.APIStatusError as e:
@@ -108,16 +129,22 @@ class OpenAIModel:
         except openai.OpenAIError as e:
             error = self._error(e)
             if isinstance(e, openai.APIConnectionError) and not isinstance(
-                    e, openai.APITimeoutError):
+                e, openai.APITimeoutError
+            ):
                 self._unreachable = error
             raise error from e
 
     async def _create(
-        self, messages: Sequence[ChatMessage], temperature: float,
+        self,
+        messages: Sequence[ChatMessage],
+        temperature: float,
         response_format: dict[str, Any] | None,
     ) -> Completion:
-        body: dict[str, Any] = {"model": self.model, "messages": messages,
-                                "temperature": temperature}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": temperature,
+        }
         if response_format is not None:
             body["response_format"] = response_format
         # The SDK's documented generic `post` (for "undocumented endpoints") keeps its retries,
@@ -129,16 +156,20 @@ class OpenAIModel:
         try:
             return self._completion(data)
         except MalformedCompletion as e:
-            raise ModelError(not_a_completion(f"{self.name} at {self._shown_url}",
-                                              self._scrubber.excerpt(str(e), 300))) from None
+            raise ModelError(
+                not_a_completion(
+                    f"{self.name} at {self._shown_url}", self._scrubber.excerpt(str(e), 300)
+                )
+            ) from None
 
     def _completion(self, data: bytes) -> Completion:
         answer = parse_chat_completion(data)
         refusal = answer.message.get("refusal")
         if answer.message.get("content") is None and isinstance(refusal, str) and refusal:
             raise ModelError(f"{self.name} refused to answer: {self._scrubber.scrub(refusal)}")
-        return Completion(text=answer.text, input_tokens=answer.input_tokens,
-                          output_tokens=answer.output_tokens)
+        return Completion(
+            text=answer.text, input_tokens=answer.input_tokens, output_tokens=answer.output_tokens
+        )
 
     def _error(self, e: openai.OpenAIError) -> ModelError:
         where = f"{self.name} at {self._shown_url}"
@@ -148,17 +179,24 @@ class OpenAIModel:
         answered = e.response.headers if isinstance(e, openai.APIStatusError) else None
         tries = retries_text(e.request.headers, answered, max_retries=self.max_retries)
         if isinstance(e, openai.APITimeoutError):
-            return ModelError(f"{where}: no answer within {self.timeout_s:g} s {tries}; raise "
-                              "`model_timeout_s` in sparring.toml (or SPARRING_MODEL_TIMEOUT_S) "
-                              "or check that the server is not overloaded")
+            return ModelError(
+                f"{where}: no answer within {self.timeout_s:g} s {tries}; raise "
+                "`model_timeout_s` in sparring.toml (or SPARRING_MODEL_TIMEOUT_S) "
+                "or check that the server is not overloaded"
+            )
         if isinstance(e, openai.APIConnectionError):
-            hint = (f"start Ollama (`ollama serve`, then `ollama pull {self.model}`)"
-                    if ":11434" in self.base_url else "check --base-url and that the server runs")
+            hint = (
+                f"start Ollama (`ollama serve`, then `ollama pull {self.model}`)"
+                if ":11434" in self.base_url
+                else "check --base-url and that the server runs"
+            )
             return ModelError(f"{where}: could not connect {tries}; {hint} ({scrub(str(e))})")
         if isinstance(e, openai.APIStatusError):
             detail = self._scrubber.excerpt(_detail(e), _EXCERPT_CHARS)
-            return ModelError(f"{where}: HTTP {e.status_code}: {detail}. "
-                              + _status_hint(e.status_code, self.model, tries))
+            return ModelError(
+                f"{where}: HTTP {e.status_code}: {detail}. "
+                + _status_hint(e.status_code, self.model, tries)
+            )
         return ModelError(f"{where}: {scrub(str(e))}")
 
     async def aclose(self) -> None:
@@ -168,13 +206,16 @@ class OpenAIModel:
 
 def _status_hint(status: int, model: str, tries: str) -> str:
     if status == 401:
-        return ("The API key was rejected: set OPENAI_API_KEY (or the provider's key) or pass "
-                "api_key")
+        return (
+            "The API key was rejected: set OPENAI_API_KEY (or the provider's key) or pass api_key"
+        )
     if status == 403:
         return f"The API key has no access to model {model!r}; check the key's permissions"
     if status == 404:
-        return (f"Check the model name {model!r} (for Ollama: `ollama list`) and that "
-                "base_url ends in /v1")
+        return (
+            f"Check the model name {model!r} (for Ollama: `ollama list`) and that "
+            "base_url ends in /v1"
+        )
     if status == 429:
         return f"Rate limited {tries}; lower the concurrency or wait and rerun"
     if status >= 500:
@@ -198,15 +239,18 @@ def _rejects_response_format(e: openai.APIStatusError) -> bool:
 
 
 def with_schema_instructions(
-    messages: Sequence[ChatMessage], json_schema: dict[str, Any],
+    messages: Sequence[ChatMessage],
+    json_schema: dict[str, Any],
 ) -> list[ChatMessage]:
     """Return `messages` with the JSON answer format spelled out in the system prompt.
 
     Used when the endpoint has no native structured output: the schema is appended to the
     first system message (or sent as a new first system message).
     """
-    instructions = ("Answer with one JSON object only: no prose, no code fences. It must match "
-                    "this JSON Schema:\n" + json.dumps(json_schema, separators=(",", ":")))
+    instructions = (
+        "Answer with one JSON object only: no prose, no code fences. It must match "
+        "this JSON Schema:\n" + json.dumps(json_schema, separators=(",", ":"))
+    )
     out = list(messages)
     if out and out[0]["role"] == "system":
         out[0] = {"role": "system", "content": f"{out[0]['content']}\n\n{instructions}"}

@@ -34,8 +34,9 @@ class Price:
 
     def cost_usd(self, *, input_tokens: int, output_tokens: int) -> float:
         """The cost in USD of one call with these token counts."""
-        return (input_tokens * self.input_usd_per_mtok
-                + output_tokens * self.output_usd_per_mtok) / 1_000_000
+        return (
+            input_tokens * self.input_usd_per_mtok + output_tokens * self.output_usd_per_mtok
+        ) / 1_000_000
 
 
 FREE = Price(0, 0)
@@ -44,19 +45,34 @@ FREE_PROVIDERS = frozenset({"ollama", "local"})
 
 BUILTIN_PRICES: dict[str, dict[str, Price]] = {
     "openai": {
-        "gpt-5": Price(1.25, 10), "gpt-5-mini": Price(0.25, 2), "gpt-5-nano": Price(0.05, 0.4),
-        "gpt-4.1": Price(2, 8), "gpt-4.1-mini": Price(0.4, 1.6), "gpt-4.1-nano": Price(0.1, 0.4),
-        "gpt-4o": Price(2.5, 10), "gpt-4o-mini": Price(0.15, 0.6),
-        "gpt-4-turbo": Price(10, 30), "gpt-4": Price(30, 60), "gpt-3.5-turbo": Price(0.5, 1.5),
-        "o1": Price(15, 60), "o1-mini": Price(1.1, 4.4), "o3": Price(2, 8),
-        "o3-mini": Price(1.1, 4.4), "o4-mini": Price(1.1, 4.4),
+        "gpt-5": Price(1.25, 10),
+        "gpt-5-mini": Price(0.25, 2),
+        "gpt-5-nano": Price(0.05, 0.4),
+        "gpt-4.1": Price(2, 8),
+        "gpt-4.1-mini": Price(0.4, 1.6),
+        "gpt-4.1-nano": Price(0.1, 0.4),
+        "gpt-4o": Price(2.5, 10),
+        "gpt-4o-mini": Price(0.15, 0.6),
+        "gpt-4-turbo": Price(10, 30),
+        "gpt-4": Price(30, 60),
+        "gpt-3.5-turbo": Price(0.5, 1.5),
+        "o1": Price(15, 60),
+        "o1-mini": Price(1.1, 4.4),
+        "o3": Price(2, 8),
+        "o3-mini": Price(1.1, 4.4),
+        "o4-mini": Price(1.1, 4.4),
     },
     "anthropic": {
-        "claude-opus-4-5": Price(5, 25), "claude-opus-4-1": Price(15, 75),
-        "claude-opus-4": Price(15, 75), "claude-sonnet-4-5": Price(3, 15),
-        "claude-sonnet-4": Price(3, 15), "claude-haiku-4-5": Price(1, 5),
-        "claude-3-7-sonnet": Price(3, 15), "claude-3-5-sonnet": Price(3, 15),
-        "claude-3-5-haiku": Price(0.8, 4), "claude-3-opus": Price(15, 75),
+        "claude-opus-4-5": Price(5, 25),
+        "claude-opus-4-1": Price(15, 75),
+        "claude-opus-4": Price(15, 75),
+        "claude-sonnet-4-5": Price(3, 15),
+        "claude-sonnet-4": Price(3, 15),
+        "claude-haiku-4-5": Price(1, 5),
+        "claude-3-7-sonnet": Price(3, 15),
+        "claude-3-5-sonnet": Price(3, 15),
+        "claude-3-5-haiku": Price(0.8, 4),
+        "claude-3-opus": Price(15, 75),
         "claude-3-haiku": Price(0.25, 1.25),
     },
 }
@@ -75,12 +91,16 @@ def set_prices(prices: Mapping[str, Price | tuple[float, float]]) -> None:
     Raises:
         UserError: a price is negative.
     """
-    parsed = {spec.strip(): price if isinstance(price, Price) else Price(*price)
-              for spec, price in prices.items()}
+    parsed = {
+        spec.strip(): price if isinstance(price, Price) else Price(*price)
+        for spec, price in prices.items()
+    }
     for spec, price in parsed.items():
         if price.input_usd_per_mtok < 0 or price.output_usd_per_mtok < 0:
-            raise UserError(f"price of {spec!r} is negative; give [input, output] in USD per "
-                            "million tokens, e.g. [0.15, 0.6]")
+            raise UserError(
+                f"price of {spec!r} is negative; give [input, output] in USD per "
+                "million tokens, e.g. [0.15, 0.6]"
+            )
     _user_prices.clear()
     _user_prices.update(parsed)
 
@@ -101,8 +121,9 @@ def price_of(spec: str) -> Price | None:
     return table.get(dated.group(1)) if dated else None
 
 
-def call_cost_usd(spec: str, *, input_tokens: int | None,
-                  output_tokens: int | None) -> float | None:
+def call_cost_usd(
+    spec: str, *, input_tokens: int | None, output_tokens: int | None
+) -> float | None:
     """The cost in USD of one call of model `spec`; `None` when the model's price is unknown,
     or when a token count the price needs was not reported. A call that used no tokens costs
     0 whatever the model."""

@@ -54,12 +54,19 @@ def _openai_class() -> Any:
 def _openai(spec: str, model: str, o: ModelOptions) -> Model:
     key = o.api_key or os.environ.get("OPENAI_API_KEY")
     if not key:
-        raise UserError(f"model {spec!r} needs an OpenAI API key: export OPENAI_API_KEY=sk-... "
-                        "(or SPARRING_API_KEY, or api_key in sparring.toml). For a local "
-                        "server use 'ollama:NAME', or 'openai-compatible:NAME' with --base-url")
-    return _openai_class()(name=spec, model=model, api_key=key,
-                           base_url=o.base_url or os.environ.get("OPENAI_BASE_URL") or None,
-                           timeout_s=o.timeout_s, max_retries=o.max_retries)
+        raise UserError(
+            f"model {spec!r} needs an OpenAI API key: export OPENAI_API_KEY=sk-... "
+            "(or SPARRING_API_KEY, or api_key in sparring.toml). For a local "
+            "server use 'ollama:NAME', or 'openai-compatible:NAME' with --base-url"
+        )
+    return _openai_class()(
+        name=spec,
+        model=model,
+        api_key=key,
+        base_url=o.base_url or os.environ.get("OPENAI_BASE_URL") or None,
+        timeout_s=o.timeout_s,
+        max_retries=o.max_retries,
+    )
 
 
 def ollama_base_url(host: str | None) -> str:
@@ -80,7 +87,7 @@ def ollama_base_url(host: str | None) -> str:
     if not sep and ":" not in hostport.rpartition("]")[2]:
         hostport += ":11434"
     if hostport.startswith("0.0.0.0"):
-        hostport = "127.0.0.1" + hostport[len("0.0.0.0"):]
+        hostport = "127.0.0.1" + hostport[len("0.0.0.0") :]
     path = f"/{path}" if slash else ""
     if not path.endswith("/v1"):
         path += "/v1"
@@ -89,34 +96,57 @@ def ollama_base_url(host: str | None) -> str:
 
 def _ollama(spec: str, model: str, o: ModelOptions) -> Model:
     base_url = o.base_url or ollama_base_url(os.environ.get("OLLAMA_HOST"))
-    return _openai_class()(name=spec, model=model, base_url=base_url,
-                           api_key=o.api_key or _NO_KEY, timeout_s=o.timeout_s,
-                           max_retries=o.max_retries)
+    return _openai_class()(
+        name=spec,
+        model=model,
+        base_url=base_url,
+        api_key=o.api_key or _NO_KEY,
+        timeout_s=o.timeout_s,
+        max_retries=o.max_retries,
+    )
 
 
 def _compatible(spec: str, model: str, o: ModelOptions) -> Model:
     base_url = o.base_url or os.environ.get("OPENAI_BASE_URL")
     if not base_url:
-        raise UserError(f"model {spec!r} needs a base_url, the endpoint root ending in /v1 "
-                        "(e.g. http://localhost:8000/v1): pass --base-url (or base_url in "
-                        "sparring.toml) or set OPENAI_BASE_URL")
+        raise UserError(
+            f"model {spec!r} needs a base_url, the endpoint root ending in /v1 "
+            "(e.g. http://localhost:8000/v1): pass --base-url (or base_url in "
+            "sparring.toml) or set OPENAI_BASE_URL"
+        )
     key = o.api_key or os.environ.get("OPENAI_API_KEY") or _NO_KEY
-    return _openai_class()(name=spec, model=model, base_url=base_url, api_key=key,
-                           timeout_s=o.timeout_s, max_retries=o.max_retries)
+    return _openai_class()(
+        name=spec,
+        model=model,
+        base_url=base_url,
+        api_key=key,
+        timeout_s=o.timeout_s,
+        max_retries=o.max_retries,
+    )
 
 
 def _anthropic(spec: str, model: str, o: ModelOptions) -> Model:
     cls = import_module("sparring.models.anthropic").AnthropicModel
-    return cls(name=spec, model=model, base_url=o.base_url, api_key=o.api_key,
-               timeout_s=o.timeout_s, max_retries=o.max_retries)
+    return cls(
+        name=spec,
+        model=model,
+        base_url=o.base_url,
+        api_key=o.api_key,
+        timeout_s=o.timeout_s,
+        max_retries=o.max_retries,
+    )
 
 
 def _local(spec: str, model: str, o: ModelOptions) -> Model:
     return import_module("sparring.models.local").LocalModel(name=spec, path=model)
 
 
-_EXAMPLE_MODEL = {"openai": "gpt-4o-mini", "ollama": "qwen2.5:7b",
-                  "anthropic": "claude-haiku-4-5", "local": "models/qwen2.5-0.5b.gguf"}
+_EXAMPLE_MODEL = {
+    "openai": "gpt-4o-mini",
+    "ollama": "qwen2.5:7b",
+    "anthropic": "claude-haiku-4-5",
+    "local": "models/qwen2.5-0.5b.gguf",
+}
 
 PROVIDERS: dict[str, ProviderLoader] = {
     "openai": _openai,
@@ -145,28 +175,42 @@ def split_model_spec(spec: str, *, what: str = "model") -> tuple[str, str]:
     provider, sep, name = spec.strip().partition(":")
     providers = ", ".join(sorted(PROVIDERS))
     if not sep and provider in PROVIDERS:
-        raise UserError(f"{what} {spec!r} names no model; write '{provider}:MODEL', e.g. "
-                        f"'{provider}:{_EXAMPLE_MODEL.get(provider, 'my-model')}'")
+        raise UserError(
+            f"{what} {spec!r} names no model; write '{provider}:MODEL', e.g. "
+            f"'{provider}:{_EXAMPLE_MODEL.get(provider, 'my-model')}'"
+        )
     if not sep:
-        raise UserError(f"{what} {spec!r} is not 'provider:name'; write e.g. "
-                        f"'openai:{provider or 'gpt-4o-mini'}' or 'ollama:qwen2.5:7b'")
+        raise UserError(
+            f"{what} {spec!r} is not 'provider:name'; write e.g. "
+            f"'openai:{provider or 'gpt-4o-mini'}' or 'ollama:qwen2.5:7b'"
+        )
     if not provider:
-        raise UserError(f"{what} {spec!r} names no provider; write 'provider:name' with a "
-                        f"provider from: {providers}")
+        raise UserError(
+            f"{what} {spec!r} names no provider; write 'provider:name' with a "
+            f"provider from: {providers}"
+        )
     if provider not in PROVIDERS:
         close = difflib.get_close_matches(provider, PROVIDERS, n=1)
         hint = f" Did you mean '{close[0]}:{name}'?" if close else ""
-        raise UserError(f"unknown model provider {provider!r} in {what} {spec!r}; use one of: "
-                        f"{providers}.{hint}")
+        raise UserError(
+            f"unknown model provider {provider!r} in {what} {spec!r}; use one of: "
+            f"{providers}.{hint}"
+        )
     if not name:
-        raise UserError(f"{what} {spec!r} names no model; write e.g. "
-                        f"'{provider}:{_EXAMPLE_MODEL.get(provider, 'my-model')}'")
+        raise UserError(
+            f"{what} {spec!r} names no model; write e.g. "
+            f"'{provider}:{_EXAMPLE_MODEL.get(provider, 'my-model')}'"
+        )
     return provider, name
 
 
 def resolve_model(
-    spec: str, *, base_url: str | None = None, api_key: str | None = None,
-    timeout_s: float = 120, max_retries: int = 4,
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout_s: float = 120,
+    max_retries: int = 4,
 ) -> Model:
     """Build the model a spec names, e.g. `openai:gpt-4o-mini` or `ollama:qwen2.5:7b`.
 
@@ -185,8 +229,9 @@ def resolve_model(
             GGUF file.
     """
     provider, name = split_model_spec(spec)
-    options = ModelOptions(base_url=base_url, api_key=api_key, timeout_s=timeout_s,
-                           max_retries=max_retries)
+    options = ModelOptions(
+        base_url=base_url, api_key=api_key, timeout_s=timeout_s, max_retries=max_retries
+    )
     return PROVIDERS[provider](spec.strip(), name, options)
 
 
@@ -203,9 +248,13 @@ def model_from_settings(spec: str, settings: Settings) -> Model:
     for priced in settings.prices:
         split_model_spec(priced, what="[tool.sparring.prices] key")
     set_prices(settings.prices)
-    return resolve_model(spec, base_url=settings.base_url, api_key=settings.api_key,
-                         timeout_s=settings.model_timeout_s,
-                         max_retries=settings.model_max_retries)
+    return resolve_model(
+        spec,
+        base_url=settings.base_url,
+        api_key=settings.api_key,
+        timeout_s=settings.model_timeout_s,
+        max_retries=settings.model_max_retries,
+    )
 
 
 def models_from_settings(settings: Settings) -> tuple[Model | None, Model | None]:

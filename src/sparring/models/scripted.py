@@ -33,8 +33,12 @@ class ScriptedModel:
     """
 
     def __init__(
-        self, answers: Sequence[Answer] = (), *, handler: Handler | None = None,
-        latency_seconds: float = 0.0, name: str = "scripted",
+        self,
+        answers: Sequence[Answer] = (),
+        *,
+        handler: Handler | None = None,
+        latency_seconds: float = 0.0,
+        name: str = "scripted",
     ) -> None:
         self.name = name
         self._answers = list(answers)
@@ -43,8 +47,12 @@ class ScriptedModel:
         self.calls: list[tuple[Sequence[ChatMessage], dict[str, Any] | None]] = []
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, temperature: float = 0.0,
-        json_schema: dict[str, Any] | None = None, schema_name: str = "answer",
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float = 0.0,
+        json_schema: dict[str, Any] | None = None,
+        schema_name: str = "answer",
     ) -> Completion:
         """Return the next scripted answer as a Completion (see class docstring)."""
         index = len(self.calls)
@@ -58,8 +66,10 @@ class ScriptedModel:
         elif index < len(self._answers):
             answer = self._answers[index]
         else:
-            raise ModelError(f"{self.name}: no scripted answer left for call {index + 1}; "
-                             f"it was given {len(self._answers)}")
+            raise ModelError(
+                f"{self.name}: no scripted answer left for call {index + 1}; "
+                f"it was given {len(self._answers)}"
+            )
         if isinstance(answer, Exception):
             raise answer
         text = answer if isinstance(answer, str) else json.dumps(answer)
@@ -83,8 +93,16 @@ def example_for_schema(schema: dict[str, Any], *, text: str = "ok") -> Any:
     if isinstance(kind, list):
         kind = next((k for k in cast(list[str], kind) if k != "null"), "null")
     if kind == "object":
-        return {name: example_for_schema(sub, text=text)
-                for name, sub in schema.get("properties", {}).items()}
-    examples: dict[str, Any] = {"string": text, "boolean": False, "integer": 1, "number": 1,
-                                "array": [], "null": None}
+        return {
+            name: example_for_schema(sub, text=text)
+            for name, sub in schema.get("properties", {}).items()
+        }
+    examples: dict[str, Any] = {
+        "string": text,
+        "boolean": False,
+        "integer": 1,
+        "number": 1,
+        "array": [],
+        "null": None,
+    }
     return examples.get(kind, text)

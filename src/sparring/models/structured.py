@@ -42,8 +42,10 @@ def parse_json_loosely(text: str) -> Any:
     try:
         return _parse(text)
     except _Conflict as e:
-        raise ValueError(f"the answer gives key {e.key!r} twice, with different values, so "
-                         "which one counts is unclear; give every key once") from None
+        raise ValueError(
+            f"the answer gives key {e.key!r} twice, with different values, so "
+            "which one counts is unclear; give every key once"
+        ) from None
 
 
 def _parse(text: str) -> Any:
@@ -67,9 +69,11 @@ def _parse(text: str) -> Any:
         return found[0]
     if not found:
         raise ValueError("the answer contained no parseable JSON object")
-    raise ValueError(f"the answer holds {len(found)} different JSON objects, so which one is "
-                     "the answer is unclear; reply with exactly one JSON object and do not "
-                     "quote any other JSON")
+    raise ValueError(
+        f"the answer holds {len(found)} different JSON objects, so which one is "
+        "the answer is unclear; reply with exactly one JSON object and do not "
+        "quote any other JSON"
+    )
 
 
 class _Conflict(Exception):
@@ -103,7 +107,7 @@ def _without_leading_think(text: str) -> str:
     if not text.startswith("<think>"):
         return text
     end = text.find("</think>")
-    return text if end == -1 else text[end + len("</think>"):].strip()
+    return text if end == -1 else text[end + len("</think>") :].strip()
 
 
 def _candidates(text: str) -> list[Any]:
@@ -168,8 +172,9 @@ def _top_level_objects(text: str) -> list[Any]:
         index = text.find("{", end)
     if index == -1:
         return out
-    raise ValueError("the answer has too many '{' to find its JSON object in; reply with "
-                     "only the JSON object")
+    raise ValueError(
+        "the answer has too many '{' to find its JSON object in; reply with only the JSON object"
+    )
 
 
 def describe_problem(error: ValueError) -> str:
@@ -184,8 +189,13 @@ def describe_problem(error: ValueError) -> str:
 
 
 async def complete_json(
-    model: Model, messages: Sequence[ChatMessage], *, schema: dict[str, Any],
-    validate: Callable[[Any], T], schema_name: str = "answer", temperature: float,
+    model: Model,
+    messages: Sequence[ChatMessage],
+    *,
+    schema: dict[str, Any],
+    validate: Callable[[Any], T],
+    schema_name: str = "answer",
+    temperature: float,
     usage: Usage | None = None,
 ) -> T:
     """Ask `model` for JSON matching `schema`; return `validate(parsed)`.
@@ -213,30 +223,45 @@ async def complete_json(
         return validate(parse_json_loosely(first.text))
     except ValueError as e:
         problem = describe_problem(e)
-    reminder = (f"Your answer could not be used: {problem}. Reply again with only one JSON "
-                "object matching this JSON Schema, no prose and no code fences:\n"
-                + json.dumps(schema, separators=(",", ":")))
+    reminder = (
+        f"Your answer could not be used: {problem}. Reply again with only one JSON "
+        "object matching this JSON Schema, no prose and no code fences:\n"
+        + json.dumps(schema, separators=(",", ":"))
+    )
     repair: list[ChatMessage] = [
-        *messages, {"role": "assistant", "content": first.text or "(empty answer)"},
-        {"role": "user", "content": reminder}]
+        *messages,
+        {"role": "assistant", "content": first.text or "(empty answer)"},
+        {"role": "user", "content": reminder},
+    ]
     second = await _call(model, repair, schema, schema_name, temperature, usage)
     try:
         return validate(parse_json_loosely(second.text))
     except ValueError as e:
         raise ModelOutputError(
-            f"{model.name} gave no valid {schema_name!r} JSON in two tries: "
-            f"{describe_problem(e)}", raw=second.text) from e
+            f"{model.name} gave no valid {schema_name!r} JSON in two tries: {describe_problem(e)}",
+            raw=second.text,
+        ) from e
 
 
 async def _call(
-    model: Model, messages: Sequence[ChatMessage], schema: dict[str, Any], schema_name: str,
-    temperature: float, usage: Usage | None,
+    model: Model,
+    messages: Sequence[ChatMessage],
+    schema: dict[str, Any],
+    schema_name: str,
+    temperature: float,
+    usage: Usage | None,
 ) -> Completion:
-    completion = await model.complete(messages, temperature=temperature, json_schema=schema,
-                                      schema_name=schema_name)
+    completion = await model.complete(
+        messages, temperature=temperature, json_schema=schema, schema_name=schema_name
+    )
     if usage is not None:
-        usage.add_call(input_tokens=completion.input_tokens,
-                       output_tokens=completion.output_tokens,
-                       cost_usd=call_cost_usd(model.name, input_tokens=completion.input_tokens,
-                                              output_tokens=completion.output_tokens))
+        usage.add_call(
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+            cost_usd=call_cost_usd(
+                model.name,
+                input_tokens=completion.input_tokens,
+                output_tokens=completion.output_tokens,
+            ),
+        )
     return completion

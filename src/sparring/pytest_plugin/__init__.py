@@ -37,11 +37,15 @@ if TYPE_CHECKING:
     from sparring.gates import GateReport, Outcome, TestRecord
     from sparring.results import ScenarioResult
 
-LIVE_HINT = ("calls a model (simulated user or judge), so it runs only when asked: pass "
-             "--sparring-live, set SPARRING_LIVE=1, or put `live = true` in [tool.sparring]")
-NO_MODEL_HINT = ("no model configured for sparring: set `model = \"provider:name\"` (e.g. "
-                 "\"openai:gpt-4o-mini\") in [tool.sparring] or sparring.toml, or export "
-                 "SPARRING_MODEL")
+LIVE_HINT = (
+    "calls a model (simulated user or judge), so it runs only when asked: pass "
+    "--sparring-live, set SPARRING_LIVE=1, or put `live = true` in [tool.sparring]"
+)
+NO_MODEL_HINT = (
+    'no model configured for sparring: set `model = "provider:name"` (e.g. '
+    '"openai:gpt-4o-mini") in [tool.sparring] or sparring.toml, or export '
+    "SPARRING_MODEL"
+)
 _SUFFIXES = (".yaml", ".yml", ".json")
 # what the plugin puts in `report.user_properties` for the controller (xdist)
 TAGS_PROPERTY = "sparring.tags"
@@ -57,20 +61,30 @@ _STATE_KEY: pytest.StashKey[SparringState] = pytest.StashKey()
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Add `--sparring-live` and `--sparring-report`."""
     group = parser.getgroup("sparring", "sparring conversation tests")
-    group.addoption("--sparring-live", action="store_true", default=False,
-                    help="run sparring tests that call models (simulated users, judges); "
-                    "also SPARRING_LIVE=1 or `live = true` in [tool.sparring]")
-    group.addoption("--sparring-report", metavar="FILE.md", default=None,
-                    help="write a Markdown report of every sparring test of the session")
+    group.addoption(
+        "--sparring-live",
+        action="store_true",
+        default=False,
+        help="run sparring tests that call models (simulated users, judges); "
+        "also SPARRING_LIVE=1 or `live = true` in [tool.sparring]",
+    )
+    group.addoption(
+        "--sparring-report",
+        metavar="FILE.md",
+        default=None,
+        help="write a Markdown report of every sparring test of the session",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the `sparring` marker and the session state; read settings if a file has
     any (a bad setting is a usage error here, before anything runs)."""
     config.addinivalue_line(
-        "markers", "sparring(trials=1, threshold=1.0, live=True): run the test as a sparring "
+        "markers",
+        "sparring(trials=1, threshold=1.0, live=True): run the test as a sparring "
         "scenario, `trials` times, passing when at least `threshold` of them pass; "
-        "live=False for tests that call no model (they then run without --sparring-live)")
+        "live=False for tests that call no model (they then run without --sparring-live)",
+    )
     state = SparringState(config)
     config.stash[_STATE_KEY] = state
     config.pluginmanager.register(state, "sparring-state")
@@ -89,8 +103,14 @@ def _has_settings_file(root: Path) -> bool:
 
 def _project_dir(invoked: Path) -> Path | None:
     """The nearest of `invoked` and its parents with a pyproject.toml or sparring.toml."""
-    return next((d for d in (invoked, *invoked.parents) if (d / "pyproject.toml").is_file()
-                 or (d / "sparring.toml").is_file()), None)
+    return next(
+        (
+            d
+            for d in (invoked, *invoked.parents)
+            if (d / "pyproject.toml").is_file() or (d / "sparring.toml").is_file()
+        ),
+        None,
+    )
 
 
 def _settings_dir(config: pytest.Config, project: Path | None) -> Path | None:
@@ -119,15 +139,19 @@ def _check_report_option(config: pytest.Config, *, inside: tuple[Path | None, ..
         return
     at = len(args) - 1 - args[::-1].index("--sparring-report")
     report = (config.invocation_params.dir / path).resolve()
-    if (args[at + 1:at + 2] != [path] or not report.exists()
-            or not report.is_relative_to(config.rootpath.resolve())
-            or any(report.is_relative_to(d.resolve()) for d in inside if d)):
+    if (
+        args[at + 1 : at + 2] != [path]
+        or not report.exists()
+        or not report.is_relative_to(config.rootpath.resolve())
+        or any(report.is_relative_to(d.resolve()) for d in inside if d)
+    ):
         return
     raise pytest.UsageError(
         f"--sparring-report {path}: the file exists, so pytest also took it as a test path "
         f"when choosing its rootdir ({config.rootpath}) and config file ("
         f"{config.inipath or 'none found'}), and this project's settings would not apply; "
-        f"write --sparring-report={path} (one argument)")
+        f"write --sparring-report={path} (one argument)"
+    )
 
 
 class SparringState:
@@ -145,8 +169,9 @@ class SparringState:
         self.settings_dir = _settings_dir(config, project)
         """Where the settings file is (`None`: no sparring settings)."""
         self.configured = self.settings_dir is not None
-        _check_report_option(config, inside=(config.invocation_params.dir, project,
-                                             self.settings_dir))
+        _check_report_option(
+            config, inside=(config.invocation_params.dir, project, self.settings_dir)
+        )
         self.controller = not hasattr(config, "workerinput")
         self.started = time.time()
         self.tests: dict[str, _Seen] = {}
@@ -156,8 +181,9 @@ class SparringState:
         if self.configured:
             for name, gate in self._load_settings().groups.items():
                 for marker in gate.markers:
-                    config.addinivalue_line("markers", f"{marker}: a member of the sparring "
-                                            f"group {name!r}")
+                    config.addinivalue_line(
+                        "markers", f"{marker}: a member of the sparring group {name!r}"
+                    )
 
     def _load_settings(self) -> Settings:
         from sparring.config import load_settings
@@ -191,8 +217,9 @@ class SparringState:
             return f"sparring: {NO_MODEL_HINT}"
         return None
 
-    def pytest_collect_file(self, file_path: Path,
-                            parent: pytest.Collector) -> pytest.Collector | None:
+    def pytest_collect_file(
+        self, file_path: Path, parent: pytest.Collector
+    ) -> pytest.Collector | None:
         """A test file under one of the `yaml_dirs` becomes a `ScenarioFile`."""
         if not self.configured or file_path.suffix not in _SUFFIXES:
             return None
@@ -201,10 +228,12 @@ class SparringState:
         from sparring.pytest_plugin.items import ScenarioFile
 
         return ScenarioFile.from_parent(  # pyright: ignore[reportUnknownMemberType]
-            parent, path=file_path)
+            parent, path=file_path
+        )
 
-    def pytest_pycollect_makeitem(self, collector: pytest.Module | pytest.Class, name: str,
-                                  obj: object) -> list[pytest.Item] | None:
+    def pytest_pycollect_makeitem(
+        self, collector: pytest.Module | pytest.Class, name: str, obj: object
+    ) -> list[pytest.Item] | None:
         """A module-level `Suite` becomes one `SuiteTestItem` per test; the functions it
         registered are not collected again as plain (possibly `async def`) tests."""
         suites_loaded = "sparring.authoring.suite" in sys.modules
@@ -214,8 +243,12 @@ class SparringState:
         from sparring.pytest_plugin.items import SuiteTestItem
 
         if isinstance(obj, Suite):
-            return [SuiteTestItem.from_parent(  # pyright: ignore[reportUnknownMemberType]
-                collector, name=test.name, suite=obj) for test in obj.tests]
+            return [
+                SuiteTestItem.from_parent(  # pyright: ignore[reportUnknownMemberType]
+                    collector, name=test.name, suite=obj
+                )
+                for test in obj.tests
+            ]
         namespace = cast(dict[str, object], vars(collector.obj))
         suites = [v for v in namespace.values() if isinstance(v, Suite)]
         if any(test.fn is obj for suite in suites for test in suite.tests):
@@ -251,8 +284,9 @@ class SparringState:
         return True
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item,
-                                  call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, Any, Any]:
         """Show sparring failures as their message; put what the controller needs into
         the report: the test's markers (setup, when groups are configured) and the sparring
         result (call; or, for a sparring test skipped or failed before its trials, one that
@@ -263,13 +297,22 @@ class SparringState:
         extra: list[tuple[str, object]] = []
         if call.when == "setup" and self.configured and self.settings.groups:
             extra.append((MARKERS_PROPERTY, sorted({m.name for m in item.iter_markers()})))
-        if (report.skipped or report.failed) and RESULT_KEY not in item.stash \
-                and _is_sparring_test(item):
+        if (
+            (report.skipped or report.failed)
+            and RESULT_KEY not in item.stash
+            and _is_sparring_test(item)
+        ):
             from sparring.pytest_plugin.items import unrun_result
 
-            reason = (_skip_reason(report) if report.skipped else
-                      str(report.longrepr) if isinstance(report.longrepr, str) else
-                      call.excinfo.exconly() if call.excinfo else "the test failed")
+            reason = (
+                _skip_reason(report)
+                if report.skipped
+                else str(report.longrepr)
+                if isinstance(report.longrepr, str)
+                else call.excinfo.exconly()
+                if call.excinfo
+                else "the test failed"
+            )
             item.stash[RESULT_KEY] = unrun_result(item, skipped=report.skipped, reason=reason)
             extra.append((RESULT_PROPERTY, item.stash[RESULT_KEY].model_dump_json()))
         elif call.when == "call" and RESULT_KEY in item.stash:
@@ -294,16 +337,21 @@ class SparringState:
             from sparring.gates import evaluate
 
             records = [seen.record(nodeid) for nodeid, seen in self.tests.items()]
-            self.gate_report = evaluate(self.settings.groups, records, stopped_early=bool(
-                session.shouldfail or session.shouldstop))
-            overridden = (code == pytest.ExitCode.TESTS_FAILED
-                          and self.gate_report.overrides_exit_code)
+            self.gate_report = evaluate(
+                self.settings.groups,
+                records,
+                stopped_early=bool(session.shouldfail or session.shouldstop),
+            )
+            overridden = (
+                code == pytest.ExitCode.TESTS_FAILED and self.gate_report.overrides_exit_code
+            )
             if overridden:
                 session.exitstatus = code = pytest.ExitCode.OK
         path = self.config.getoption("sparring_report")
         if path:
             self.report_note = self._write_report(
-                Path(path), exit_status=(code, _exit_meaning(code, overridden=overridden)))
+                Path(path), exit_status=(code, _exit_meaning(code, overridden=overridden))
+            )
             if not self.report_note.startswith("sparring report:") and code == 0:
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
@@ -325,23 +373,33 @@ class SparringState:
         from sparring.reports.markdown import write_markdown
         from sparring.results import RunResult, ScenarioResult
 
-        scenarios = [ScenarioResult.model_validate_json(seen.result)
-                     .model_copy(update={"name": nodeid})
-                     for nodeid, seen in self.tests.items() if seen.result]
+        scenarios = [
+            ScenarioResult.model_validate_json(seen.result).model_copy(update={"name": nodeid})
+            for nodeid, seen in self.tests.items()
+            if seen.result
+        ]
         live = self.live
-        run = RunResult(sparring_version=__version__, run_id=f"pytest-{os.getpid()}",
-                        started_at=datetime.fromtimestamp(self.started, UTC).isoformat(
-                            timespec="seconds"),
-                        duration_ms=(time.time() - self.started) * 1000,
-                        user_model=self.settings.resolved_user_model if live else None,
-                        judge_model=self.settings.resolved_judge_model if live else None,
-                        scenarios=scenarios)
+        run = RunResult(
+            sparring_version=__version__,
+            run_id=f"pytest-{os.getpid()}",
+            started_at=datetime.fromtimestamp(self.started, UTC).isoformat(timespec="seconds"),
+            duration_ms=(time.time() - self.started) * 1000,
+            user_model=self.settings.resolved_user_model if live else None,
+            judge_model=self.settings.resolved_judge_model if live else None,
+            scenarios=scenarios,
+        )
         try:
-            write_markdown(run, path, exit_status=exit_status,
-                           gate_lines=self.gate_report.lines() if self.gate_report else ())
+            write_markdown(
+                run,
+                path,
+                exit_status=exit_status,
+                gate_lines=self.gate_report.lines() if self.gate_report else (),
+            )
         except OSError as e:
-            return (f"error: --sparring-report: could not write {str(path)!r}: "
-                    f"{e.strerror or e}; give a writable file path")
+            return (
+                f"error: --sparring-report: could not write {str(path)!r}: "
+                f"{e.strerror or e}; give a writable file path"
+            )
         return f"sparring report: {path}"
 
 
@@ -365,30 +423,42 @@ class _Seen:
         from sparring.gates import TestRecord
 
         name = nodeid.rsplit("::", 1)[-1]
-        names = {name, name.split("[", 1)[0], *([self.properties[ID_PROPERTY]]
-                                                 if ID_PROPERTY in self.properties else [])}
-        return TestRecord(nodeid=nodeid, outcome=self.outcome, names=frozenset(names),
-                          tags=frozenset(self.properties.get(TAGS_PROPERTY, ())),
-                          markers=frozenset(self.properties.get(MARKERS_PROPERTY, ())))
+        names = {
+            name,
+            name.split("[", 1)[0],
+            *([self.properties[ID_PROPERTY]] if ID_PROPERTY in self.properties else []),
+        }
+        return TestRecord(
+            nodeid=nodeid,
+            outcome=self.outcome,
+            names=frozenset(names),
+            tags=frozenset(self.properties.get(TAGS_PROPERTY, ())),
+            markers=frozenset(self.properties.get(MARKERS_PROPERTY, ())),
+        )
 
 
 # --- helpers of the hooks, and the `sparring` fixture ----------------------------------------
+
 
 def plugin_state(config: pytest.Config) -> SparringState:
     """The session's `SparringState` (set in `pytest_configure`)."""
     return config.stash[_STATE_KEY]
 
 
-_EXIT_MEANING = {0: "every test that ran passed", 1: "at least one test failed",
-                 2: "the session was interrupted", 3: "pytest hit an internal error",
-                 4: "pytest was used wrongly (see its output)", 5: "no test was collected"}
+_EXIT_MEANING = {
+    0: "every test that ran passed",
+    1: "at least one test failed",
+    2: "the session was interrupted",
+    3: "pytest hit an internal error",
+    4: "pytest was used wrongly (see its output)",
+    5: "no test was collected",
+}
 
 
 def _exit_meaning(code: int, *, overridden: bool) -> str:
     """What the session's exit code means, for the report."""
     if overridden:
-        return ("every gate is met and every failed test belongs to a group (overridden "
-                "from 1)")
+        return "every gate is met and every failed test belongs to a group (overridden from 1)"
     return _EXIT_MEANING.get(code, "see pytest's output")
 
 
@@ -403,7 +473,8 @@ def _is_sparring_test(item: pytest.Item) -> bool:
     """A scenario of a test file, or a Python sparring test (see `_live_option`)."""
     items = sys.modules.get("sparring.pytest_plugin.items")
     return _live_option(item) is not None or (
-        items is not None and isinstance(item, items.ScenarioItem))
+        items is not None and isinstance(item, items.ScenarioItem)
+    )
 
 
 def _live_option(item: pytest.Item) -> bool | None:
@@ -425,4 +496,5 @@ def _is_ours(error: BaseException) -> bool:
     items = sys.modules.get("sparring.pytest_plugin.items")
     errors = sys.modules.get("sparring.errors")
     return (items is not None and isinstance(error, items.ScenarioFailed)) or (
-        errors is not None and isinstance(error, errors.UserError))
+        errors is not None and isinstance(error, errors.UserError)
+    )

@@ -34,8 +34,9 @@ class SparringFixture:
         """`sparring`, the fixture's name, as pytest's failed-`assert` explanation shows it."""
         return "sparring"
 
-    def session(self, target: TargetLike, *, model: Model | str | None = None,
-                response_timeout: float = 60) -> AbstractAsyncContextManager[Session]:
+    def session(
+        self, target: TargetLike, *, model: Model | str | None = None, response_timeout: float = 60
+    ) -> AbstractAsyncContextManager[Session]:
         """A conversation with `target` (`async with sparring.session(target) as s:`).
 
         Args:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 # --- YAML test files ----------------------------------------------------------------------
 
+
 class ScenarioFile(pytest.File):
     """A sparring test file: one `ScenarioItem` per scenario; those that call a model are
     marked to skip unless the session is live."""
@@ -52,9 +53,11 @@ class ScenarioFile(pytest.File):
         state = plugin_state(self.config)
         for scenario in scenarios:
             item = ScenarioItem.from_parent(  # pyright: ignore[reportUnknownMemberType]
-                self, name=scenario.id, scenario=scenario)
-            why = state.why_not_run(needs_model=needs_model(scenario),
-                                    subject=f"scenario {scenario.id!r}")
+                self, name=scenario.id, scenario=scenario
+            )
+            why = state.why_not_run(
+                needs_model=needs_model(scenario), subject=f"scenario {scenario.id!r}"
+            )
             if why:
                 item.add_marker(pytest.mark.skip(reason=why))
             yield item
@@ -81,8 +84,7 @@ class ScenarioItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         """Where the scenario starts in its file."""
         line = (self.scenario.source or "").rpartition(":")[2]
-        return self.path, int(line) - 1 if line.isdigit() else None, \
-            f"scenario {self.scenario.id}"
+        return self.path, int(line) - 1 if line.isdigit() else None, f"scenario {self.scenario.id}"
 
 
 def needs_model(scenario: AnyScenario) -> bool:
@@ -115,8 +117,9 @@ def _models(settings: Settings) -> tuple[Model, Model]:
     return user, judge
 
 
-async def _run_scenario(scenario: AnyRunnable, settings: Settings, user_model: Model | None,
-                        judge_model: Model | None) -> ScenarioResult:
+async def _run_scenario(
+    scenario: AnyRunnable, settings: Settings, user_model: Model | None, judge_model: Model | None
+) -> ScenarioResult:
     """Run all trials of `scenario` (a test file's, or a Python test's), then close the
     models."""
     from sparring.runner import RunSettings, TargetPool, run_scenarios
@@ -126,9 +129,13 @@ async def _run_scenario(scenario: AnyRunnable, settings: Settings, user_model: M
     try:
         async with TargetPool(secrets=secrets) as pool:
             run = await run_scenarios(
-                [scenario], targets=pool.for_scenario, user_model=user_model,
-                judge_model=judge_model, scrub=secrets.scrub,
-                settings=RunSettings.from_settings(settings))
+                [scenario],
+                targets=pool.for_scenario,
+                user_model=user_model,
+                judge_model=judge_model,
+                scrub=secrets.scrub,
+                settings=RunSettings.from_settings(settings),
+            )
     finally:
         for model in {id(m): m for m in (user_model, judge_model) if m}.values():
             await model.aclose()
@@ -160,10 +167,15 @@ def marker_options(item: pytest.Function) -> tuple[int, float, bool]:
     if marker is not None and marker.args:
         given = {**dict(zip(_MARKER_OPTIONS, marker.args, strict=False)), **options}
         named = ", ".join(f"{key}={value!r}" for key, value in given.items())
-        form = (f"@pytest.mark.sparring({named})" if len(marker.args) <= len(_MARKER_OPTIONS)
-                else _MARKER_FORM)
-        raise UserError(f"{where}: options must be named, got positional arguments "
-                        f"{', '.join(map(repr, marker.args))}; write {form}")
+        form = (
+            f"@pytest.mark.sparring({named})"
+            if len(marker.args) <= len(_MARKER_OPTIONS)
+            else _MARKER_FORM
+        )
+        raise UserError(
+            f"{where}: options must be named, got positional arguments "
+            f"{', '.join(map(repr, marker.args))}; write {form}"
+        )
     for key in options:
         if key not in _MARKER_OPTIONS:
             close = difflib.get_close_matches(key, _MARKER_OPTIONS, n=1)
@@ -171,16 +183,17 @@ def marker_options(item: pytest.Function) -> tuple[int, float, bool]:
             raise UserError(f"{where}: unknown option {key!r}; {hint}")
     trials = options.get("trials", 1)
     if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 100:
-        raise UserError(f"{where}: trials must be a whole number from 1 to 100, got "
-                        f"{trials!r}, as in {_MARKER_FORM}")
+        raise UserError(
+            f"{where}: trials must be a whole number from 1 to 100, got "
+            f"{trials!r}, as in {_MARKER_FORM}"
+        )
     try:
         threshold = parse_threshold(options.get("threshold", 1.0))
     except ValueError as e:
         raise UserError(f"{where}: {e}, as in {_MARKER_FORM}") from None
     live = options.get("live", True)
     if not isinstance(live, bool):
-        raise UserError(f"{where}: live must be True or False, got {live!r}, as in "
-                        f"{_MARKER_FORM}")
+        raise UserError(f"{where}: live must be True or False, got {live!r}, as in {_MARKER_FORM}")
     return trials, threshold, live
 
 
@@ -201,16 +214,24 @@ def run_test(item: pytest.Function, state: SparringState) -> None:
 
     trials, threshold, live = marker_options(item)
     function = item.obj
-    arguments = {name: item.funcargs[name]
-                 for name in inspect.signature(function).parameters if name in item.funcargs}
+    arguments = {
+        name: item.funcargs[name]
+        for name in inspect.signature(function).parameters
+        if name in item.funcargs
+    }
 
     async def body(trial: TrialContext) -> None:
         await call_body(lambda: function(**arguments))
 
     path, line, _ = item.reportinfo()
-    scenario = CodeScenario(id=item.nodeid, display_name=item.name, body=body,
-                            source=f"{os.path.relpath(path)}:{(line or 0) + 1}", trials=trials,
-                            threshold=threshold)
+    scenario = CodeScenario(
+        id=item.nodeid,
+        display_name=item.name,
+        body=body,
+        source=f"{os.path.relpath(path)}:{(line or 0) + 1}",
+        trials=trials,
+        threshold=threshold,
+    )
     judge = _models(state.settings)[1] if live else None
     conclude(item, anyio.run(_run_scenario, scenario, state.settings, None, judge))
 
@@ -246,6 +267,7 @@ class SuiteTestItem(pytest.Item):
 
 
 # --- outcomes ---------------------------------------------------------------------------
+
 
 class ScenarioFailed(AssertionError):
     """A sparring test's pass rate is below its threshold, or its trials could not run."""
@@ -290,12 +312,21 @@ def unrun_result(item: pytest.Item, *, skipped: bool, reason: str) -> ScenarioRe
         except UserError:
             pass  # the test's own failure reports the bad option
     path, line, _ = item.reportinfo()
-    trial = TrialResult(scenario_id=scenario_id, trial=1,
-                        status="skipped" if skipped else "error",
-                        end_reason="skipped" if skipped else "test_error", error=reason)
-    return ScenarioResult(scenario_id=scenario_id, name=item.nodeid, kind=kind,
-                          source=f"{os.path.relpath(path)}:{(line or 0) + 1}",
-                          threshold=threshold, trials=[trial])
+    trial = TrialResult(
+        scenario_id=scenario_id,
+        trial=1,
+        status="skipped" if skipped else "error",
+        end_reason="skipped" if skipped else "test_error",
+        error=reason,
+    )
+    return ScenarioResult(
+        scenario_id=scenario_id,
+        name=item.nodeid,
+        kind=kind,
+        source=f"{os.path.relpath(path)}:{(line or 0) + 1}",
+        threshold=threshold,
+        trials=[trial],
+    )
 
 
 def describe_failure(result: ScenarioResult) -> str:
@@ -305,19 +336,25 @@ def describe_failure(result: ScenarioResult) -> str:
 
     counted = len(result.counted)
     noun = "test" if result.kind == "python" else "scenario"
-    lines = [f"sparring {noun} {result.scenario_id!r} {result.status}: "
-             f"{result.passed_trials}/{counted} trials passed ({percent(result.pass_rate)}), "
-             f"threshold {percent(result.threshold)}"]
+    lines = [
+        f"sparring {noun} {result.scenario_id!r} {result.status}: "
+        f"{result.passed_trials}/{counted} trials passed ({percent(result.pass_rate)}), "
+        f"threshold {percent(result.threshold)}"
+    ]
     if result.missing_trials:
         lines.append(f"{result.missing_trials} planned trials did not run")
     for trial in result.trials:
         if trial.status == "passed":
             continue
-        lines.append(f"trial {trial.trial}: {trial.status} (end reason {trial.end_reason})"
-                     + (f": {one_line(trial.error, 1000)}" if trial.error else ""))
+        lines.append(
+            f"trial {trial.trial}: {trial.status} (end reason {trial.end_reason})"
+            + (f": {one_line(trial.error, 1000)}" if trial.error else "")
+        )
         for v in trial.failures:
             at = f"turn {v.turn}: " if v.turn is not None else ""
             status = "not met" if v.status == "not_met" else v.status
-            lines.append(f"  {at}{v.id} ({one_line(v.description, 200)}) {status}: "
-                         f"{one_line(v.reason, 1000)}")
+            lines.append(
+                f"  {at}{v.id} ({one_line(v.description, 200)}) {status}: "
+                f"{one_line(v.reason, 1000)}"
+            )
     return "\n".join(lines)

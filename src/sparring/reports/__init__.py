@@ -105,7 +105,7 @@ EXIT_CODE_MEANING: dict[int, str] = {
     0: "every scenario that ran passed",
     1: "at least one scenario failed: the agent did not meet its criteria",
     3: "some scenarios could not run or stayed undecided (errors, timeouts), a suite hook "
-       "failed, or steps were skipped under --fail-on-skip",
+    "failed, or steps were skipped under --fail-on-skip",
     130: "the run was interrupted; the reports hold the trials that finished",
 }
 """What `RunResult.exit_code` means, for summaries."""
@@ -119,11 +119,15 @@ def usage_text(totals: UsageTotals) -> str | None:
     as the whole cost."""
     parts: list[str] = []
     if totals.model_calls:
-        parts.append(f"{plural(totals.model_calls, 'model call')}, {totals.input_tokens:,} "
-                     f"input + {totals.output_tokens:,} output tokens, {_cost_text(totals)}")
+        parts.append(
+            f"{plural(totals.model_calls, 'model call')}, {totals.input_tokens:,} "
+            f"input + {totals.output_tokens:,} output tokens, {_cost_text(totals)}"
+        )
     if totals.target_input_tokens is not None or totals.target_output_tokens is not None:
-        parts.append(f"target {totals.target_input_tokens or 0:,} input + "
-                     f"{totals.target_output_tokens or 0:,} output tokens")
+        parts.append(
+            f"target {totals.target_input_tokens or 0:,} input + "
+            f"{totals.target_output_tokens or 0:,} output tokens"
+        )
     return " · ".join(parts) or None
 
 

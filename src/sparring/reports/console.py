@@ -51,14 +51,39 @@ from sparring.reports import (
 from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict, undecided_text
 from sparring.transcript import Message
 
-_SYMBOLS = {"passed": "✔", "failed": "✘", "error": "⚠", "timed_out": "⚠", "skipped": "⏭",
-            "not_run": "⏭", "interrupted": "⚠", "start": "▶", "scenario": "■"}
-_ASCII = {"passed": "+", "failed": "x", "error": "!", "timed_out": "!", "skipped": "-",
-          "not_run": "-", "interrupted": "!", "start": ">", "scenario": "#"}
+_SYMBOLS = {
+    "passed": "✔",
+    "failed": "✘",
+    "error": "⚠",
+    "timed_out": "⚠",
+    "skipped": "⏭",
+    "not_run": "⏭",
+    "interrupted": "⚠",
+    "start": "▶",
+    "scenario": "■",
+}
+_ASCII = {
+    "passed": "+",
+    "failed": "x",
+    "error": "!",
+    "timed_out": "!",
+    "skipped": "-",
+    "not_run": "-",
+    "interrupted": "!",
+    "start": ">",
+    "scenario": "#",
+}
 _VERDICT_SYMBOL = {"met": "passed", "not_met": "failed", "error": "error", "skipped": "skipped"}
 STYLE: dict[str, str] = {
-    "passed": "green", "met": "green", "failed": "red", "not_met": "red", "error": "yellow",
-    "timed_out": "yellow", "skipped": "dim", "not_run": "dim", "interrupted": "yellow",
+    "passed": "green",
+    "met": "green",
+    "failed": "red",
+    "not_met": "red",
+    "error": "yellow",
+    "timed_out": "yellow",
+    "skipped": "dim",
+    "not_run": "dim",
+    "interrupted": "yellow",
 }
 _LINE_CHARS = 160
 _PANEL_LINES = 6
@@ -101,8 +126,14 @@ class ConsoleView:
         show_messages: Print a plain line per user/agent message (plain mode).
     """
 
-    def __init__(self, *, console: Console | None = None, live: bool | None = None,
-                 refresh_per_second: float = 6, show_messages: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        console: Console | None = None,
+        live: bool | None = None,
+        refresh_per_second: float = 6,
+        show_messages: bool = True,
+    ) -> None:
         self.console = console or _default_console()
         self._want_live = self.console.is_interactive if live is None else live
         self._refresh_per_second = refresh_per_second
@@ -129,19 +160,32 @@ class ConsoleView:
         self._entered = True
         self._started = time.monotonic()
         if self._want_live:
-            self._live = Live(_LiveArea(self), console=self.console, transient=True,
-                              refresh_per_second=self._refresh_per_second)
+            self._live = Live(
+                _LiveArea(self),
+                console=self.console,
+                transient=True,
+                refresh_per_second=self._refresh_per_second,
+            )
             self._live.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self._stop_live()
         if self._result is not None:
             self._print_summary_once()
         elif self._total:
-            self._emit(Text(f"run interrupted: {self._done}/{self._total} trials finished "
-                            f"({self._count_text()})", style="yellow"))
+            self._emit(
+                Text(
+                    f"run interrupted: {self._done}/{self._total} trials finished "
+                    f"({self._count_text()})",
+                    style="yellow",
+                )
+            )
         self._entered = False
 
     # --- events ----------------------------------------------------------------------------
@@ -157,8 +201,12 @@ class ConsoleView:
         except Exception as e:  # the observer contract forbids raising
             self._broken = True
             self._stop_live()
-            self.console.print(Text(f"sparring: the console view failed ({e!r}); the run "
-                                    "goes on without it", style="yellow"))
+            self.console.print(
+                Text(
+                    f"sparring: the console view failed ({e!r}); the run goes on without it",
+                    style="yellow",
+                )
+            )
 
     def _handle(self, event: Event) -> None:
         match event:
@@ -183,10 +231,19 @@ class ConsoleView:
         with self._lock:
             self._total = event.trials
             self._started = time.monotonic()
-        models = [f"{label} model {name}" for label, name in
-                  (("user", event.user_model), ("judge", event.judge_model)) if name]
-        self._emit(Text(" · ".join([f"sparring: {event.scenarios} scenarios, "
-                                    f"{event.trials} trials", *models]), style="bold"))
+        models = [
+            f"{label} model {name}"
+            for label, name in (("user", event.user_model), ("judge", event.judge_model))
+            if name
+        ]
+        self._emit(
+            Text(
+                " · ".join(
+                    [f"sparring: {event.scenarios} scenarios, {event.trials} trials", *models]
+                ),
+                style="bold",
+            )
+        )
 
     def _on_trial_started(self, event: TrialStarted) -> None:
         key = (event.scenario_id, event.trial)
@@ -221,8 +278,10 @@ class ConsoleView:
                 running.verdicts.append((verdict.id, verdict.status))
         if self._live is None and verdict.status != "skipped":
             symbol = self._sym[_VERDICT_SYMBOL[verdict.status]]
-            text = one_line(f"{event.scenario_id} #{event.trial} {symbol} "
-                            f"{_verdict_text(verdict)}", 2 * _LINE_CHARS)
+            text = one_line(
+                f"{event.scenario_id} #{event.trial} {symbol} {_verdict_text(verdict)}",
+                2 * _LINE_CHARS,
+            )
             self._emit(Text(f"  {text}", style=STYLE[verdict.status]))
 
     def _on_trial_finished(self, trial: TrialResult) -> None:
@@ -241,16 +300,24 @@ class ConsoleView:
         self._emit(Text(one_line(line, 2 * _LINE_CHARS), style=STYLE[trial.status]))
         for sub in trial.subtests:  # unfold steps, in the order they were written
             replayed = f", {REPLAYED_HISTORY}" if sub.history == "replayed" else ""
-            text = (f"  {self._sym[sub.status]} {sub.id} {_status_text(sub.status)}{replayed}: "
-                    f"{sub.name}")
-            self._emit(Text(one_line(text + (f": {sub.error}" if sub.error else ""),
-                                     2 * _LINE_CHARS), style=STYLE[sub.status]))
+            text = (
+                f"  {self._sym[sub.status]} {sub.id} {_status_text(sub.status)}{replayed}: "
+                f"{sub.name}"
+            )
+            self._emit(
+                Text(
+                    one_line(text + (f": {sub.error}" if sub.error else ""), 2 * _LINE_CHARS),
+                    style=STYLE[sub.status],
+                )
+            )
 
     def _scenario_line(self, s: ScenarioResult) -> Text:
         status = shown_status(s)
-        line = (f"{self._sym['scenario']} {s.scenario_id}: {_status_text(status)}, pass rate "
-                f"{shown_pass_rate(s)} ({s.passed_trials}/{len(s.counted)} passed, threshold "
-                f"{percent(s.threshold)})")
+        line = (
+            f"{self._sym['scenario']} {s.scenario_id}: {_status_text(status)}, pass rate "
+            f"{shown_pass_rate(s)} ({s.passed_trials}/{len(s.counted)} passed, threshold "
+            f"{percent(s.threshold)})"
+        )
         return Text(line, style=f"bold {STYLE[status]}")
 
     # --- output ----------------------------------------------------------------------------
@@ -322,20 +389,26 @@ class _LiveArea:
 
 def _panel(r: _Running) -> Panel:
     of = f"/{r.trials}" if r.trials else ""
-    body = [Text(line, style="cyan" if role == "user" else "", no_wrap=True,
-                 overflow="ellipsis") for role, line in r.lines]
+    body = [
+        Text(line, style="cyan" if role == "user" else "", no_wrap=True, overflow="ellipsis")
+        for role, line in r.lines
+    ]
     verdicts = Text()
     for verdict_id, status in r.verdicts:
         verdicts.append(f"{verdict_id} ", style=STYLE[status])
     if verdicts:
         body.append(verdicts)
     failed = any(status == "not_met" for _, status in r.verdicts)
-    return Panel(Group(*body) if body else Text("starting…", style="dim"),
-                 title=f"{one_line(r.name, 60)} · trial {r.trial}{of} · turn {r.turn}",
-                 title_align="left", border_style="red" if failed else "blue")
+    return Panel(
+        Group(*body) if body else Text("starting…", style="dim"),
+        title=f"{one_line(r.name, 60)} · trial {r.trial}{of} · turn {r.turn}",
+        title_align="left",
+        border_style="red" if failed else "blue",
+    )
 
 
 # --- shared text --------------------------------------------------------------------------
+
 
 def _message_text(message: Message, turn: int) -> str:
     latency = f" ({message.latency_ms:.0f} ms)" if message.latency_ms is not None else ""
@@ -366,13 +439,16 @@ def _first_problem(trial: TrialResult) -> str:
 
 def _status_text(status: str) -> str:
     return {"not_met": "not met", "timed_out": "timed out", "not_run": "not run"}.get(
-        status, status)
+        status, status
+    )
 
 
 # --- summary ------------------------------------------------------------------------------
 
-def print_summary(result: RunResult, *, console: Console,
-                  symbols: dict[str, str] | None = None) -> None:
+
+def print_summary(
+    result: RunResult, *, console: Console, symbols: dict[str, str] | None = None
+) -> None:
     """Print the end-of-run summary: scenario table, failures, errors, skipped work, totals,
     usage (model calls, tokens, cost) and what the exit code means."""
     sym = symbols or _SYMBOLS
@@ -389,16 +465,27 @@ def print_summary(result: RunResult, *, console: Console,
     console.print(Text(_totals(result)), highlight=False, soft_wrap=True)
     if stopped_by_fail_fast(result):
         missing = sum(s.missing_trials for s in result.scenarios)
-        console.print(Text(f"{sym['not_run']} the run stopped early because of --fail-fast: "
-                           f"{plural(missing, 'planned trial')} did not run", style="yellow"),
-                      highlight=False, soft_wrap=True)
+        console.print(
+            Text(
+                f"{sym['not_run']} the run stopped early because of --fail-fast: "
+                f"{plural(missing, 'planned trial')} did not run",
+                style="yellow",
+            ),
+            highlight=False,
+            soft_wrap=True,
+        )
     usage = usage_text(result.usage_totals())
     if usage:
         console.print(Text(f"usage: {usage}"), highlight=False, soft_wrap=True)
     code = result.exit_code
-    console.print(Text(f"exit code {code}: {EXIT_CODE_MEANING.get(code, 'unknown')}",
-                       style="bold " + ("green" if code == 0 else "red")), highlight=False,
-                  soft_wrap=True)
+    console.print(
+        Text(
+            f"exit code {code}: {EXIT_CODE_MEANING.get(code, 'unknown')}",
+            style="bold " + ("green" if code == 0 else "red"),
+        ),
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
@@ -411,9 +498,13 @@ def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
         skipped = sum(v.status == "skipped" for t in s.counted for v in t.verdicts)
         if skipped:  # say when a row passed with part of it unchecked
             status += f" ({skipped} not judged)"
-        table.add_row(Text(s.scenario_id, overflow="fold"), Text(status, style=STYLE[shown]),
-                      shown_pass_rate(s), f"{s.passed_trials}/{len(s.counted)}",
-                      percent(s.threshold))
+        table.add_row(
+            Text(s.scenario_id, overflow="fold"),
+            Text(status, style=STYLE[shown]),
+            shown_pass_rate(s),
+            f"{s.passed_trials}/{len(s.counted)}",
+            percent(s.threshold),
+        )
     return table
 
 
@@ -424,14 +515,20 @@ def _problems(result: RunResult, sym: dict[str, str]) -> tuple[list[str], list[s
         for t in s.trials:
             where = f"{s.scenario_id} · trial {t.trial}"
             # an error its verdicts decided is listed once, as the verdict line below
-            if t.status in ("error", "timed_out") and t.error and \
-                    t.error != undecided_text(t.verdicts):
-                errors.append(one_line(f"{sym[t.status]} {where} ({t.end_reason}): {t.error}",
-                                       1000))
+            if (
+                t.status in ("error", "timed_out")
+                and t.error
+                and t.error != undecided_text(t.verdicts)
+            ):
+                errors.append(
+                    one_line(f"{sym[t.status]} {where} ({t.end_reason}): {t.error}", 1000)
+                )
             for v in t.failures:
                 target = failures if v.status == "not_met" else errors
-                line = (f"{sym[_VERDICT_SYMBOL[v.status]]} {where} · {v.id} "
-                        f"{one_line(v.description, 200)}: {v.reason or '(no reason given)'}")
+                line = (
+                    f"{sym[_VERDICT_SYMBOL[v.status]]} {where} · {v.id} "
+                    f"{one_line(v.description, 200)}: {v.reason or '(no reason given)'}"
+                )
                 target.append(one_line(line, 1000))
     errors += [one_line(f"{sym['error']} {e}", 1000) for e in result.hook_errors]
     return failures, errors
@@ -468,4 +565,3 @@ def _totals(result: RunResult) -> str:
     text = f"{plural(len(result.scenarios), 'scenario')} ({scenario_part or 'none'})"
     text += f" · {plural(total_trials, 'trial')} ({trial_part or 'none'})"
     return text + f" · {result.duration_ms / 1000:.1f} s"
-

@@ -44,15 +44,18 @@ def load_json(text: str, *, source: str = "<report>") -> RunResult:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise UserError(f"{source}: not a JSON report ({e}); pass the JSON file a "
-                        "sparring run wrote") from None
+        raise UserError(
+            f"{source}: not a JSON report ({e}); pass the JSON file a sparring run wrote"
+        ) from None
     if not isinstance(data, dict):
         raise UserError(f"{source}: a JSON report is an object, got {type(data).__name__}")
     data = cast(dict[str, Any], data)
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
-        raise UserError(f"{source}: report schema_version {version!r} is not supported "
-                        f"(this sparring reads {SCHEMA_VERSION!r}); re-run with this version")
+        raise UserError(
+            f"{source}: report schema_version {version!r} is not supported "
+            f"(this sparring reads {SCHEMA_VERSION!r}); re-run with this version"
+        )
     try:
         return RunResult.model_validate(_strip_derived(data))
     except ValidationError as e:

@@ -42,8 +42,10 @@ _MESSAGE_CHARS = 500
 def render_junit(result: RunResult) -> str:
     """The JUnit XML report as text, with an XML declaration, indented."""
     root = ET.Element("testsuites", name=_clean(f"sparring run {result.run_id}"))
-    suites = [_suite(s, timestamp=result.started_at, why_not_run=why_not_run(result))
-              for s in result.scenarios]
+    suites = [
+        _suite(s, timestamp=result.started_at, why_not_run=why_not_run(result))
+        for s in result.scenarios
+    ]
     if result.hook_errors:
         suites.append(_hooks_suite(result.hook_errors, timestamp=result.started_at))
     root.extend(suites)
@@ -67,8 +69,7 @@ _COUNT_KEYS = {"failures": "failure", "errors": "error", "skipped": "skipped"}
 
 
 def _suite(scenario: ScenarioResult, *, timestamp: str, why_not_run: str) -> ET.Element:
-    suite = ET.Element("testsuite", name=_clean(scenario.scenario_id),
-                       timestamp=_clean(timestamp))
+    suite = ET.Element("testsuite", name=_clean(scenario.scenario_id), timestamp=_clean(timestamp))
     suite.append(_properties(scenario))
     cases: list[ET.Element] = []
     for trial in scenario.trials:
@@ -89,12 +90,20 @@ def _suite(scenario: ScenarioResult, *, timestamp: str, why_not_run: str) -> ET.
 
 def _hooks_suite(errors: list[str], *, timestamp: str) -> ET.Element:
     """A `<testsuite name="suite hooks">` with one errored case per failed after_all hook."""
-    suite = ET.Element("testsuite", name="suite hooks", timestamp=_clean(timestamp),
-                       tests=str(len(errors)), failures="0", errors=str(len(errors)),
-                       skipped="0", time="0.000")
+    suite = ET.Element(
+        "testsuite",
+        name="suite hooks",
+        timestamp=_clean(timestamp),
+        tests=str(len(errors)),
+        failures="0",
+        errors=str(len(errors)),
+        skipped="0",
+        time="0.000",
+    )
     for i, error in enumerate(errors, start=1):
-        case = ET.SubElement(suite, "testcase", classname="suite hooks",
-                             name=_clean(f"hook {i}"), time="0.000")
+        case = ET.SubElement(
+            suite, "testcase", classname="suite hooks", name=_clean(f"hook {i}"), time="0.000"
+        )
         _outcome(case, "error", error, error, kind="hook_error")
     return suite
 
@@ -102,13 +111,25 @@ def _hooks_suite(errors: list[str], *, timestamp: str) -> ET.Element:
 def _properties(scenario: ScenarioResult) -> ET.Element:
     props = ET.Element("properties")
     values = {
-        "name": scenario.name, "kind": scenario.kind, "status": scenario.status,
-        "threshold": percent(scenario.threshold), "pass_rate": percent(scenario.pass_rate),
-        "trials": str(len(scenario.trials)), "source": scenario.source or "",
+        "name": scenario.name,
+        "kind": scenario.kind,
+        "status": scenario.status,
+        "threshold": percent(scenario.threshold),
+        "pass_rate": percent(scenario.pass_rate),
+        "trials": str(len(scenario.trials)),
+        "source": scenario.source or "",
     }
     usage = usage_totals(scenario.trials)
-    values.update({name: "" if value is None else f"{value:.6f}" if isinstance(value, float)
-                   else str(value) for name, value in usage.model_dump().items()})
+    values.update(
+        {
+            name: ""
+            if value is None
+            else f"{value:.6f}"
+            if isinstance(value, float)
+            else str(value)
+            for name, value in usage.model_dump().items()
+        }
+    )
     for name, value in values.items():
         ET.SubElement(props, "property", name=name, value=_clean(value))
     return props
@@ -129,8 +150,12 @@ def _not_run_cases(scenario: ScenarioResult, why: str) -> list[ET.Element]:
     missing = [n for n in range(1, scenario.planned_trials + 1) if n not in ran]
     cases: list[ET.Element] = []
     for n in missing:
-        case = ET.Element("testcase", classname=_clean(scenario.scenario_id),
-                          name=f"trial {n} / not run", time="0.000")
+        case = ET.Element(
+            "testcase",
+            classname=_clean(scenario.scenario_id),
+            name=f"trial {n} / not run",
+            time="0.000",
+        )
         _outcome(case, "skipped", f"not run: {why}")
         cases.append(case)
     return cases
@@ -154,8 +179,13 @@ def _verdict_case(trial: TrialResult, verdict: Verdict) -> ET.Element:
         _outcome(case, "skipped", verdict.reason or trial.error or "skipped")
         return case
     tag = "failure" if verdict.status == "not_met" else "error"
-    _outcome(case, tag, verdict.reason or verdict.description, _verdict_text(verdict),
-             kind=f"{verdict.kind} {verdict.status}")
+    _outcome(
+        case,
+        tag,
+        verdict.reason or verdict.description,
+        _verdict_text(verdict),
+        kind=f"{verdict.kind} {verdict.status}",
+    )
     return case
 
 
@@ -166,8 +196,10 @@ def _conversation_case(trial: TrialResult) -> ET.Element:
         _outcome(case, "skipped", trial.error or "skipped")
     elif status in ("error", "timed_out"):
         message = trial.error or f"the trial ended with {status} ({reason})"
-        text = (f"{message}\n\nstatus: {status}\nend reason: {reason}\n"
-                f"turns: {trial.transcript.user_turns}")
+        text = (
+            f"{message}\n\nstatus: {status}\nend reason: {reason}\n"
+            f"turns: {trial.transcript.user_turns}"
+        )
         _outcome(case, "error", message, text, kind=reason)
     return case
 
@@ -175,17 +207,30 @@ def _conversation_case(trial: TrialResult) -> ET.Element:
 def _threshold_case(scenario: ScenarioResult) -> ET.Element:
     counted = scenario.counted
     passed = scenario.passed_trials
-    name = (f"pass rate {passed}/{len(counted)} = {percent(scenario.pass_rate)} "
-            f"(threshold {percent(scenario.threshold)})")
-    case = ET.Element("testcase", classname=_clean(scenario.scenario_id), name=_clean(name),
-                      time="0.000")
+    name = (
+        f"pass rate {passed}/{len(counted)} = {percent(scenario.pass_rate)} "
+        f"(threshold {percent(scenario.threshold)})"
+    )
+    case = ET.Element(
+        "testcase", classname=_clean(scenario.scenario_id), name=_clean(name), time="0.000"
+    )
     status = scenario.status
     if status == "failed":
-        _outcome(case, "failure", f"pass rate {percent(scenario.pass_rate)} is below the "
-                 f"threshold {percent(scenario.threshold)}", kind="threshold")
+        _outcome(
+            case,
+            "failure",
+            f"pass rate {percent(scenario.pass_rate)} is below the "
+            f"threshold {percent(scenario.threshold)}",
+            kind="threshold",
+        )
     elif status == "error":
-        _outcome(case, "error", "the threshold is undecided: trials that errored, timed "
-                 "out or never ran could have made the difference", kind="threshold")
+        _outcome(
+            case,
+            "error",
+            "the threshold is undecided: trials that errored, timed "
+            "out or never ran could have made the difference",
+            kind="threshold",
+        )
     elif status in ("skipped", "not_run"):
         _outcome(case, "skipped", f"no trial ran ({status})")
     return case
@@ -201,15 +246,17 @@ def _tolerate(case: ET.Element, scenario: ScenarioResult) -> None:
             note.text = _clean(
                 f"{tag} in this trial, tolerated: the scenario passed with pass rate "
                 f"{percent(scenario.pass_rate)} >= threshold {percent(scenario.threshold)}\n"
-                f"{element.get('message', '')}\n{element.text or ''}")
+                f"{element.get('message', '')}\n{element.text or ''}"
+            )
 
 
 def _case(trial: TrialResult, name: str) -> ET.Element:
     return ET.Element("testcase", classname=_clean(trial.scenario_id), name=_clean(name))
 
 
-def _outcome(case: ET.Element, tag: str, message: str, text: str | None = None, *,
-             kind: str | None = None) -> None:
+def _outcome(
+    case: ET.Element, tag: str, message: str, text: str | None = None, *, kind: str | None = None
+) -> None:
     element = ET.SubElement(case, tag, message=_clean(one_line(message, _MESSAGE_CHARS)))
     if kind is not None:
         element.set("type", _clean(kind))
@@ -218,8 +265,12 @@ def _outcome(case: ET.Element, tag: str, message: str, text: str | None = None, 
 
 
 def _verdict_text(verdict: Verdict) -> str:
-    lines = [verdict.reason or "(no reason given)", "", f"{verdict.kind} {verdict.id}: "
-             f"{verdict.description}", f"status: {verdict.status}"]
+    lines = [
+        verdict.reason or "(no reason given)",
+        "",
+        f"{verdict.kind} {verdict.id}: {verdict.description}",
+        f"status: {verdict.status}",
+    ]
     if verdict.evidence:
         lines.append("evidence:")
         lines.extend(f"  > {quote}" for quote in verdict.evidence)

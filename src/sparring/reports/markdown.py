@@ -46,16 +46,27 @@ from sparring.results import (
 from sparring.transcript import Message, Transcript
 
 STATUS_ICON: dict[str, str] = {
-    "passed": "✅", "met": "✅", "failed": "❌", "not_met": "❌", "error": "⚠️",
-    "timed_out": "⚠️", "skipped": "⏭", "not_run": "⏭", "interrupted": "⚠️",
+    "passed": "✅",
+    "met": "✅",
+    "failed": "❌",
+    "not_met": "❌",
+    "error": "⚠️",
+    "timed_out": "⚠️",
+    "skipped": "⏭",
+    "not_run": "⏭",
+    "interrupted": "⚠️",
 }
 _VERDICT_ORDER = {"not_met": 0, "error": 1, "met": 2, "skipped": 3}
 _STATUS_TEXT = {"not_met": "not met", "timed_out": "timed out", "not_run": "not run"}
 
 
-def render_markdown(result: RunResult, *, max_message_chars: int = 4000,
-                    exit_status: tuple[int, str] | None = None,
-                    gate_lines: Sequence[str] = ()) -> str:
+def render_markdown(
+    result: RunResult,
+    *,
+    max_message_chars: int = 4000,
+    exit_status: tuple[int, str] | None = None,
+    gate_lines: Sequence[str] = (),
+) -> str:
     """The Markdown report as text.
 
     Args:
@@ -67,11 +78,14 @@ def render_markdown(result: RunResult, *, max_message_chars: int = 4000,
         gate_lines: The group gate summary (`sparring.gates.GateReport.lines()`), shown
             verbatim under "Group gates" after the header; nothing when empty.
     """
-    head = "\n".join([*_header(result, exit_status), *_gates(gate_lines),
-                      *_summary_table(result)])
-    details = "\n".join(line for scenario in result.scenarios
-                        for line in _scenario_section(scenario, why_not_run(result),
-                                                      max_message_chars=max_message_chars))
+    head = "\n".join([*_header(result, exit_status), *_gates(gate_lines), *_summary_table(result)])
+    details = "\n".join(
+        line
+        for scenario in result.scenarios
+        for line in _scenario_section(
+            scenario, why_not_run(result), max_message_chars=max_message_chars
+        )
+    )
     text = f"{head}\n{details}".rstrip() + "\n"
     return text if len(text) <= MAX_REPORT_CHARS else _cut(text)
 
@@ -87,39 +101,68 @@ def _cut(text: str) -> str:
 
 MAX_REPORT_CHARS = 60_000
 """GitHub comments hold 65,536 characters; longer reports are cut, details last."""
-_CUT_NOTE = ("_The report was cut here to fit a pull-request comment; every transcript and "
-             "verdict is in the JSON report (`--output`)._")
+_CUT_NOTE = (
+    "_The report was cut here to fit a pull-request comment; every transcript and "
+    "verdict is in the JSON report (`--output`)._"
+)
 
 
-def write_markdown(result: RunResult, path: Path, *, max_message_chars: int = 4000,
-                   exit_status: tuple[int, str] | None = None,
-                   gate_lines: Sequence[str] = ()) -> None:
+def write_markdown(
+    result: RunResult,
+    path: Path,
+    *,
+    max_message_chars: int = 4000,
+    exit_status: tuple[int, str] | None = None,
+    gate_lines: Sequence[str] = (),
+) -> None:
     """Write `render_markdown(result, ...)` to `path` (UTF-8), creating parent folders.
 
     Raises:
         OSError: the file cannot be written.
     """
-    _write(path, render_markdown(result, max_message_chars=max_message_chars,
-                                 exit_status=exit_status, gate_lines=gate_lines))
+    _write(
+        path,
+        render_markdown(
+            result,
+            max_message_chars=max_message_chars,
+            exit_status=exit_status,
+            gate_lines=gate_lines,
+        ),
+    )
 
 
 def _header(result: RunResult, exit_status: tuple[int, str] | None) -> list[str]:
     trials = sum(len(s.trials) for s in result.scenarios)
-    facts = [f"run `{_inline(result.run_id)}`", plural(len(result.scenarios), "scenario"),
-             plural(trials, "trial"), f"{result.duration_ms / 1000:.1f} s"]
+    facts = [
+        f"run `{_inline(result.run_id)}`",
+        plural(len(result.scenarios), "scenario"),
+        plural(trials, "trial"),
+        f"{result.duration_ms / 1000:.1f} s",
+    ]
     if result.user_model:
         facts.append(f"user model `{_inline(result.user_model)}`")
     if result.judge_model:
         facts.append(f"judge model `{_inline(result.judge_model)}`")
     usage = usage_text(result.usage_totals())
-    code, meaning = exit_status or (result.exit_code,
-                                    EXIT_CODE_MEANING.get(result.exit_code, "unknown"))
+    code, meaning = exit_status or (
+        result.exit_code,
+        EXIT_CODE_MEANING.get(result.exit_code, "unknown"),
+    )
     icon = "✅" if code == 0 else "❌" if code == 1 else "⚠️"
-    return [f"# sparring run, {_date(result.started_at)}", "", " · ".join(facts), "",
-            *([f"Usage: {usage}", ""] if usage else []),
-            f"{icon} **exit code {code}**: {_text(meaning)}", "",
-            *[line for error in result.hook_errors
-              for line in (f"⚠️ **hook error**: {_text(error)}", "")]]
+    return [
+        f"# sparring run, {_date(result.started_at)}",
+        "",
+        " · ".join(facts),
+        "",
+        *([f"Usage: {usage}", ""] if usage else []),
+        f"{icon} **exit code {code}**: {_text(meaning)}",
+        "",
+        *[
+            line
+            for error in result.hook_errors
+            for line in (f"⚠️ **hook error**: {_text(error)}", "")
+        ],
+    ]
 
 
 def _gates(lines: Sequence[str]) -> list[str]:
@@ -143,12 +186,21 @@ def _date(started_at: str) -> str:
 
 
 def _summary_table(result: RunResult) -> list[str]:
-    rows = ["| Scenario | Kind | Trials | Passed | Pass rate | Threshold | Status |",
-            "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    rows = [
+        "| Scenario | Kind | Trials | Passed | Pass rate | Threshold | Status |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- |",
+    ]
     for s in result.scenarios:
         passed = s.passed_trials
-        cells = [_scenario_label(s), s.kind, str(len(s.trials)), str(passed),
-                 shown_pass_rate(s), percent(s.threshold), _status(shown_status(s))]
+        cells = [
+            _scenario_label(s),
+            s.kind,
+            str(len(s.trials)),
+            str(passed),
+            shown_pass_rate(s),
+            percent(s.threshold),
+            _status(shown_status(s)),
+        ]
         rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return [*rows, ""]
 
@@ -157,53 +209,72 @@ def _scenario_label(s: ScenarioResult) -> str:
     return s.name if s.name == s.scenario_id else f"{s.name} ({s.scenario_id})"
 
 
-def _scenario_section(s: ScenarioResult, why_not_run: str, *,
-                      max_message_chars: int) -> list[str]:
+def _scenario_section(s: ScenarioResult, why_not_run: str, *, max_message_chars: int) -> list[str]:
     """The scenario's heading, facts and trials; `why_not_run` explains planned trials that
     never started."""
     passed = s.passed_trials
-    facts = [f"`{_inline(s.scenario_id)}`", s.kind,
-             f"pass rate {shown_pass_rate(s)} ({passed}/{len(s.counted)})",
-             f"threshold {percent(s.threshold)}"]
+    facts = [
+        f"`{_inline(s.scenario_id)}`",
+        s.kind,
+        f"pass rate {shown_pass_rate(s)} ({passed}/{len(s.counted)})",
+        f"threshold {percent(s.threshold)}",
+    ]
     if s.source:
         facts.append(f"source `{_inline(s.source)}`")
     hat = pass_hat_k(passed, len(s.counted))
     if len(hat) > 1:
         facts.append("pass^k " + ", ".join(f"k={k}: {v:.2f}" for k, v in hat.items()))
     status = shown_status(s)
-    out = [f"## {STATUS_ICON[status]} {_text(one_line(s.name, 200))}"
-           + (" (interrupted)" if status == "interrupted" else ""), "", " · ".join(facts), ""]
+    out = [
+        f"## {STATUS_ICON[status]} {_text(one_line(s.name, 200))}"
+        + (" (interrupted)" if status == "interrupted" else ""),
+        "",
+        " · ".join(facts),
+        "",
+    ]
     if not s.trials:
-        out += [f"_No trial ran: {why_not_run}._" if s.missing_trials else "_No trial ran._",
-                ""]
+        out += [f"_No trial ran: {why_not_run}._" if s.missing_trials else "_No trial ran._", ""]
     elif s.missing_trials:
-        out += [f"_{plural(s.missing_trials, 'planned trial')} did not run: {why_not_run}._",
-                ""]
+        out += [f"_{plural(s.missing_trials, 'planned trial')} did not run: {why_not_run}._", ""]
     for trial in s.trials:
         out.extend(_trial_section(trial, of=len(s.trials), max_message_chars=max_message_chars))
     return out
 
 
 def _trial_section(trial: TrialResult, *, of: int, max_message_chars: int) -> list[str]:
-    facts = [f"end reason `{trial.end_reason}`", trial_size(trial),
-             f"{trial.duration_ms / 1000:.1f} s"]
+    facts = [
+        f"end reason `{trial.end_reason}`",
+        trial_size(trial),
+        f"{trial.duration_ms / 1000:.1f} s",
+    ]
     if trial.status == "passed":  # details are for what went wrong; keep the rest short
-        return [f"- Trial {trial.trial} of {of}: {_status(trial.status)} · "
-                + " · ".join(facts), ""]
-    out = [f"### Trial {trial.trial} of {of}: {_status(trial.status)}", "",
-           " · ".join(facts), ""]
+        return [
+            f"- Trial {trial.trial} of {of}: {_status(trial.status)} · " + " · ".join(facts),
+            "",
+        ]
+    out = [f"### Trial {trial.trial} of {of}: {_status(trial.status)}", "", " · ".join(facts), ""]
     if trial.error and trial.error != undecided_text(trial.verdicts):  # else: its verdicts
         out += [f"> **{_status(trial.status)}**: {_text(one_line(trial.error, 2000))}", ""]
-    verdicts = sorted((v for v in trial.verdicts  # a skip the trial error explains: once
-                       if not (v.status == "skipped" and v.reason == trial.error)),
-                      key=lambda v: _VERDICT_ORDER[v.status])
+    verdicts = sorted(
+        (
+            v
+            for v in trial.verdicts  # a skip the trial error explains: once
+            if not (v.status == "skipped" and v.reason == trial.error)
+        ),
+        key=lambda v: _VERDICT_ORDER[v.status],
+    )
     out.extend(line for v in verdicts for line in _verdict_lines(v))
     if verdicts:
         out.append("")
     if trial.transcript.messages:
-        out.extend(_transcript(trial.transcript, trial.reply_notes,
-                               summary=f"Transcript ({len(trial.transcript.messages)} messages)",
-                               max_message_chars=max_message_chars))
+        out.extend(
+            _transcript(
+                trial.transcript,
+                trial.reply_notes,
+                summary=f"Transcript ({len(trial.transcript.messages)} messages)",
+                max_message_chars=max_message_chars,
+            )
+        )
     for sub in trial.subtests:  # in the order they were written
         summary = f"Sub-test {_text(sub.id)}: {_status(sub.status)} · "
         if sub.history == "replayed":
@@ -211,15 +282,18 @@ def _trial_section(trial: TrialResult, *, of: int, max_message_chars: int) -> li
         summary += _text(one_line(sub.name, 300))
         if sub.error:
             summary += f" · {_text(one_line(sub.error, 500))}"
-        out.extend(_transcript(sub.transcript, [], summary=summary,
-                               max_message_chars=max_message_chars))
+        out.extend(
+            _transcript(sub.transcript, [], summary=summary, max_message_chars=max_message_chars)
+        )
     return out
 
 
 def _verdict_lines(v: Verdict) -> list[str]:
     at = f" (turn {v.turn})" if v.turn is not None else ""
-    head = (f"- {STATUS_ICON[v.status]} **{_text(v.id)}** {v.kind}{at}: "
-            f"{_text(one_line(v.description, 300))}")
+    head = (
+        f"- {STATUS_ICON[v.status]} **{_text(v.id)}** {v.kind}{at}: "
+        f"{_text(one_line(v.description, 300))}"
+    )
     if v.reason:
         head += f": {_text(one_line(v.reason, 2000))}"
     if v.turns:
@@ -227,8 +301,9 @@ def _verdict_lines(v: Verdict) -> list[str]:
     return [head, *(f"  > {_text(one_line(quote, 500))}" for quote in v.evidence)]
 
 
-def _transcript(transcript: Transcript, reply_notes: list[ReplyNote], *, summary: str,
-                max_message_chars: int) -> list[str]:
+def _transcript(
+    transcript: Transcript, reply_notes: list[ReplyNote], *, summary: str, max_message_chars: int
+) -> list[str]:
     notes: dict[int, ReplyNote] = {n.turn: n for n in reply_notes}
     out = ["<details>", f"<summary>{summary}</summary>", ""]
     turn = 0
@@ -254,8 +329,7 @@ def _message(message: Message, turn: int, *, max_message_chars: int) -> list[str
     body = _text(content) if content.strip() else "(empty reply)"
     out = [head, "", *(f"> {line}".rstrip() for line in body.splitlines()), ""]
     for call in message.tool_calls:
-        out += [f"tool call {_code(call.name + '(' + one_line(call.arguments_raw, 500) + ')')}",
-                ""]
+        out += [f"tool call {_code(call.name + '(' + one_line(call.arguments_raw, 500) + ')')}", ""]
     return out
 
 

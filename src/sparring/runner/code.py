@@ -117,8 +117,9 @@ async def _in_thread(call: Callable[[], T]) -> T:
             done.set()
 
     name = getattr(call, "func", call)
-    threading.Thread(target=work, daemon=True,
-                     name=f"sparring {getattr(name, '__name__', 'test')}").start()
+    threading.Thread(
+        target=work, daemon=True, name=f"sparring {getattr(name, '__name__', 'test')}"
+    ).start()
     try:  # anyio's own worker only waits, so it is freed at once when the wait is cancelled
         await anyio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
     finally:

@@ -37,6 +37,7 @@ T = TypeVar("T")
 
 # --- the trial a session records into ---------------------------------------------------
 
+
 class Recorder(Protocol):
     """Where a trial keeps what its sessions did (the runner's trial state, or `TrialLog`)."""
 
@@ -77,8 +78,9 @@ class TrialLog:
     def add_subtest(self, subtest: SubtestResult, /) -> None:
         """Append to `subtests`, its transcript's secrets masked."""
         messages = tuple(self._kept(m) for m in subtest.transcript.messages)
-        self.subtests.append(subtest.model_copy(update={
-            "transcript": Transcript(messages=messages)}))
+        self.subtests.append(
+            subtest.model_copy(update={"transcript": Transcript(messages=messages)})
+        )
 
     def _kept(self, message: Message) -> Message:
         return sanitized(message, self.scrub)
@@ -110,7 +112,8 @@ class TrialContext:
     recorder: Recorder = field(default_factory=TrialLog)
     _ids: Counter[str] = field(default_factory=Counter[str])
     _asserts: list[tuple[str, Coroutine[Any, Any, Any]]] = field(
-        default_factory=list[tuple[str, Coroutine[Any, Any, Any]]])
+        default_factory=list[tuple[str, Coroutine[Any, Any, Any]]]
+    )
 
     def __repr__(self) -> str:
         """`TrialContext(scenario_id='t.py::test_books', trial=2)`: short, as pytest's
@@ -133,19 +136,23 @@ class TrialContext:
         were), e.g. "response.should(...) was not awaited; write `await
         response.should(...)`". Closes such coroutines (no RuntimeWarning follows) and
         forgets every tracked one."""
-        forgotten = [call for call, c in self._asserts
-                     if inspect.getcoroutinestate(c) == inspect.CORO_CREATED]
+        forgotten = [
+            call
+            for call, c in self._asserts
+            if inspect.getcoroutinestate(c) == inspect.CORO_CREATED
+        ]
         for _, assertion in self._asserts:
             assertion.close()
         self._asserts.clear()
         if not forgotten:
             return None
         count = f" ({len(forgotten)} times)" if len(forgotten) > 1 else ""
-        return (f"{forgotten[0]}(...) was not awaited{count}, so it checked nothing; write "
-                f"`await {forgotten[0]}(...)`")
+        return (
+            f"{forgotten[0]}(...) was not awaited{count}, so it checked nothing; write "
+            f"`await {forgotten[0]}(...)`"
+        )
 
-    async def send(self, connection: TargetSession, wire: Transcript, *,
-                   target: str) -> Message:
+    async def send(self, connection: TargetSession, wire: Transcript, *, target: str) -> Message:
         """Send the last message of `wire` on `connection` within `reply_timeout_s`.
 
         Raises:
@@ -157,8 +164,9 @@ class TrialContext:
             with anyio.fail_after(self.reply_timeout_s):
                 return await connection.send(wire)
         except TimeoutError:
-            raise TargetTimeout(target=target, timeout_seconds=self.reply_timeout_s,
-                                hint=REPLY_TIMEOUT_HINT) from None
+            raise TargetTimeout(
+                target=target, timeout_seconds=self.reply_timeout_s, hint=REPLY_TIMEOUT_HINT
+            ) from None
 
 
 CURRENT_TRIAL: ContextVar[TrialContext | None] = ContextVar("sparring_trial", default=None)
@@ -171,6 +179,7 @@ def current_trial() -> TrialContext | None:
 
 # --- failures ------------------------------------------------------------------------------
 
+
 class ConditionsNotMet(AssertionError):
     """Some `should` conditions or checks were not met; the message names each, with the
     judge's reason and the reply it was about.
@@ -182,8 +191,9 @@ class ConditionsNotMet(AssertionError):
     def __init__(self, verdicts: Sequence[Verdict], replies: Mapping[str, str]) -> None:
         self.verdicts = list(verdicts)
         unmet = [v for v in verdicts if v.status == "not_met"]
-        lines = [f"{len(unmet)} of {len(verdicts)} condition"
-                 f"{'s' if len(verdicts) != 1 else ''} not met:"]
+        lines = [
+            f"{len(unmet)} of {len(verdicts)} condition{'s' if len(verdicts) != 1 else ''} not met:"
+        ]
         for v in unmet:
             lines.append(f"  - {v.id} {v.description}: {v.reason}")
         for where, reply in replies.items():
@@ -197,7 +207,7 @@ class ConditionsUndecided(RunError):
 
     def __init__(self, verdicts: Sequence[Verdict]) -> None:
         self.verdicts = list(verdicts)
-        undecided = "; ".join(f"{v.id} {v.description}: {v.reason}"
-                              for v in verdicts if v.status == "error")
+        undecided = "; ".join(
+            f"{v.id} {v.description}: {v.reason}" for v in verdicts if v.status == "error"
+        )
         super().__init__(f"could not be decided: {undecided}")
-

@@ -72,8 +72,9 @@ class TargetPool:
         import httpx
 
         self._client = httpx.AsyncClient(
-            follow_redirects=False, limits=httpx.Limits(max_connections=None,
-                                                         max_keepalive_connections=100))
+            follow_redirects=False,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
+        )
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -101,17 +102,21 @@ class TargetPool:
         if isinstance(scenario.target, Target):
             return scenario.target
         if scenario.target is None:
-            raise UserError(f"scenario {scenario.id!r} ({scenario.source}) has no target: add "
-                            "`target:` to its file or to the scenario")
+            raise UserError(
+                f"scenario {scenario.id!r} ({scenario.source}) has no target: add "
+                "`target:` to its file or to the scenario"
+            )
         key = scenario.target.model_dump_json()
         if key not in self._targets:
             assert self._client is not None, "use TargetPool as an async context manager"
             try:
-                self._targets[key] = build_target(scenario.target, client=self._client,
-                                                  secrets=self._secrets)
+                self._targets[key] = build_target(
+                    scenario.target, client=self._client, secrets=self._secrets
+                )
             except UserError as e:
-                raise UserError(f"{scenario.source or scenario.id}: target of scenario "
-                                f"{scenario.id!r}: {e}") from None
+                raise UserError(
+                    f"{scenario.source or scenario.id}: target of scenario {scenario.id!r}: {e}"
+                ) from None
         return self._targets[key]
 
 
@@ -120,9 +125,13 @@ def _ignore(event: Event) -> None:
 
 
 async def run_scenarios(
-    scenarios: Sequence[AnyRunnable], *, targets: Callable[[AnyRunnable], Target],
-    user_model: Model | None, judge_model: Model | None,
-    settings: RunSettings | None = None, observer: Observer | None = None,
+    scenarios: Sequence[AnyRunnable],
+    *,
+    targets: Callable[[AnyRunnable], Target],
+    user_model: Model | None,
+    judge_model: Model | None,
+    settings: RunSettings | None = None,
+    observer: Observer | None = None,
     scrub: Callable[[str], str] | None = None,
 ) -> RunResult:
     """Run every trial of every scenario, `settings.parallel` trials at a time.
@@ -156,20 +165,40 @@ async def run_scenarios(
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         raise UserError(f"scenario ids must be unique; repeated: {', '.join(repeated)}")
     prepared = [_with_expected_output(s) for s in scenarios]
-    bound = [(s, None if isinstance(s, CodeScenario) and s.target is None else targets(s))
-             for s in prepared]
+    bound = [
+        (s, None if isinstance(s, CodeScenario) and s.target is None else targets(s))
+        for s in prepared
+    ]
     emit: Observer = observer or _ignore
-    ctx = RunContext(settings=settings, user_model=user_model, judge_model=judge_model,
-                   observer=emit, targets=targets, scrub=scrub)
+    ctx = RunContext(
+        settings=settings,
+        user_model=user_model,
+        judge_model=judge_model,
+        observer=emit,
+        targets=targets,
+        scrub=scrub,
+    )
     counts = [settings.trials or s.trials for s in prepared]
-    results = [ScenarioResult(scenario_id=s.id, name=s.display_name, kind=s.kind,
-                              source=s.source, threshold=s.threshold, planned_trials=n)
-               for s, n in zip(prepared, counts, strict=True)]
-    run = RunResult(sparring_version=__version__, run_id=uuid.uuid4().hex[:12],
-                    started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                    user_model=getattr(user_model, "name", None),
-                    judge_model=getattr(judge_model, "name", None), scenarios=results,
-                    fail_on_skip=settings.fail_on_skip)
+    results = [
+        ScenarioResult(
+            scenario_id=s.id,
+            name=s.display_name,
+            kind=s.kind,
+            source=s.source,
+            threshold=s.threshold,
+            planned_trials=n,
+        )
+        for s, n in zip(prepared, counts, strict=True)
+    ]
+    run = RunResult(
+        sparring_version=__version__,
+        run_id=uuid.uuid4().hex[:12],
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        user_model=getattr(user_model, "name", None),
+        judge_model=getattr(judge_model, "name", None),
+        scenarios=results,
+        fail_on_skip=settings.fail_on_skip,
+    )
     emit(RunStarted(len(prepared), sum(counts), run.user_model, run.judge_model))
     started = time.perf_counter()
     try:
@@ -185,8 +214,12 @@ async def run_scenarios(
     return run
 
 
-async def _run_all(bound: list[tuple[AnyRunnable, Target | None]], counts: list[int],
-                   results: list[ScenarioResult], ctx: RunContext) -> None:
+async def _run_all(
+    bound: list[tuple[AnyRunnable, Target | None]],
+    counts: list[int],
+    results: list[ScenarioResult],
+    ctx: RunContext,
+) -> None:
     limiter = anyio.CapacityLimiter(ctx.settings.parallel)
     remaining = list(counts)
 
@@ -202,8 +235,14 @@ async def _run_all(bound: list[tuple[AnyRunnable, Target | None]], counts: list[
         scenario, target = bound[index]
         async with limiter:
             if not ctx.stop:
-                await run_trial(scenario, trial, target, ctx, trials=counts[index],
-                                on_result=lambda result: record(index, result))
+                await run_trial(
+                    scenario,
+                    trial,
+                    target,
+                    ctx,
+                    trials=counts[index],
+                    on_result=lambda result: record(index, result),
+                )
 
     async with anyio.create_task_group() as tg:
         for index, count in enumerate(counts):

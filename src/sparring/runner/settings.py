@@ -6,7 +6,6 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-
     from sparring.config import Settings
 
 from sparring.prompts import Limits
@@ -51,15 +50,26 @@ class RunSettings:
     judge_temperature: float = 0.0
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, fail_fast: bool = False,
-                      fail_on_skip: bool = False) -> RunSettings:
+    def from_settings(
+        cls, settings: Settings, *, fail_fast: bool = False, fail_on_skip: bool = False
+    ) -> RunSettings:
         """The run settings `settings` give (parallel, trials, timeouts, temperatures,
         limits: DESIGN.md section 3 defaults where a limit is not set)."""
-        limits = Limits(**{f.name: getattr(settings, f.name) for f in fields(Limits)
-                           if getattr(settings, f.name) is not None})
+        limits = Limits(
+            **{
+                f.name: getattr(settings, f.name)
+                for f in fields(Limits)
+                if getattr(settings, f.name) is not None
+            }
+        )
         return cls(
-            parallel=settings.parallel, trials=settings.trials,
+            parallel=settings.parallel,
+            trials=settings.trials,
             reply_timeout_s=settings.reply_timeout_s,
-            conversation_timeout_s=settings.conversation_timeout_s, fail_fast=fail_fast,
-            fail_on_skip=fail_on_skip, user_temperature=settings.user_temperature,
-            judge_temperature=settings.judge_temperature, limits=limits)
+            conversation_timeout_s=settings.conversation_timeout_s,
+            fail_fast=fail_fast,
+            fail_on_skip=fail_on_skip,
+            user_temperature=settings.user_temperature,
+            judge_temperature=settings.judge_temperature,
+            limits=limits,
+        )

@@ -13,7 +13,6 @@ import anyio
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
-
     pass
 
 from sparring.errors import ModelError, TargetError, TargetTimeout
@@ -100,19 +99,26 @@ class _TrialState:
     def add_subtest(self, subtest: SubtestResult) -> None:
         """Keep a sub-test of a Python test, its transcript made safe like the trial's."""
         messages = tuple(sanitized(m, self.ctx.scrub) for m in subtest.transcript.messages)
-        self.subtests.append(subtest.model_copy(update={
-            "transcript": Transcript(messages=messages)}))
+        self.subtests.append(
+            subtest.model_copy(update={"transcript": Transcript(messages=messages)})
+        )
 
-    def finish(self, status: TrialStatus, end_reason: EndReason,
-               error: str | None) -> TrialResult:
+    def finish(self, status: TrialStatus, end_reason: EndReason, error: str | None) -> TrialResult:
         """The trial's result as it stands, its `error` text masked like everything else
         kept (a target's error may quote what the agent echoed); emits TrialFinished."""
         result = TrialResult(
-            scenario_id=self.scenario.id, trial=self.trial, status=status,
-            end_reason=end_reason, transcript=self.transcript, verdicts=self.verdicts,
-            reply_notes=self.reply_notes, usage=self.usage, subtests=self.subtests,
+            scenario_id=self.scenario.id,
+            trial=self.trial,
+            status=status,
+            end_reason=end_reason,
+            transcript=self.transcript,
+            verdicts=self.verdicts,
+            reply_notes=self.reply_notes,
+            usage=self.usage,
+            subtests=self.subtests,
             error=None if error is None else _scrubbed(error, self.ctx.scrub),
-            duration_ms=(time.perf_counter() - self.started) * 1000)
+            duration_ms=(time.perf_counter() - self.started) * 1000,
+        )
         self.ctx.observer(TrialFinished(result))
         return result
 
@@ -127,12 +133,11 @@ class _TrialState:
                 with anyio.fail_after(timeout):
                     reply = await session.send(self.wire)
             except TimeoutError:
-                raise TargetTimeout(target=self.target_name, timeout_seconds=timeout,
-                                    hint=REPLY_TIMEOUT_HINT) from None
+                raise TargetTimeout(
+                    target=self.target_name, timeout_seconds=timeout, hint=REPLY_TIMEOUT_HINT
+                ) from None
         self.add_message(reply)
         return reply
-
-
 
 
 async def _simulate(state: _TrialState, session: TargetSession) -> EndReason:
@@ -144,10 +149,15 @@ async def _simulate(state: _TrialState, session: TargetSession) -> EndReason:
     for turn in range(1, scenario.max_turns + 1):
         if text is None:
             decision = await next_user_message(
-                ctx.user_model, scenario=scenario, transcript=state.transcript,
-                may_stop=turn > scenario.effective_min_turns, limits=ctx.settings.limits,
-                temperature=ctx.settings.user_temperature, usage=state.usage,
-                scrub=ctx.scrub)
+                ctx.user_model,
+                scenario=scenario,
+                transcript=state.transcript,
+                may_stop=turn > scenario.effective_min_turns,
+                limits=ctx.settings.limits,
+                temperature=ctx.settings.user_temperature,
+                usage=state.usage,
+                scrub=ctx.scrub,
+            )
             if decision.done and turn > scenario.effective_min_turns:
                 return decision.done_reason or "goal_achieved"
             text = decision.message
@@ -165,25 +175,35 @@ def _steps(scenario: AnyScenario) -> list[tuple[str, list[Check], list[str]]]:
     return []
 
 
-async def _script(state: _TrialState, scenario: AnyScenario,
-                  session: TargetSession) -> list[ShouldItem]:
+async def _script(
+    state: _TrialState, scenario: AnyScenario, session: TargetSession
+) -> list[ShouldItem]:
     """Send every scripted message; check each reply as it arrives; collect `should`s."""
     shoulds: list[ShouldItem] = []
     for turn, (text, checks, should) in enumerate(_steps(scenario), start=1):
         await state.exchange(session, text)
-        state.add_verdicts([
-            run_check(c, state.transcript, check_id=f"t{turn}.check{i}", turn=turn)
-            for i, c in enumerate(checks, start=1)])
-        shoulds += [ShouldItem(id=f"t{turn}.should{i}", turn=turn, text=s)
-                    for i, s in enumerate(should, start=1)]
+        state.add_verdicts(
+            [
+                run_check(c, state.transcript, check_id=f"t{turn}.check{i}", turn=turn)
+                for i, c in enumerate(checks, start=1)
+            ]
+        )
+        shoulds += [
+            ShouldItem(id=f"t{turn}.should{i}", turn=turn, text=s)
+            for i, s in enumerate(should, start=1)
+        ]
     return shoulds
 
 
 async def _judge(state: _TrialState, scenario: AnyScenario, shoulds: list[ShouldItem]) -> None:
     """Conversation-level checks, then one judge call unless a check already decided."""
     ctx = state.ctx
-    state.add_verdicts([run_check(c, state.transcript, check_id=f"check{i}")
-                        for i, c in enumerate(scenario.checks, start=1)])
+    state.add_verdicts(
+        [
+            run_check(c, state.transcript, check_id=f"check{i}")
+            for i, c in enumerate(scenario.checks, start=1)
+        ]
+    )
     if not scenario.all_criteria and not shoulds:
         return
     failed = next((v for v in state.verdicts if v.status == "not_met"), None)
@@ -194,9 +214,15 @@ async def _judge(state: _TrialState, scenario: AnyScenario, shoulds: list[Should
         state.add_verdicts(skipped_verdicts(scenario, shoulds, NO_MODEL_HINT))
     else:
         outcome = await judge_conversation(
-            ctx.judge_model, scenario=scenario, transcript=state.transcript, shoulds=shoulds,
-            limits=ctx.settings.limits, temperature=ctx.settings.judge_temperature,
-            usage=state.usage, scrub=ctx.scrub)
+            ctx.judge_model,
+            scenario=scenario,
+            transcript=state.transcript,
+            shoulds=shoulds,
+            limits=ctx.settings.limits,
+            temperature=ctx.settings.judge_temperature,
+            usage=state.usage,
+            scrub=ctx.scrub,
+        )
         state.add_verdicts(outcome.verdicts)
         state.reply_notes = outcome.reply_notes
 
@@ -228,8 +254,7 @@ class _TestRaised(Exception):
     left an assertion un-awaited."""
 
 
-async def _run_code(state: _TrialState, scenario: CodeScenario,
-                    target: Target | None) -> EndReason:
+async def _run_code(state: _TrialState, scenario: CodeScenario, target: Target | None) -> EndReason:
     """Run a Python test's body in a trial context: `should` verdicts and sessions are
     recorded on `state`; a failed `assert` becomes a `not_met` verdict.
 
@@ -237,16 +262,23 @@ async def _run_code(state: _TrialState, scenario: CodeScenario,
     the trial `error` (`_TestRaised`), as does a `should` or `unfold` never awaited; only
     the run's own cancellation (timeout, Ctrl-C) goes on as it is."""
     ctx = state.ctx
-    spec = None if target is None or not isinstance(scenario.target, BaseModel) else \
-        scenario.target
+    spec = None if target is None or not isinstance(scenario.target, BaseModel) else scenario.target
     trial = TrialContext(
-        scenario_id=scenario.id, trial=state.trial, target=target, spec=spec,
+        scenario_id=scenario.id,
+        trial=state.trial,
+        target=target,
+        spec=spec,
         build_target=lambda s: ctx.targets(replace(scenario, target=s)),
-        judge=JudgeSettings(model=scenario.judge_model or ctx.judge_model,
-                            limits=ctx.settings.limits,
-                            temperature=ctx.settings.judge_temperature, scrub=ctx.scrub),
+        judge=JudgeSettings(
+            model=scenario.judge_model or ctx.judge_model,
+            limits=ctx.settings.limits,
+            temperature=ctx.settings.judge_temperature,
+            scrub=ctx.scrub,
+        ),
         reply_timeout_s=ctx.settings.reply_timeout_s or scenario.reply_timeout_s,
-        usage=state.usage, recorder=state)
+        usage=state.usage,
+        recorder=state,
+    )
     token = CURRENT_TRIAL.set(trial)
     try:
         if scenario.before is not None:
@@ -255,9 +287,17 @@ async def _run_code(state: _TrialState, scenario: CodeScenario,
     except (ConditionsNotMet, ConditionsUndecided):
         pass  # their verdicts are recorded and decide the trial
     except AssertionError as e:
-        state.add_verdicts([Verdict(
-            id="assert", kind="check", description="assert in the test body",
-            status="not_met", reason=_scrubbed(_assertion_text(e), ctx.scrub))])
+        state.add_verdicts(
+            [
+                Verdict(
+                    id="assert",
+                    kind="check",
+                    description="assert in the test body",
+                    status="not_met",
+                    reason=_scrubbed(_assertion_text(e), ctx.scrub),
+                )
+            ]
+        )
     except (TargetError, _TestRaised, anyio.get_cancelled_exc_class()):
         raise
     except BaseException as e:  # SystemExit, KeyboardInterrupt... must not end the run
@@ -270,8 +310,12 @@ async def _run_code(state: _TrialState, scenario: CodeScenario,
     return "script_done"
 
 
-async def _hook(hook: Callable[..., Awaitable[None]], what: str,
-                scrub: Callable[[str], str] | None, *args: object) -> None:
+async def _hook(
+    hook: Callable[..., Awaitable[None]],
+    what: str,
+    scrub: Callable[[str], str] | None,
+    *args: object,
+) -> None:
     try:
         await hook(*args)
     except anyio.get_cancelled_exc_class():
@@ -280,7 +324,6 @@ async def _hook(hook: Callable[..., Awaitable[None]], what: str,
         raise _TestRaised(_scrubbed(str(e), scrub)) from e
     except BaseException as e:
         raise _TestRaised(_scrubbed(f"{what} raised {raised_text(e)}", scrub)) from e
-
 
 
 def _assertion_text(error: AssertionError) -> str:
@@ -301,8 +344,15 @@ def _scrubbed(text: str, scrub: Callable[[str], str] | None) -> str:
 Outcome = tuple[TrialStatus, EndReason, str | None]
 
 
-async def run_trial(scenario: AnyRunnable, trial: int, target: Target | None, ctx: RunContext,
-                     *, trials: int, on_result: Callable[[TrialResult], None]) -> None:
+async def run_trial(
+    scenario: AnyRunnable,
+    trial: int,
+    target: Target | None,
+    ctx: RunContext,
+    *,
+    trials: int,
+    on_result: Callable[[TrialResult], None],
+) -> None:
     """Run trial number `trial` (1-based, of `trials`) and pass its TrialResult to `on_result`.
 
     Never raises for target, model or judge failures: they become the trial's status. If the
@@ -319,8 +369,11 @@ async def run_trial(scenario: AnyRunnable, trial: int, target: Target | None, ct
         if isinstance(scenario, CodeScenario) and scenario.after is not None:
             outcome = await _after(state, scenario.after, outcome)
     except anyio.get_cancelled_exc_class():
-        on_result(state.finish("error", "interrupted", "the run was interrupted before this "
-                               "trial finished"))
+        on_result(
+            state.finish(
+                "error", "interrupted", "the run was interrupted before this trial finished"
+            )
+        )
         raise
     on_result(state.finish(*outcome))
 
@@ -333,10 +386,16 @@ async def _play(state: _TrialState, target: Target | None) -> Outcome:
         with anyio.fail_after(timeout):
             end_reason = await _converse(state, target)
     except TimeoutError:
-        where = ("--conversation-timeout" if ctx.settings.conversation_timeout_s
-                 else "the scenario's `timeout_s`")
-        return ("timed_out", "timeout", f"conversation timed out after {timeout:g} s; raise "
-                f"{where} if it is just slow")
+        where = (
+            "--conversation-timeout"
+            if ctx.settings.conversation_timeout_s
+            else "the scenario's `timeout_s`"
+        )
+        return (
+            "timed_out",
+            "timeout",
+            f"conversation timed out after {timeout:g} s; raise {where} if it is just slow",
+        )
     except TargetError as e:
         return "error", "target_error", str(e)
     except ModelError as e:
@@ -344,8 +403,11 @@ async def _play(state: _TrialState, target: Target | None) -> Outcome:
     except _TestRaised as e:
         return "error", "test_error", str(e)
     except Exception as e:  # a bug or an unexpected failure must not lose the trial
-        return ("error", "internal_error", f"unexpected {type(e).__name__}: {e}; please "
-                "report this with the JSON report attached")
+        return (
+            "error",
+            "internal_error",
+            f"unexpected {type(e).__name__}: {e}; please report this with the JSON report attached",
+        )
     status = trial_status(state.verdicts)
     if isinstance(scenario, CodeScenario) and not state.verdicts:
         status = "passed"  # a Python test that returns without failing passes, like pytest
@@ -354,17 +416,18 @@ async def _play(state: _TrialState, target: Target | None) -> Outcome:
     return status, end_reason, undecided_text(state.verdicts) if status == "error" else None
 
 
-async def _after(state: _TrialState, after: Callable[[bool, str | None], Awaitable[None]],
-                 outcome: Outcome) -> Outcome:
+async def _after(
+    state: _TrialState, after: Callable[[bool, str | None], Awaitable[None]], outcome: Outcome
+) -> Outcome:
     """Run a Python test's after-each hook with (passed, error); a hook that raises makes
     the trial `error`."""
     status, _, error = outcome
-    failure = error or next((f"{v.id} {v.description}: {v.reason}"
-                             for v in state.verdicts if v.status == "not_met"), None)
+    failure = error or next(
+        (f"{v.id} {v.description}: {v.reason}" for v in state.verdicts if v.status == "not_met"),
+        None,
+    )
     try:
         await _hook(after, "the after hook", state.ctx.scrub, status == "passed", failure)
     except _TestRaised as e:
         return "error", "test_error", str(e)
     return outcome
-
-

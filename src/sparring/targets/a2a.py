@@ -78,8 +78,10 @@ try:
     from a2a.utils.errors import A2AError
     from google.protobuf.json_format import MessageToDict, ParseError
 except ImportError as e:
-    raise UserError(f'the a2a target needs the A2A SDK, which is not installed ({e}): '
-                    'pip install "sparring[a2a]"') from e
+    raise UserError(
+        f"the a2a target needs the A2A SDK, which is not installed ({e}): "
+        'pip install "sparring[a2a]"'
+    ) from e
 
 _EXCERPT_CHARS = 300
 _BINDINGS = (TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON)
@@ -87,9 +89,11 @@ _ENDED = {
     TaskState.TASK_STATE_FAILED: "the agent failed on its side; see its logs",
     TaskState.TASK_STATE_REJECTED: "the agent refused the request",
     TaskState.TASK_STATE_CANCELED: "the task was canceled before it finished",
-    TaskState.TASK_STATE_AUTH_REQUIRED: ("the agent needs credentials for this request; give "
-                                         "them in `headers` (e.g. Authorization: Bearer "
-                                         "{{secrets.AGENT_TOKEN}})"),
+    TaskState.TASK_STATE_AUTH_REQUIRED: (
+        "the agent needs credentials for this request; give "
+        "them in `headers` (e.g. Authorization: Bearer "
+        "{{secrets.AGENT_TOKEN}})"
+    ),
 }
 _ANSWERED = (TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_INPUT_REQUIRED)
 _MALFORMED = (ParseError, ValueError, TypeError, AttributeError, KeyError)
@@ -116,29 +120,34 @@ class A2ATarget:
             character HTTP cannot carry, or uses a secret that is not set.
     """
 
-    def __init__(self, spec: A2ATargetSpec, *, client: httpx.AsyncClient,
-                 secrets: Secrets) -> None:
+    def __init__(self, spec: A2ATargetSpec, *, client: httpx.AsyncClient, secrets: Secrets) -> None:
         self.spec, self._shared, self._secrets = spec, client, secrets
         self.name = f"a2a:{mask_url(spec.url)}"
         self._card_url = spec.url.rstrip("/") + spec.card_path
         self._http = httpx.AsyncClient(
-            transport=_CheckedTransport(client, secrets), headers=self._headers(),
-            timeout=spec.timeout_s, follow_redirects=False)
+            transport=_CheckedTransport(client, secrets),
+            headers=self._headers(),
+            timeout=spec.timeout_s,
+            follow_redirects=False,
+        )
         self._lock = anyio.Lock()
         self._connection: _Connection | None = None
 
     def _headers(self) -> dict[str, str]:
         texts: list[JsonValue] = [*self.spec.headers.values()]
-        wrong = sorted(f"{{{{{n}}}}}" for n in placeholder_names(texts)
-                       if not n.startswith("secrets."))
+        wrong = sorted(
+            f"{{{{{n}}}}}" for n in placeholder_names(texts) if not n.startswith("secrets.")
+        )
         if wrong or (wrong := misspelt_placeholders(texts)):
-            raise UserError(f"target {self.name!r}: a2a headers can only use "
-                            f"{{{{secrets.NAME}}}}, not {', '.join(wrong)}; the user's "
-                            "message goes in the A2A message itself")
-        templates = [HeaderTemplate(k, v, secrets=self._secrets)
-                     for k, v in self.spec.headers.items()]
-        return {t.name: t.fill(message="", history=[], secrets=self._secrets)
-                for t in templates}
+            raise UserError(
+                f"target {self.name!r}: a2a headers can only use "
+                f"{{{{secrets.NAME}}}}, not {', '.join(wrong)}; the user's "
+                "message goes in the A2A message itself"
+            )
+        templates = [
+            HeaderTemplate(k, v, secrets=self._secrets) for k, v in self.spec.headers.items()
+        ]
+        return {t.name: t.fill(message="", history=[], secrets=self._secrets) for t in templates}
 
     async def open_session(self) -> A2ASession:
         """Start a conversation; the agent card is read by the first session.
@@ -161,25 +170,31 @@ class A2ATarget:
 
     async def _read_card(self) -> AgentCard:
         url = mask_url(self._card_url)
-        fix = (f"set `url` to the agent's base address, the one whose {self.spec.card_path} "
-               "serves its card (agents on A2A 0.2 serve /.well-known/agent.json: set "
-               "`card_path` to that)")
+        fix = (
+            f"set `url` to the agent's base address, the one whose {self.spec.card_path} "
+            "serves its card (agents on A2A 0.2 serve /.well-known/agent.json: set "
+            "`card_path` to that)"
+        )
         try:
             with anyio.fail_after(self.spec.timeout_s):
                 response = await self._http.get(self._card_url)
         except (TimeoutError, httpx.TimeoutException):
-            raise TargetTimeout(target=self.name, timeout_seconds=self.spec.timeout_s,
-                                hint=TARGET_TIMEOUT_HINT) from None
+            raise TargetTimeout(
+                target=self.name, timeout_seconds=self.spec.timeout_s, hint=TARGET_TIMEOUT_HINT
+            ) from None
         except httpx.HTTPError as e:
             raise _transport_error(e, url, "its agent card", self._secrets) from None
         except _BadResponse as e:
-            raise TargetError(f"{e.url} (the agent card) {e.detail} {fix}",
-                              status=e.status) from None
+            raise TargetError(
+                f"{e.url} (the agent card) {e.detail} {fix}", status=e.status
+            ) from None
         return _parse_card(response, url, fix, self._secrets)
 
     def _connect(self, card: AgentCard) -> _Connection:
-        endpoint = next((i.url for i in card.supported_interfaces
-                         if i.protocol_binding in _BINDINGS), self.spec.url)
+        endpoint = next(
+            (i.url for i in card.supported_interfaces if i.protocol_binding in _BINDINGS),
+            self.spec.url,
+        )
         if not _is_http_url(endpoint):
             shown = self._secrets.excerpt(endpoint, _EXCERPT_CHARS)
             raise TargetError(
@@ -187,23 +202,38 @@ class A2ATarget:
                 "interface URL (where messages go), which is not an http(s) URL; fix the "
                 "agent card: its "
                 "`supportedInterfaces[].url` (`url` on A2A 0.3) must be the full address the "
-                "agent answers on, e.g. http://localhost:9999/")
-        config = ClientConfig(streaming=self.spec.streaming, httpx_client=self._http,
-                              supported_protocol_bindings=[b.value for b in _BINDINGS])
+                "agent answers on, e.g. http://localhost:9999/"
+            )
+        config = ClientConfig(
+            streaming=self.spec.streaming,
+            httpx_client=self._http,
+            supported_protocol_bindings=[b.value for b in _BINDINGS],
+        )
         try:
             client = ClientFactory(config).create(card)
         except ValueError:
-            offered = ", ".join(f"{i.protocol_binding} {i.protocol_version or '(no version)'}"
-                                f" at {mask_url(i.url)}" for i in card.supported_interfaces)
+            offered = ", ".join(
+                f"{i.protocol_binding} {i.protocol_version or '(no version)'} at {mask_url(i.url)}"
+                for i in card.supported_interfaces
+            )
             raise TargetError(
                 f"the agent card at {mask_url(self._card_url)} offers no interface sparring "
                 f"speaks (it offers: {offered or 'none'}); sparring speaks A2A 0.3 and 1.0 "
-                "over JSONRPC or HTTP+JSON") from None
-        tool_calls = (ResponsePath(self.spec.tool_calls_path, option="tool_calls_path")
-                      if self.spec.tool_calls_path is not None else None)
-        return _Connection(client, endpoint=mask_url(endpoint), name=self.name,
-                           timeout_s=self.spec.timeout_s, secrets=self._secrets,
-                           tool_calls=tool_calls)
+                "over JSONRPC or HTTP+JSON"
+            ) from None
+        tool_calls = (
+            ResponsePath(self.spec.tool_calls_path, option="tool_calls_path")
+            if self.spec.tool_calls_path is not None
+            else None
+        )
+        return _Connection(
+            client,
+            endpoint=mask_url(endpoint),
+            name=self.name,
+            timeout_s=self.spec.timeout_s,
+            secrets=self._secrets,
+            tool_calls=tool_calls,
+        )
 
 
 class _Connection:
@@ -218,8 +248,16 @@ class _Connection:
         tool_calls: The spec's `tool_calls_path`, compiled (`None`: no tool calls read).
     """
 
-    def __init__(self, client: Client, *, endpoint: str, name: str, timeout_s: float,
-                 secrets: Secrets, tool_calls: ResponsePath | None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        endpoint: str,
+        name: str,
+        timeout_s: float,
+        secrets: Secrets,
+        tool_calls: ResponsePath | None,
+    ) -> None:
         self.client, self.endpoint, self._name = client, endpoint, name
         self._timeout_s, self._secrets, self._tool_calls = timeout_s, secrets, tool_calls
 
@@ -238,19 +276,28 @@ class _Connection:
                 lead to tool calls. Messages never contain secrets.
             TargetTimeout: no complete answer within `timeout_s`.
         """
-        message = A2AMessage(message_id=str(uuid.uuid4()), role=Role.ROLE_USER,
-                             parts=[Part(text=text)], context_id=context_id, task_id=task_id)
+        message = A2AMessage(
+            message_id=str(uuid.uuid4()),
+            role=Role.ROLE_USER,
+            parts=[Part(text=text)],
+            context_id=context_id,
+            task_id=task_id,
+        )
         answer = _Answer()
         start = time.perf_counter()
         try:
             with anyio.fail_after(self._timeout_s):
                 await self._receive(SendMessageRequest(message=message), answer, start)
         except (TimeoutError, A2AClientTimeoutError):
-            raise TargetTimeout(target=self._name, timeout_seconds=self._timeout_s,
-                                hint=TARGET_TIMEOUT_HINT) from None
+            raise TargetTimeout(
+                target=self._name, timeout_seconds=self._timeout_s, hint=TARGET_TIMEOUT_HINT
+            ) from None
         except _BadResponse as e:
-            raise TargetError(f"{e.url} (the agent) {e.detail} Check `headers`, and that the "
-                              "agent card names this agent's address", status=e.status) from None
+            raise TargetError(
+                f"{e.url} (the agent) {e.detail} Check `headers`, and that the "
+                "agent card names this agent's address",
+                status=e.status,
+            ) from None
         except A2AError as e:
             raise self._sdk_error(e) from None
         answer.latency_ms = round((time.perf_counter() - start) * 1000, 3)
@@ -259,8 +306,9 @@ class _Connection:
             answer.tool_calls = self._read_tool_calls(self._tool_calls, answer.raw())
         return answer
 
-    def _read_tool_calls(self, path: ResponsePath, raw: dict[str, JsonValue]
-                         ) -> tuple[ToolCall, ...]:
+    def _read_tool_calls(
+        self, path: ResponsePath, raw: dict[str, JsonValue]
+    ) -> tuple[ToolCall, ...]:
         # `metadata` is left out of the JSON when empty; it is still the place to look.
         # A misspelt path must not pass for "no tool calls" (see `extract_optional`).
         value = path.extract_optional({"metadata": {}, **raw}, scrub=self._secrets.scrub)
@@ -288,9 +336,11 @@ class _Connection:
 
     def _invalid_reply(self, error: Exception) -> TargetError:
         detail = self._secrets.excerpt(f"{type(error).__name__}: {error}", _EXCERPT_CHARS)
-        return TargetError(f"{self.endpoint} sent an answer that is not a valid A2A reply "
-                           f"({detail}); check that the agent speaks the protocol version its "
-                           "card says")
+        return TargetError(
+            f"{self.endpoint} sent an answer that is not a valid A2A reply "
+            f"({detail}); check that the agent speaks the protocol version its "
+            "card says"
+        )
 
     def _sdk_error(self, error: A2AError) -> TargetError:
         cause = error.__cause__
@@ -299,10 +349,12 @@ class _Connection:
         if str(error).startswith(_NOT_JSON_RPC):
             return self._invalid_reply(error)
         detail = self._secrets.excerpt(str(error) or type(error).__name__, _EXCERPT_CHARS)
-        return TargetError(f"{self.endpoint} answered with an A2A error "
-                           f"({type(error).__name__}): {detail}. The agent refused or failed "
-                           "the request; check its logs and that it speaks the protocol "
-                           "version its card says")
+        return TargetError(
+            f"{self.endpoint} answered with an A2A error "
+            f"({type(error).__name__}): {detail}. The agent refused or failed "
+            "the request; check its logs and that it speaks the protocol "
+            "version its card says"
+        )
 
 
 class A2ASession:
@@ -323,8 +375,7 @@ class A2ASession:
             TargetTimeout: no complete answer within the target's `timeout_s`.
         """
         text, _ = last_user_message(transcript)
-        answer = await self._connection.send(text, context_id=self.context_id,
-                                             task_id=self.task_id)
+        answer = await self._connection.send(text, context_id=self.context_id, task_id=self.task_id)
         self.context_id = answer.context_id or self.context_id
         self.task_id = answer.pending_task_id
         return answer.message()
@@ -387,8 +438,11 @@ class _Answer:
         return self.task
 
     def _status(self, status: TaskStatus, at_ms: float) -> None:
-        self.events.append(StatusEvent(state=_state_name(status.state),
-                                       detail=_text(status.message.parts), at_ms=at_ms))
+        self.events.append(
+            StatusEvent(
+                state=_state_name(status.state), detail=_text(status.message.parts), at_ms=at_ms
+            )
+        )
 
     @property
     def context_id(self) -> str:
@@ -415,19 +469,25 @@ class _Answer:
         if self.direct is not None:
             return
         if self.task is None:
-            raise TargetError(f"{endpoint} answered with neither a task nor a message; check "
-                              "that the agent speaks the protocol version its card says")
+            raise TargetError(
+                f"{endpoint} answered with neither a task nor a message; check "
+                "that the agent speaks the protocol version its card says"
+            )
         status = self.task.status
         state, said = _state_name(status.state), _text(status.message.parts)
         said = secrets.excerpt(said, _EXCERPT_CHARS) if said else "(no message)"
         if status.state in _ENDED:
-            raise TargetError(f"{endpoint}: the agent's task ended in state {state!r} with "
-                              f"message {said!r}; {_ENDED[status.state]}")
+            raise TargetError(
+                f"{endpoint}: the agent's task ended in state {state!r} with "
+                f"message {said!r}; {_ENDED[status.state]}"
+            )
         if status.state not in _ANSWERED:
-            raise TargetError(f"{endpoint}: the answer ended with the task still in state "
-                              f"{state!r} (message {said!r}); sparring waits for "
-                              "'completed' or 'input-required'. The agent may have stopped "
-                              "mid-task or answered before finishing; check its logs")
+            raise TargetError(
+                f"{endpoint}: the answer ended with the task still in state "
+                f"{state!r} (message {said!r}); sparring waits for "
+                "'completed' or 'input-required'. The agent may have stopped "
+                "mid-task or answered before finishing; check its logs"
+            )
 
     def raw(self) -> dict[str, JsonValue]:
         """The direct message, or else the task, as A2A 1.0 JSON (call after `check`)."""
@@ -444,10 +504,15 @@ class _Answer:
             pieces = [_text(a.parts) for a in self.task.artifacts]
             pieces.append(_text(self.task.status.message.parts))
         pieces = [p for p in pieces if p]
-        return Message(role="agent", content="\n".join(pieces),
-                       parts=tuple(pieces) if len(pieces) > 1 else (), raw=self.raw(),
-                       tool_calls=self.tool_calls, latency_ms=self.latency_ms,
-                       status_events=tuple(self.events))
+        return Message(
+            role="agent",
+            content="\n".join(pieces),
+            parts=tuple(pieces) if len(pieces) > 1 else (),
+            raw=self.raw(),
+            tool_calls=self.tool_calls,
+            latency_ms=self.latency_ms,
+            status_events=tuple(self.events),
+        )
 
 
 def _merge_artifact(task: Task, update: TaskArtifactUpdateEvent) -> None:
@@ -538,15 +603,22 @@ class _CheckedTransport(httpx.AsyncBaseTransport):
         except BaseException:
             await response.aclose()
             raise
-        return httpx.Response(response.status_code, headers=response.headers,
-                              stream=response.stream, extensions=response.extensions)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=response.stream,
+            extensions=response.extensions,
+        )
 
     async def _check(self, response: httpx.Response) -> None:
         status, url = response.status_code, mask_url(str(response.request.url))
         if 300 <= status < 400:
             location = self._secrets.scrub(response.headers.get("location", "(none given)"))
-            raise _BadResponse(url, f"answered HTTP {status}, a redirect to {location}; "
-                               "redirects are not followed.", status=status)
+            raise _BadResponse(
+                url,
+                f"answered HTTP {status}, a redirect to {location}; redirects are not followed.",
+                status=status,
+            )
         media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         json_like = media in ("application/json", "text/json") or media.endswith("+json")
         if status < 400 and (json_like or media == "text/event-stream"):
@@ -554,12 +626,21 @@ class _CheckedTransport(httpx.AsyncBaseTransport):
         body = (await response.aread()).decode("utf-8", errors="replace")
         excerpt = self._secrets.excerpt(body, _EXCERPT_CHARS)
         if status >= 400:
-            hint = (" Check the credentials in `headers` (is the secret set and current?)."
-                    if status in (401, 403) else "")
-            raise _BadResponse(url, f"answered HTTP {status} {response.reason_phrase}. Body "
-                               f"starts: {excerpt!r}.{hint}", status=status)
-        raise _BadResponse(url, f"answered Content-Type {media or '(none)'}, not JSON. Body "
-                           f"starts: {excerpt!r}.", status=status)
+            hint = (
+                " Check the credentials in `headers` (is the secret set and current?)."
+                if status in (401, 403)
+                else ""
+            )
+            raise _BadResponse(
+                url,
+                f"answered HTTP {status} {response.reason_phrase}. Body starts: {excerpt!r}.{hint}",
+                status=status,
+            )
+        raise _BadResponse(
+            url,
+            f"answered Content-Type {media or '(none)'}, not JSON. Body starts: {excerpt!r}.",
+            status=status,
+        )
 
 
 def _parse_card(response: httpx.Response, url: str, fix: str, secrets: Secrets) -> AgentCard:
@@ -567,18 +648,24 @@ def _parse_card(response: httpx.Response, url: str, fix: str, secrets: Secrets) 
     try:
         data: Any = response.json()
     except ValueError as e:
-        raise TargetError(f"{url} is not an agent card: the body is not JSON ({e}). Body "
-                          f"starts: {excerpt!r}; {fix}") from None
+        raise TargetError(
+            f"{url} is not an agent card: the body is not JSON ({e}). Body "
+            f"starts: {excerpt!r}; {fix}"
+        ) from None
     if not is_raw_mapping(data) or not ({"supportedInterfaces", "url"} & data.keys()):
-        raise TargetError(f"{url} is not an A2A agent card: it has no `supportedInterfaces` "
-                          f"(A2A 1.0) or `url` (A2A 0.3) saying where to send messages. Body "
-                          f"starts: {excerpt!r}; {fix}")
+        raise TargetError(
+            f"{url} is not an A2A agent card: it has no `supportedInterfaces` "
+            f"(A2A 1.0) or `url` (A2A 0.3) saying where to send messages. Body "
+            f"starts: {excerpt!r}; {fix}"
+        )
     try:
         return parse_agent_card(data)
     except ParseError as e:
-        raise TargetError(f"{url} is not a valid A2A agent card "
-                          f"({secrets.excerpt(str(e), _EXCERPT_CHARS)}). Body starts: "
-                          f"{excerpt!r}; {fix}") from None
+        raise TargetError(
+            f"{url} is not a valid A2A agent card "
+            f"({secrets.excerpt(str(e), _EXCERPT_CHARS)}). Body starts: "
+            f"{excerpt!r}; {fix}"
+        ) from None
 
 
 def _is_http_url(url: str) -> bool:
@@ -590,13 +677,16 @@ def _is_http_url(url: str) -> bool:
     return parsed.scheme in ("http", "https") and bool(parsed.host)
 
 
-def _transport_error(error: httpx.HTTPError, url: str, what: str, secrets: Secrets
-                     ) -> TargetError:
+def _transport_error(error: httpx.HTTPError, url: str, what: str, secrets: Secrets) -> TargetError:
     detail = secrets.scrub(str(error) or type(error).__name__)
     if isinstance(error, httpx.ConnectError):
-        return TargetError(f"could not connect to {url} ({what}): {detail}. Check that the "
-                           "agent is running and that `url` (scheme, host, port) is right, "
-                           "and the address its card gives")
-    return TargetError(f"the request to {url} ({what}) failed: {type(error).__name__}: "
-                       f"{detail}. The agent may have crashed or closed the connection; check "
-                       "its logs")
+        return TargetError(
+            f"could not connect to {url} ({what}): {detail}. Check that the "
+            "agent is running and that `url` (scheme, host, port) is right, "
+            "and the address its card gives"
+        )
+    return TargetError(
+        f"the request to {url} ({what}) failed: {type(error).__name__}: "
+        f"{detail}. The agent may have crashed or closed the connection; check "
+        "its logs"
+    )

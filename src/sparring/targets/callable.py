@@ -50,8 +50,9 @@ class CallableTarget:
             abandoned (its thread finishes in the background).
     """
 
-    def __init__(self, fn: AgentFunction, *, name: str | None = None,
-                 timeout_s: float = 60) -> None:
+    def __init__(
+        self, fn: AgentFunction, *, name: str | None = None, timeout_s: float = 60
+    ) -> None:
         if not callable(fn):
             raise UserError(f"a callable target needs a function, got {type(fn).__name__}")
         self.fn = fn
@@ -80,8 +81,9 @@ class CallableTarget:
             with anyio.fail_after(self.timeout_s):
                 reply = await self._invoke(history)
         except TimeoutError:
-            raise TargetTimeout(target=self.name, timeout_seconds=self.timeout_s,
-                                hint=TARGET_TIMEOUT_HINT) from None
+            raise TargetTimeout(
+                target=self.name, timeout_seconds=self.timeout_s, hint=TARGET_TIMEOUT_HINT
+            ) from None
         latency_ms = round((time.perf_counter() - start) * 1000, 3)
         return reply_message(reply, latency_ms=latency_ms, target=self.name)
 
@@ -104,7 +106,8 @@ class CallableTarget:
             raise TargetError(
                 f"target {self.name!r} raised {type(e).__name__}({_args(e)}), which ends "
                 "programs (e.g. sys.exit()); an agent function must return its reply, or "
-                "raise an Exception when it fails") from e
+                "raise an Exception when it fails"
+            ) from e
         return result
 
 
@@ -129,8 +132,9 @@ async def run_in_daemon_thread(fn: Callable[[History], Any], history: History) -
         except RuntimeError:
             pass  # the event loop is gone: nobody is waiting any more
 
-    threading.Thread(target=work, name=f"sparring-agent-{getattr(fn, '__name__', 'call')}",
-                     daemon=True).start()
+    threading.Thread(
+        target=work, name=f"sparring-agent-{getattr(fn, '__name__', 'call')}", daemon=True
+    ).start()
     await done.wait()
     ok, value = outcome[0]
     if not ok:
@@ -190,8 +194,12 @@ def reply_message(reply: object, *, latency_ms: float | None, target: str) -> Me
     if isinstance(reply, tuple) and len(cast(tuple[object, ...], reply)) == 2:
         text, calls = cast(tuple[object, object], reply)
         where = f"target {target!r} tool calls"
-        return Message(role="agent", content=_text(text, target), latency_ms=latency_ms,
-                       tool_calls=tool_calls_from(calls, where=where))
+        return Message(
+            role="agent",
+            content=_text(text, target),
+            latency_ms=latency_ms,
+            tool_calls=tool_calls_from(calls, where=where),
+        )
     if isinstance(reply, BaseModel):
         reply = reply.model_dump(mode="json")
     if isinstance(reply, dict | list | int | float):  # bool is an int
@@ -200,15 +208,18 @@ def reply_message(reply: object, *, latency_ms: float | None, target: str) -> Me
     kind = "None" if reply is None else type(cast(object, reply)).__name__
     raise TargetError(
         f"target {target!r} returned {kind}; "
-        "return a str, (text, tool_calls), a sparring Message, or a JSON-like dict/list")
+        "return a str, (text, tool_calls), a sparring Message, or a JSON-like dict/list"
+    )
 
 
 def _text(value: object, target: str) -> str:
     try:
         return content_text(value)
     except (TypeError, ValueError) as e:
-        raise TargetError(f"target {target!r} returned a reply that is neither text nor "
-                          f"JSON ({e}); return a str or JSON-like dict/list") from None
+        raise TargetError(
+            f"target {target!r} returned a reply that is neither text nor "
+            f"JSON ({e}); return a str or JSON-like dict/list"
+        ) from None
 
 
 def load_callable(ref: str) -> Callable[..., Any]:
@@ -221,8 +232,10 @@ def load_callable(ref: str) -> Callable[..., Any]:
     """
     module_name, sep, attr_path = ref.partition(":")
     if not sep or not module_name or not attr_path:
-        raise UserError(f"callable ref {ref!r} must look like 'module:function', "
-                        "e.g. 'my_agent:reply' for reply() in my_agent.py")
+        raise UserError(
+            f"callable ref {ref!r} must look like 'module:function', "
+            "e.g. 'my_agent:reply' for reply() in my_agent.py"
+        )
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
     module = _import(module_name, ref)
@@ -232,12 +245,16 @@ def load_callable(ref: str) -> Callable[..., Any]:
             names = [n for n in dir(obj) if not n.startswith("_")]
             close = difflib.get_close_matches(part, names, n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise UserError(f"callable ref {ref!r}: {getattr(obj, '__name__', module_name)!r} "
-                            f"has no attribute {part!r}.{hint}")
+            raise UserError(
+                f"callable ref {ref!r}: {getattr(obj, '__name__', module_name)!r} "
+                f"has no attribute {part!r}.{hint}"
+            )
         obj = getattr(obj, part)
     if not callable(obj):
-        raise UserError(f"callable ref {ref!r} names a {type(obj).__name__}, not a function; "
-                        "point it at `def agent(history): ...`")
+        raise UserError(
+            f"callable ref {ref!r} names a {type(obj).__name__}, not a function; "
+            "point it at `def agent(history): ...`"
+        )
     return cast(Callable[..., Any], obj)
 
 
@@ -251,13 +268,18 @@ def _import(module_name: str, ref: str) -> Any:
                 f"{os.getcwd()} and sys.path). Run sparring from the directory that holds "
                 f"{module_name.split('.')[0]}.py, or install the package / set PYTHONPATH"
             ) from None
-        raise UserError(f"callable ref {ref!r}: importing {module_name!r} failed because "
-                        f"{e.name!r} is not installed ({e}); install it") from None
+        raise UserError(
+            f"callable ref {ref!r}: importing {module_name!r} failed because "
+            f"{e.name!r} is not installed ({e}); install it"
+        ) from None
     except Exception as e:
-        raise UserError(f"callable ref {ref!r}: importing {module_name!r} raised "
-                        f"{type(e).__name__}: {e}; fix the error in that module") from None
+        raise UserError(
+            f"callable ref {ref!r}: importing {module_name!r} raised "
+            f"{type(e).__name__}: {e}; fix the error in that module"
+        ) from None
     except SystemExit as e:
         raise UserError(
             f"callable ref {ref!r}: importing {module_name!r} called sys.exit({e.code!r}); "
-            "put the module's script code under `if __name__ == \"__main__\":` so it only "
-            "runs when the file is executed") from None
+            'put the module\'s script code under `if __name__ == "__main__":` so it only '
+            "runs when the file is executed"
+        ) from None

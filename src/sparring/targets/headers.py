@@ -46,22 +46,28 @@ class HeaderTemplate:
 
     def __init__(self, name: str, text: str, *, secrets: Secrets) -> None:
         if not _TOKEN.fullmatch(name):
-            raise UserError(f"header name {name!r} is not a valid HTTP header name: use "
-                            "letters, digits and '-' only (e.g. X-Api-Key), no spaces or ':'")
+            raise UserError(
+                f"header name {name!r} is not a valid HTTP header name: use "
+                "letters, digits and '-' only (e.g. X-Api-Key), no spaces or ':'"
+            )
         bad = _BAD_VALUE_CHAR.search(text)
         if bad is not None:
-            raise UserError(f"header {name!r}: the value has {_problem(bad.group())} at "
-                            f"position {bad.start()}; {_RULE}: remove it, or percent-encode "
-                            "it if the agent expects that")
+            raise UserError(
+                f"header {name!r}: the value has {_problem(bad.group())} at "
+                f"position {bad.start()}; {_RULE}: remove it, or percent-encode "
+                "it if the agent expects that"
+            )
         self.name, self._template = name, TextTemplate(text)
         names = placeholder_names(text)
         for secret in sorted(n[8:] for n in names if n.startswith("secrets.")):
             value = _BAD_VALUE_CHAR.search(secrets.get(secret))
             if value is not None:
                 kind = _problem(value.group()).split(" (", 1)[0]
-                raise UserError(f"header {name!r}: secret {secret!r} holds {kind}, which a "
-                                f"header cannot carry ({_RULE}); check the secret's value "
-                                "(a trailing newline from a file?)")
+                raise UserError(
+                    f"header {name!r}: secret {secret!r} holds {kind}, which a "
+                    f"header cannot carry ({_RULE}); check the secret's value "
+                    "(a trailing newline from a file?)"
+                )
         self._placeholders = ", ".join(f"{{{{{n}}}}}" for n in sorted(names))
 
     def fill(self, *, message: str, history: History, secrets: Secrets) -> str:
@@ -74,8 +80,11 @@ class HeaderTemplate:
         value = self._template.fill(message=message, history=history, secrets=secrets)
         bad = _BAD_VALUE_CHAR.search(value)
         if bad is not None:
-            raise TargetError(secrets.scrub(
-                f"header {self.name!r} cannot be sent: after filling {self._placeholders}, "
-                f"its value has {_problem(bad.group())}; {_RULE}. Send that text in "
-                "`body_template` instead of `headers`"))
+            raise TargetError(
+                secrets.scrub(
+                    f"header {self.name!r} cannot be sent: after filling {self._placeholders}, "
+                    f"its value has {_problem(bad.group())}; {_RULE}. Send that text in "
+                    "`body_template` instead of `headers`"
+                )
+            )
         return value

@@ -74,29 +74,44 @@ class HttpTarget:
             cannot carry (all checked here, so a run fails before its first conversation).
     """
 
-    def __init__(self, spec: HttpTargetSpec, *, client: httpx.AsyncClient, secrets: Secrets,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        spec: HttpTargetSpec,
+        *,
+        client: httpx.AsyncClient,
+        secrets: Secrets,
+        name: str | None = None,
+    ) -> None:
         self.spec = spec
         self.name = name or spec.url.split("?", 1)[0]
         self._client, self._secrets = client, secrets
         self._url = TextTemplate(spec.url, url=True)
         self._body = None if spec.method in _NO_BODY else compile_body(spec.body_template)
-        self._content_type = ("application/json" if isinstance(self._body, JsonTemplate)
-                              else "text/plain; charset=utf-8")
+        self._content_type = (
+            "application/json"
+            if isinstance(self._body, JsonTemplate)
+            else "text/plain; charset=utf-8"
+        )
         self._response_path = ResponsePath(spec.response_path)
-        self._tool_calls_path = (ResponsePath(spec.tool_calls_path, option="tool_calls_path")
-                                 if spec.tool_calls_path is not None else None)
+        self._tool_calls_path = (
+            ResponsePath(spec.tool_calls_path, option="tool_calls_path")
+            if spec.tool_calls_path is not None
+            else None
+        )
         self._timeout = httpx.Timeout(spec.timeout_s)
         texts: list[JsonValue] = [spec.url, *spec.headers.values(), spec.body_template]
         if typos := misspelt_placeholders(texts):
-            raise UserError(f"target {self.name!r}: unknown placeholder {', '.join(typos)}; "
-                            f"the placeholders are {{{{input}}}}, {{{{message}}}}, "
-                            "{{history}} and {{secrets.NAME}}")
+            raise UserError(
+                f"target {self.name!r}: unknown placeholder {', '.join(typos)}; "
+                f"the placeholders are {{{{input}}}}, {{{{message}}}}, "
+                "{{history}} and {{secrets.NAME}}"
+            )
         for secret in sorted(secret_names(texts)):
             secrets.get(secret)  # fail early; also marks the value for scrubbing
         self._shown_url = secrets.scrub(spec.url)  # as written: placeholders, not values
-        self._headers = [HeaderTemplate(key, value, secrets=secrets)
-                         for key, value in spec.headers.items()]
+        self._headers = [
+            HeaderTemplate(key, value, secrets=secrets) for key, value in spec.headers.items()
+        ]
         self._check_message_is_sent()
 
     def _check_message_is_sent(self) -> None:
@@ -109,9 +124,11 @@ class HttpTarget:
         why = ""
         if self._body is None and placeholder_names(spec.body_template) & {"input", "message"}:
             why = f" (method {spec.method} sends no body, so `body_template` is not used)"
-        raise UserError(f"target {self.name!r} never sends the user's message{why}: put "
-                        "{{input}} in body_template, or in the url for GET (e.g. "
-                        "`?q={{input}}`)")
+        raise UserError(
+            f"target {self.name!r} never sends the user's message{why}: put "
+            "{{input}} in body_template, or in the url for GET (e.g. "
+            "`?q={{input}}`)"
+        )
 
     async def open_session(self) -> HttpSession:
         """Start a conversation (no server-side state: the history is sent each turn)."""
@@ -146,19 +163,26 @@ class HttpTarget:
             with anyio.fail_after(self.spec.timeout_s):
                 reply = await self._exchange(request)
         except (TimeoutError, httpx.TimeoutException):
-            raise TargetTimeout(target=self.name, timeout_seconds=self.spec.timeout_s,
-                                hint=TARGET_TIMEOUT_HINT) from None
+            raise TargetTimeout(
+                target=self.name, timeout_seconds=self.spec.timeout_s, hint=TARGET_TIMEOUT_HINT
+            ) from None
         except httpx.HTTPError as e:
             raise self._transport_error(e) from None
         latency_ms = (time.perf_counter() - start) * 1000
-        return Message(role="agent", content=reply.text, tool_calls=reply.tool_calls,
-                       raw=reply.raw, latency_ms=round(latency_ms, 3))
+        return Message(
+            role="agent",
+            content=reply.text,
+            tool_calls=reply.tool_calls,
+            raw=reply.raw,
+            latency_ms=round(latency_ms, 3),
+        )
 
     def _build(self, message: str, history: History) -> httpx.Request:
         secrets = self._secrets
         url = self._url.fill(message=message, history=history, secrets=secrets)
-        headers = {h.name: h.fill(message=message, history=history, secrets=secrets)
-                   for h in self._headers}
+        headers = {
+            h.name: h.fill(message=message, history=history, secrets=secrets) for h in self._headers
+        }
         content: bytes | None = None
         if isinstance(self._body, JsonTemplate):
             body = self._body.fill(message=message, history=history, secrets=secrets)
@@ -168,8 +192,9 @@ class HttpTarget:
         if content is not None and not any(k.lower() == "content-type" for k in headers):
             headers["Content-Type"] = self._content_type
         try:
-            request = self._client.build_request(self.spec.method, url, headers=headers,
-                                                 content=content, timeout=self._timeout)
+            request = self._client.build_request(
+                self.spec.method, url, headers=headers, content=content, timeout=self._timeout
+            )
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as e:
             raise self._bad_url(e) from None
         port = request.url.port
@@ -181,12 +206,16 @@ class HttpTarget:
         """The filled url does not parse. httpx's detail may quote part of a secret (say the
         text before a `#` in it), which scrubbing cannot catch, so it is left out then."""
         if secret_names(self.spec.url):
-            detail = ("once its {{secrets.NAME}} values are filled in; a secret placed before "
-                      "`?` must be percent-encoded where it holds @ : / # ? % or spaces")
+            detail = (
+                "once its {{secrets.NAME}} values are filled in; a secret placed before "
+                "`?` must be percent-encoded where it holds @ : / # ? % or spaces"
+            )
         else:
             detail = f"({self._secrets.scrub(str(error) or type(error).__name__)})"
-        return TargetError(f"target {self.name!r}: {self._shown_url!r} is not a usable URL "
-                           f"{detail}; check `url`, e.g. https://bot.example.com/chat")
+        return TargetError(
+            f"target {self.name!r}: {self._shown_url!r} is not a usable URL "
+            f"{detail}; check `url`, e.g. https://bot.example.com/chat"
+        )
 
     async def _exchange(self, request: httpx.Request) -> _Reply:
         response = await self._client.send(request, stream=True, follow_redirects=False)
@@ -205,19 +234,25 @@ class HttpTarget:
             location = self._secrets.scrub(response.headers.get("location", "(none given)"))
             raise TargetError(
                 f"{url} answered HTTP {status}, a redirect to {location}; redirects are not "
-                "followed: set `url` to the final address", status=status)
+                "followed: set `url` to the final address",
+                status=status,
+            )
         if status >= 400:
             text, truncated = await _read_start(response)
             excerpt = self._secrets.excerpt(text, _EXCERPT_CHARS, truncated=truncated)
-            raise TargetError(f"{url} answered HTTP {status} {response.reason_phrase}. Body "
-                              f"starts: {excerpt!r}. {_status_hint(status)}", status=status)
+            raise TargetError(
+                f"{url} answered HTTP {status} {response.reason_phrase}. Body "
+                f"starts: {excerpt!r}. {_status_hint(status)}",
+                status=status,
+            )
 
     def _read_body(self, response: httpx.Response) -> _Reply:
         text = response.text
         media_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if _is_json_type(media_type):
-            if not text.strip() and (response.request.method == "HEAD"
-                                     or response.status_code == 204):
+            if not text.strip() and (
+                response.request.method == "HEAD" or response.status_code == 204
+            ):
                 return _Reply("", (), "")  # no body by definition
             try:
                 data = _loads(text)
@@ -240,7 +275,8 @@ class HttpTarget:
         return TargetError(
             f"{self._shown_url} answered Content-Type {media_type} but the body is not valid "
             f"JSON ({reason}): {excerpt!r}. The agent may have failed mid-reply or sent the "
-            "wrong Content-Type; check its logs")
+            "wrong Content-Type; check its logs"
+        )
 
     def _extract(self, data: JsonValue) -> JsonValue:
         """The value at `response_path`; an `error` object in place of it is reported as
@@ -250,21 +286,26 @@ class HttpTarget:
         except ResponsePathError:
             error = _error_of(data)
             if error is not None:
-                raise self._agent_error(error, streamed=False,
-                                        json_rpc=_is_json_rpc(data)) from None
+                raise self._agent_error(
+                    error, streamed=False, json_rpc=_is_json_rpc(data)
+                ) from None
             raise
 
-    def _agent_error(self, error: JsonValue, *, streamed: bool,
-                     json_rpc: bool = False) -> TargetError:
+    def _agent_error(
+        self, error: JsonValue, *, streamed: bool, json_rpc: bool = False
+    ) -> TargetError:
         """The agent's `error` in place of a reply; `json_rpc`: it came in a JSON-RPC 2.0
         response, so the url is most likely an A2A agent's endpoint."""
         text = error if isinstance(error, str) else content_text(error)
         excerpt = self._secrets.excerpt(text, _EXCERPT_CHARS)
         how = "streamed an error event" if streamed else "answered an error"
-        hint = ("It is a JSON-RPC 2.0 error: the url looks like a JSON-RPC (A2A) endpoint, "
-                "which does not take a plain chat message; for an A2A agent use `type: a2a` "
-                "with `url:` the agent's base address" if json_rpc
-                else "The agent failed while answering; check its logs")
+        hint = (
+            "It is a JSON-RPC 2.0 error: the url looks like a JSON-RPC (A2A) endpoint, "
+            "which does not take a plain chat message; for an A2A agent use `type: a2a` "
+            "with `url:` the agent's base address"
+            if json_rpc
+            else "The agent failed while answering; check its logs"
+        )
         return TargetError(f"{self._shown_url} {how} instead of a reply: {excerpt!r}. {hint}")
 
     def _tool_calls(self, data: JsonValue) -> tuple[ToolCall, ...]:
@@ -291,15 +332,15 @@ class HttpTarget:
                 continue
             events.append(event)
             if self._tool_calls_path is not None:
-                calls.add(self._tool_calls_path.extract_optional(
-                    event, scrub=self._secrets.scrub))
+                calls.add(self._tool_calls_path.extract_optional(event, scrub=self._secrets.scrub))
             try:
                 value = self._response_path.extract(event, scrub=self._secrets.scrub)
             except ResponsePathError as e:
                 error = _error_of(event)
                 if error is not None:
-                    raise self._agent_error(error, streamed=True,
-                                            json_rpc=_is_json_rpc(event)) from None
+                    raise self._agent_error(
+                        error, streamed=True, json_rpc=_is_json_rpc(event)
+                    ) from None
                 missing = missing or e
                 continue
             if value is not None:
@@ -310,7 +351,7 @@ class HttpTarget:
         text, tool_calls = "".join(pieces), tool_calls_from(calls.items, where=where)
         joined = text + "".join(c.arguments_raw for c in tool_calls)
         if self._secrets.scrub(joined) != joined:  # a secret split across events: the
-            events = [_EVENTS_WITHHELD]            # events cannot be masked one by one
+            events = [_EVENTS_WITHHELD]  # events cannot be masked one by one
         return _Reply(text, tool_calls, events)
 
     def _transport_error(self, error: httpx.HTTPError) -> TargetError:
@@ -319,10 +360,14 @@ class HttpTarget:
             return self._bad_url(error)
         detail = self._secrets.scrub(str(error) or type(error).__name__)
         if isinstance(error, httpx.ConnectError):
-            return TargetError(f"could not connect to {url}: {detail}. Check that the agent is "
-                               "running and that `url` (scheme, host, port) is right")
-        return TargetError(f"the request to {url} failed: {type(error).__name__}: {detail}. "
-                           "The agent may have crashed or closed the connection; check its logs")
+            return TargetError(
+                f"could not connect to {url}: {detail}. Check that the agent is "
+                "running and that `url` (scheme, host, port) is right"
+            )
+        return TargetError(
+            f"the request to {url} failed: {type(error).__name__}: {detail}. "
+            "The agent may have crashed or closed the connection; check its logs"
+        )
 
 
 class HttpSession(StatelessSession):
@@ -340,8 +385,10 @@ class HttpSession(StatelessSession):
         """Nothing to release."""
 
 
-_EVENTS_WITHHELD = ("(stream events left out of the record: the streamed reply held a secret "
-                    "value, which could be split across events)")
+_EVENTS_WITHHELD = (
+    "(stream events left out of the record: the streamed reply held a secret "
+    "value, which could be split across events)"
+)
 
 
 class _StreamedCalls:

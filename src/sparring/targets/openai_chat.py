@@ -55,8 +55,14 @@ class OpenAIChatTarget:
             `{{secrets.OPENAI_API_KEY}}` instead falls back to a dummy key, for local servers).
     """
 
-    def __init__(self, spec: OpenAIChatTargetSpec, *, secrets: Secrets,
-                 max_retries: int = 2, http_client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        spec: OpenAIChatTargetSpec,
+        *,
+        secrets: Secrets,
+        max_retries: int = 2,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
         self.spec, self._secrets = spec, secrets
         self.name = f"openai_chat:{spec.model}"
         headers = {k: self._fill(v) for k, v in spec.headers.items()}
@@ -69,10 +75,14 @@ class OpenAIChatTarget:
         self._shown_url = mask_url(spec.base_url)
         own = [] if api_key == _NO_KEY else [api_key]
         self._scrubber = secrets.scrubber_with([*own, *url_credentials(spec.base_url)])
-        self._client = AsyncOpenAI(base_url=spec.base_url, api_key=api_key or _NO_KEY,
-                                   default_headers=headers, timeout=spec.timeout_s,
-                                   max_retries=max_retries,
-                                   http_client=cast(Any, http_client))
+        self._client = AsyncOpenAI(
+            base_url=spec.base_url,
+            api_key=api_key or _NO_KEY,
+            default_headers=headers,
+            timeout=spec.timeout_s,
+            max_retries=max_retries,
+            http_client=cast(Any, http_client),
+        )
 
     def _fill(self, text: str) -> str:
         return fill_text(text, message="", history=[], secrets=self._secrets)
@@ -104,17 +114,21 @@ class OpenAIChatTarget:
                 # ChatCompletion from any answer without validating it.
                 data = await self._client.post("/chat/completions", body=body, cast_to=bytes)
         except (TimeoutError, openai.APITimeoutError):
-            raise TargetTimeout(target=self.name, timeout_seconds=self.spec.timeout_s,
-                                hint=TARGET_TIMEOUT_HINT) from None
+            raise TargetTimeout(
+                target=self.name, timeout_seconds=self.spec.timeout_s, hint=TARGET_TIMEOUT_HINT
+            ) from None
         except openai.OpenAIError as e:
             raise self._error(e) from None
         latency_ms = (time.perf_counter() - started) * 1000
         try:
             return _message(parse_chat_completion(data), latency_ms)
         except MalformedCompletion as e:
-            raise TargetError(not_a_completion(
-                f"{self.name} at {self._shown_url}",
-                self._scrubber.excerpt(str(e), _EXCERPT_CHARS))) from None
+            raise TargetError(
+                not_a_completion(
+                    f"{self.name} at {self._shown_url}",
+                    self._scrubber.excerpt(str(e), _EXCERPT_CHARS),
+                )
+            ) from None
 
     def messages(self, transcript: Transcript) -> list[Any]:
         """The chat completions `messages` for `transcript`."""
@@ -131,15 +145,19 @@ class OpenAIChatTarget:
     def _error(self, e: openai.OpenAIError) -> TargetError:
         where = f"{self.name} at {self._shown_url}"
         if isinstance(e, openai.APIConnectionError):
-            return TargetError(f"{where}: could not connect ({self._scrubber.scrub(str(e))}); "
-                               "check base_url and that the agent's server is running")
+            return TargetError(
+                f"{where}: could not connect ({self._scrubber.scrub(str(e))}); "
+                "check base_url and that the agent's server is running"
+            )
         if isinstance(e, openai.APIStatusError):
-            hint = {401: "check api_key (e.g. {{secrets.OPENAI_API_KEY}})",
-                    404: "check base_url (ends in /v1) and the model name"}.get(
-                        e.status_code, "check the endpoint's logs")
+            hint = {
+                401: "check api_key (e.g. {{secrets.OPENAI_API_KEY}})",
+                404: "check base_url (ends in /v1) and the model name",
+            }.get(e.status_code, "check the endpoint's logs")
             detail = self._scrubber.excerpt(e.message, _EXCERPT_CHARS)
-            return TargetError(f"{where} answered HTTP {e.status_code}: {detail}; {hint}",
-                               status=e.status_code)
+            return TargetError(
+                f"{where} answered HTTP {e.status_code}: {detail}; {hint}", status=e.status_code
+            )
         return TargetError(f"{where}: {self._scrubber.scrub(str(e))}")
 
 
@@ -161,11 +179,13 @@ def _assistant(message: Message, position: int) -> list[dict[str, Any]]:
     if not message.tool_calls:
         return [{"role": "assistant", "content": message.content}]
     ids = [c.id or f"call_{position}_{i}" for i, c in enumerate(message.tool_calls)]
-    calls = [{"id": i, "type": "function",
-              "function": {"name": c.name, "arguments": c.arguments_raw}}
-             for i, c in zip(ids, message.tool_calls, strict=True)]
+    calls = [
+        {"id": i, "type": "function", "function": {"name": c.name, "arguments": c.arguments_raw}}
+        for i, c in zip(ids, message.tool_calls, strict=True)
+    ]
     out: list[dict[str, Any]] = [
-        {"role": "assistant", "content": message.content or None, "tool_calls": calls}]
+        {"role": "assistant", "content": message.content or None, "tool_calls": calls}
+    ]
     for i, c in zip(ids, message.tool_calls, strict=True):
         result = _NO_RESULT if c.result is None else content_text(c.result)
         out.append({"role": "tool", "tool_call_id": i, "content": result})
@@ -174,9 +194,14 @@ def _assistant(message: Message, position: int) -> list[dict[str, Any]]:
 
 def _message(answer: ChatAnswer, latency_ms: float) -> Message:
     return Message(
-        role="agent", content=answer.text, tool_calls=_tool_calls(answer.message),
-        latency_ms=latency_ms, raw=cast(Any, answer.body),
-        input_tokens=answer.input_tokens, output_tokens=answer.output_tokens)
+        role="agent",
+        content=answer.text,
+        tool_calls=_tool_calls(answer.message),
+        latency_ms=latency_ms,
+        raw=cast(Any, answer.body),
+        input_tokens=answer.input_tokens,
+        output_tokens=answer.output_tokens,
+    )
 
 
 def _tool_calls(message: dict[str, Any]) -> tuple[ToolCall, ...]:
@@ -205,8 +230,9 @@ def _tool_call(item: object, index: int) -> ToolCall:
         text = text if isinstance(text, str) else ""
         return ToolCall(name=name, arguments_raw=text, arguments=text, id=call_id)
     # Not cut here: the caller scrubs secrets from the whole text first, then cuts.
-    raise MalformedCompletion(f"tool call {index} has no `function.name`: "
-                              f"{json.dumps(item, default=str)}")
+    raise MalformedCompletion(
+        f"tool call {index} has no `function.name`: {json.dumps(item, default=str)}"
+    )
 
 
 def _field(value: object, key: str) -> object:

@@ -72,24 +72,30 @@ class ParlantTarget:
             carry.
     """
 
-    def __init__(self, spec: ParlantTargetSpec, *, client: httpx.AsyncClient,
-                 secrets: Secrets) -> None:
+    def __init__(
+        self, spec: ParlantTargetSpec, *, client: httpx.AsyncClient, secrets: Secrets
+    ) -> None:
         self.spec, self._client = spec, client
         self.name = f"parlant:{spec.agent_id}"
         self._base = spec.url.rstrip("/")
         self._shown_url = mask_url(self._base)
         self._scrubber = secrets.scrubber_with(url_credentials(spec.url))
         values: list[JsonValue] = list(spec.headers.values())
-        wrong = [f"{{{{{n}}}}}" for n in sorted(placeholder_names(values))
-                 if not n.startswith("secrets.")] + misspelt_placeholders(values)
+        wrong = [
+            f"{{{{{n}}}}}"
+            for n in sorted(placeholder_names(values))
+            if not n.startswith("secrets.")
+        ] + misspelt_placeholders(values)
         if wrong:
             raise UserError(
                 f"target {self.name!r}: headers can only use {{{{secrets.NAME}}}}, not "
                 f"{', '.join(wrong)}; the user's message goes to Parlant as a session "
-                "event, not in a header")
-        self._headers = {h.name: h.fill(message="", history=[], secrets=secrets)
-                         for h in (HeaderTemplate(k, v, secrets=secrets)
-                                   for k, v in spec.headers.items())}
+                "event, not in a header"
+            )
+        self._headers = {
+            h.name: h.fill(message="", history=[], secrets=secrets)
+            for h in (HeaderTemplate(k, v, secrets=secrets) for k, v in spec.headers.items())
+        }
         self._timeout = httpx.Timeout(spec.timeout_s)
 
     async def open_session(self) -> ParlantSession:
@@ -110,13 +116,20 @@ class ParlantTarget:
             with anyio.fail_after(self.spec.timeout_s):
                 yield
         except (TimeoutError, httpx.TimeoutException):
-            raise TargetTimeout(target=self.name, timeout_seconds=self.spec.timeout_s,
-                                hint=TARGET_TIMEOUT_HINT) from None
+            raise TargetTimeout(
+                target=self.name, timeout_seconds=self.spec.timeout_s, hint=TARGET_TIMEOUT_HINT
+            ) from None
 
-    async def request(self, method: str, path: str, *, action: str,
-                      body: dict[str, JsonValue] | None = None,
-                      params: dict[str, str | int] | None = None,
-                      wait_s: int = 0) -> JsonValue:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        action: str,
+        body: dict[str, JsonValue] | None = None,
+        params: dict[str, str | int] | None = None,
+        wait_s: int = 0,
+    ) -> JsonValue:
         """One API call; returns the parsed JSON body (`None` for an empty one).
 
         Args:
@@ -134,8 +147,14 @@ class ParlantTarget:
         timeout = httpx.Timeout(self.spec.timeout_s + wait_s)
         try:
             response = await self._client.request(
-                method, self._base + path, json=body, params=params, headers=self._headers,
-                timeout=timeout, follow_redirects=False)
+                method,
+                self._base + path,
+                json=body,
+                params=params,
+                headers=self._headers,
+                timeout=timeout,
+                follow_redirects=False,
+            )
         except httpx.TimeoutException:
             raise
         except httpx.HTTPError as e:
@@ -151,37 +170,54 @@ class ParlantTarget:
             raise TargetError(
                 f"{self._shown_url}: could not {action}: the answer is not JSON: {excerpt!r}. "
                 "Check that `url` is the Parlant server's base address, e.g. "
-                "http://localhost:8800") from None
+                "http://localhost:8800"
+            ) from None
 
     def _transport_error(self, error: httpx.HTTPError, action: str) -> TargetError:
         detail = self._scrubber.scrub(str(error) or type(error).__name__)
         if isinstance(error, httpx.ConnectError):
-            return TargetError(f"could not connect to the Parlant server at {self._shown_url} "
-                               f"to {action}: {detail}. Check that it is running and that "
-                               "`url` (scheme, host, port) is right")
-        return TargetError(f"{self._shown_url}: could not {action}: {type(error).__name__}: "
-                           f"{detail}. The server may have crashed or dropped the "
-                           "connection; check its logs")
+            return TargetError(
+                f"could not connect to the Parlant server at {self._shown_url} "
+                f"to {action}: {detail}. Check that it is running and that "
+                "`url` (scheme, host, port) is right"
+            )
+        return TargetError(
+            f"{self._shown_url}: could not {action}: {type(error).__name__}: "
+            f"{detail}. The server may have crashed or dropped the "
+            "connection; check its logs"
+        )
 
     def _status_error(self, response: httpx.Response, action: str) -> TargetError:
         status = response.status_code
         excerpt = self._scrubber.excerpt(response.text, _EXCERPT_CHARS)
-        return TargetError(f"{self._shown_url}: could not {action}: HTTP {status} "
-                           f"{response.reason_phrase}. Body starts: {excerpt!r}. "
-                           f"{self._hint(status, action)}", status=status)
+        return TargetError(
+            f"{self._shown_url}: could not {action}: HTTP {status} "
+            f"{response.reason_phrase}. Body starts: {excerpt!r}. "
+            f"{self._hint(status, action)}",
+            status=status,
+        )
 
     def _hint(self, status: int, action: str) -> str:
         if status in (401, 403):
-            return ("Check the credentials in `headers` (is the secret set and current?) and "
-                    "that they may use this agent")
+            return (
+                "Check the credentials in `headers` (is the secret set and current?) and "
+                "that they may use this agent"
+            )
         if status == 404 and action == _CREATE:
-            who = (f"agent {self.spec.agent_id!r} and customer {self.spec.customer_id!r} "
-                   "exist" if self.spec.customer_id else f"agent {self.spec.agent_id!r} exists")
-            return (f"Check that {who} on this server (GET {self._shown_url}/agents "
-                    "lists the agents) and that `url` is its base address")
+            who = (
+                f"agent {self.spec.agent_id!r} and customer {self.spec.customer_id!r} exist"
+                if self.spec.customer_id
+                else f"agent {self.spec.agent_id!r} exists"
+            )
+            return (
+                f"Check that {who} on this server (GET {self._shown_url}/agents "
+                "lists the agents) and that `url` is its base address"
+            )
         if status == 404:
-            return ("The session is gone (deleted, or the server restarted), or `url` is not "
-                    "a Parlant server's base address")
+            return (
+                "The session is gone (deleted, or the server restarted), or `url` is not "
+                "a Parlant server's base address"
+            )
         if status in (400, 405, 422):
             return "Check that `url` points at a Parlant server with the sessions API"
         if status < 400:
@@ -199,9 +235,11 @@ class ParlantTarget:
         """
         if not isinstance(value, list):
             excerpt = self._scrubber.excerpt(content_text(value), _EXCERPT_CHARS)
-            raise TargetError(f"{self._shown_url}: GET {path} answered {excerpt!r}, not a list "
-                              "of events; check that `url` is a Parlant server's base address, "
-                              "e.g. http://localhost:8800")
+            raise TargetError(
+                f"{self._shown_url}: GET {path} answered {excerpt!r}, not a list "
+                "of events; check that `url` is a Parlant server's base address, "
+                "e.g. http://localhost:8800"
+            )
         events = [cast(dict[str, Any], e) for e in value if isinstance(e, dict)]
         return sorted(events, key=_offset)
 
@@ -209,11 +247,15 @@ class ParlantTarget:
         """The turn failed because the agent reported status `error` or `cancelled`."""
         detail = self._scrubber.excerpt(_status_detail(data) or "(no detail)", _EXCERPT_CHARS)
         if state == "cancelled":
-            return TargetError(f"{self.name}: Parlant cancelled the agent's reply ({detail!r}); "
-                               "something else posted to the session or the server is "
-                               "shutting down")
-        return TargetError(f"{self.name}: the agent reported an error instead of a reply: "
-                           f"{detail!r}. Check the Parlant server's logs")
+            return TargetError(
+                f"{self.name}: Parlant cancelled the agent's reply ({detail!r}); "
+                "something else posted to the session or the server is "
+                "shutting down"
+            )
+        return TargetError(
+            f"{self.name}: the agent reported an error instead of a reply: "
+            f"{detail!r}. Check the Parlant server's logs"
+        )
 
 
 _CREATE = "create a session"
@@ -229,16 +271,21 @@ class ParlantSession:
     async def _session_id(self) -> str:
         if self._id is None:
             spec = self._target.spec
-            body: dict[str, JsonValue] = {"agent_id": spec.agent_id,
-                                          "title": "sparring test conversation"}
+            body: dict[str, JsonValue] = {
+                "agent_id": spec.agent_id,
+                "title": "sparring test conversation",
+            }
             if spec.customer_id is not None:
                 body["customer_id"] = spec.customer_id
-            created = await self._target.request("POST", "/sessions", action=_CREATE, body=body,
-                                                 params={"allow_greeting": "false"})
+            created = await self._target.request(
+                "POST", "/sessions", action=_CREATE, body=body, params={"allow_greeting": "false"}
+            )
             session_id = created.get("id") if isinstance(created, dict) else None
             if not isinstance(session_id, str):
-                raise TargetError(f"{self._target.name}: the answer to POST /sessions has no "
-                                  "session `id`; check that `url` is a Parlant server")
+                raise TargetError(
+                    f"{self._target.name}: the answer to POST /sessions has no "
+                    "session `id`; check that `url` is a Parlant server"
+                )
             self._id = session_id
         return self._id
 
@@ -273,26 +320,36 @@ class ParlantSession:
             if turn.streaming:
                 await self._reread(session_id, turn)
         parts = tuple(turn.parts)
-        return Message(role="agent", content="\n".join(parts),
-                       parts=parts if len(parts) > 1 else (), tool_calls=tuple(turn.calls),
-                       status_events=tuple(turn.statuses), latency_ms=round(latency_ms, 3),
-                       raw=list(turn.events.values()))
+        return Message(
+            role="agent",
+            content="\n".join(parts),
+            parts=parts if len(parts) > 1 else (),
+            tool_calls=tuple(turn.calls),
+            status_events=tuple(turn.statuses),
+            latency_ms=round(latency_ms, 3),
+            raw=list(turn.events.values()),
+        )
 
     async def _post(self, session_id: str, source: str, message: str) -> JsonValue:
         body: dict[str, JsonValue] = {"kind": "message", "source": source, "message": message}
         who = "the user's" if source == "customer" else "an agent"
-        return await self._target.request("POST", f"/sessions/{session_id}/events",
-                                          action=f"post {who} message", body=body)
+        return await self._target.request(
+            "POST", f"/sessions/{session_id}/events", action=f"post {who} message", body=body
+        )
 
     async def _poll(self, session_id: str, turn: _Turn, offset: int, wait_s: int) -> int:
         """Add the events from `offset` on to `turn` (waiting up to `wait_s` for the first);
         return the next offset to ask for."""
-        params: dict[str, str | int] = {"min_offset": offset, "kinds": _KINDS,
-                                        "wait_for_data": wait_s}
+        params: dict[str, str | int] = {
+            "min_offset": offset,
+            "kinds": _KINDS,
+            "wait_for_data": wait_s,
+        }
         path = f"/sessions/{session_id}/events"
         try:
-            events = await self._target.request("GET", path, action="read the agent's events",
-                                                params=params, wait_s=wait_s)
+            events = await self._target.request(
+                "GET", path, action="read the agent's events", params=params, wait_s=wait_s
+            )
         except TargetError as e:
             if e.status == 504:  # Parlant's "nothing new within wait_for_data"
                 return offset
@@ -306,11 +363,15 @@ class ParlantSession:
     async def _reread(self, session_id: str, turn: _Turn) -> None:
         """Read streamed messages again now that the turn is over (their text grows in
         place after the event first appears)."""
-        params: dict[str, str | int] = {"min_offset": min(turn.streaming), "kinds": "message",
-                                        "wait_for_data": 0}
+        params: dict[str, str | int] = {
+            "min_offset": min(turn.streaming),
+            "kinds": "message",
+            "wait_for_data": 0,
+        }
         path = f"/sessions/{session_id}/events"
-        events = await self._target.request("GET", path, action="read the agent's messages",
-                                            params=params)
+        events = await self._target.request(
+            "GET", path, action="read the agent's messages", params=params
+        )
         turn.update(self._target.event_list(events, path))
 
     async def preload(self, history: Transcript, /) -> Transcript:
@@ -337,9 +398,12 @@ class ParlantSession:
         return history
 
     async def _mode(self, session_id: str, mode: str) -> None:
-        await self._target.request("PATCH", f"/sessions/{session_id}",
-                                   action=f"switch the session to {mode} mode",
-                                   body={"mode": mode})
+        await self._target.request(
+            "PATCH",
+            f"/sessions/{session_id}",
+            action=f"switch the session to {mode} mode",
+            body={"mode": mode},
+        )
 
     async def close(self) -> None:
         """Delete the Parlant session; errors are ignored and it never takes over
@@ -349,8 +413,9 @@ class ParlantSession:
             return
         with anyio.move_on_after(_CLOSE_S):
             try:
-                await self._target.request("DELETE", f"/sessions/{session_id}",
-                                           action="delete the session")
+                await self._target.request(
+                    "DELETE", f"/sessions/{session_id}", action="delete the session"
+                )
             except (TargetError, httpx.HTTPError):
                 pass  # best effort: the conversation is over either way
 
@@ -387,8 +452,13 @@ class _Turn:
         elif kind == "status" and isinstance(data, dict):
             status = cast(dict[str, Any], data)
             state = str(status.get("status", ""))
-            self.statuses.append(StatusEvent(state=state, at_ms=self._at_ms(event),
-                                             detail=_status_detail(status.get("data"))[:200]))
+            self.statuses.append(
+                StatusEvent(
+                    state=state,
+                    at_ms=self._at_ms(event),
+                    detail=_status_detail(status.get("data"))[:200],
+                )
+            )
             if state in ("error", "cancelled"):
                 self.failure = (state, cast(JsonValue, status.get("data")))
             self.ready = self.ready or state == "ready"
@@ -428,9 +498,11 @@ def _offset(event: JsonValue) -> int:
     """
     offset = event.get("offset") if isinstance(event, dict) else None
     if not isinstance(offset, int) or isinstance(offset, bool):
-        raise TargetError(f"a Parlant event has no integer `offset`: "
-                          f"{content_text(event)[:_EXCERPT_CHARS]!r}; check that `url` is a "
-                          "Parlant server")
+        raise TargetError(
+            f"a Parlant event has no integer `offset`: "
+            f"{content_text(event)[:_EXCERPT_CHARS]!r}; check that `url` is a "
+            "Parlant server"
+        )
     return offset
 
 
@@ -458,8 +530,11 @@ def _tool_calls(data: Any) -> list[ToolCall]:
         result = call.get("result")
         if isinstance(result, dict) and "data" in result:
             result = cast(dict[str, Any], result)["data"]
-        calls.append(ToolCall.from_arguments(name.rsplit(":", 1)[-1], call.get("arguments"),
-                                             result=cast(JsonValue, result)))
+        calls.append(
+            ToolCall.from_arguments(
+                name.rsplit(":", 1)[-1], call.get("arguments"), result=cast(JsonValue, result)
+            )
+        )
     return calls
 
 
@@ -473,4 +548,3 @@ def _status_detail(data: Any) -> str:
     if data is None or data == {} or data == "":
         return ""
     return content_text(data)
-

@@ -21,8 +21,9 @@ from sparring.target_specs import (
 )
 from sparring.targets.base import Target
 
-AnyTargetSpec = (HttpTargetSpec | OpenAIChatTargetSpec | CallableTargetSpec | A2ATargetSpec
-                 | ParlantTargetSpec)
+AnyTargetSpec = (
+    HttpTargetSpec | OpenAIChatTargetSpec | CallableTargetSpec | A2ATargetSpec | ParlantTargetSpec
+)
 
 
 def build_target(spec: AnyTargetSpec, *, client: httpx.AsyncClient, secrets: Secrets) -> Target:
@@ -46,8 +47,7 @@ def build_target(spec: AnyTargetSpec, *, client: httpx.AsyncClient, secrets: Sec
         case CallableTargetSpec():
             from sparring.targets.callable import CallableTarget, load_callable
 
-            return CallableTarget(load_callable(spec.ref), name=spec.ref,
-                                  timeout_s=spec.timeout_s)
+            return CallableTarget(load_callable(spec.ref), name=spec.ref, timeout_s=spec.timeout_s)
         case OpenAIChatTargetSpec():
             module = import_module("sparring.targets.openai_chat")
             return module.OpenAIChatTarget(spec, secrets=secrets)

@@ -32,15 +32,27 @@ class ResponsePathError(TargetError):
         body_excerpt: The first 300 characters of the body, as canonical JSON.
     """
 
-    def __init__(self, *, path: str, key: str, where: str, reason: str,
-                 body_excerpt: str, option: str = "response_path") -> None:
+    def __init__(
+        self,
+        *,
+        path: str,
+        key: str,
+        where: str,
+        reason: str,
+        body_excerpt: str,
+        option: str = "response_path",
+    ) -> None:
         self.path, self.key, self.body_excerpt = path, key, body_excerpt
-        what = ("the list of tool calls" if option == "tool_calls_path"
-                else "the reply ('$' takes the whole body)")
+        what = (
+            "the list of tool calls"
+            if option == "tool_calls_path"
+            else "the reply ('$' takes the whole body)"
+        )
         end = "" if reason.endswith(("?", ".")) else "."
         super().__init__(
             f"{option} {path!r} not found in the reply: at {where or '$'!r}, {reason}{end} "
-            f"Body starts: {body_excerpt!r}. Fix `{option}` to point at {what}.")
+            f"Body starts: {body_excerpt!r}. Fix `{option}` to point at {what}."
+        )
 
 
 class _Missing(Exception):
@@ -67,8 +79,10 @@ def _parse_path(path: str) -> tuple[_Step, ...]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None or m.end() == pos:
-            raise UserError(f"response path {path!r} is not valid at {text[pos:]!r}: write "
-                            "keys and indexes like `data.items[0].text`, `a.b`, `x[*].y`")
+            raise UserError(
+                f"response path {path!r} is not valid at {text[pos:]!r}: write "
+                "keys and indexes like `data.items[0].text`, `a.b`, `x[*].y`"
+            )
         index, star, single, double, bare = m.groups()
         if index is not None:
             steps.append(_Step(f"[{index}]", index=int(index)))
@@ -104,12 +118,14 @@ def _step(value: JsonValue, step: _Step, where: str) -> JsonValue:
         raise _Missing(step.text, where, f"no key {step.key!r} (keys there: {keys})")
     if isinstance(value, list):
         if step.index is None:
-            raise _Missing(step.text, where,
-                           f"expected an object with key {step.key!r}, found a list")
+            raise _Missing(
+                step.text, where, f"expected an object with key {step.key!r}, found a list"
+            )
         if -len(value) <= step.index < len(value):
             return value[step.index]
-        raise _Missing(step.text, where,
-                       f"index {step.index} is out of range (list of {len(value)})")
+        raise _Missing(
+            step.text, where, f"index {step.index} is out of range (list of {len(value)})"
+        )
     raise _Missing(step.text, where, f"cannot take {step.text!r} of {_kind(value)}")
 
 
@@ -119,8 +135,11 @@ def _walk(value: JsonValue, steps: tuple[_Step, ...], start: int, where: str) ->
         if step.wildcard:
             return _each(value, steps, i, where)
         value = _step(value, step, where)
-        where = f"{where}{step.text}" if step.text.startswith("[") or not where \
+        where = (
+            f"{where}{step.text}"
+            if step.text.startswith("[") or not where
             else f"{where}.{step.text}"
+        )
     return value
 
 
@@ -175,10 +194,13 @@ class ResponsePath:
             return _walk(body, self._steps, 0, "")
         except _Missing as e:
             raise ResponsePathError(
-                path=self.path, key=e.key, where=e.where, reason=e.reason,
-                body_excerpt=_body_excerpt(body, scrub), option=self._option,
+                path=self.path,
+                key=e.key,
+                where=e.where,
+                reason=e.reason,
+                body_excerpt=_body_excerpt(body, scrub),
+                option=self._option,
             ) from None
-
 
     def extract_optional(self, body: JsonValue, *, scrub: _Scrub | None = None) -> JsonValue:
         """Like `extract`, but a last key that the object simply leaves out gives `None`.
@@ -205,9 +227,13 @@ class ResponsePath:
         if not close:
             return None
         raise ResponsePathError(
-            path=self.path, key=last.key, where=last.key,
+            path=self.path,
+            key=last.key,
+            where=last.key,
             reason=f"no key {last.key!r}; did you mean {close[0]!r}?",
-            body_excerpt=_body_excerpt(body, scrub), option=self._option)
+            body_excerpt=_body_excerpt(body, scrub),
+            option=self._option,
+        )
 
 
 class _Scrub(Protocol):

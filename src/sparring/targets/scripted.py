@@ -41,9 +41,14 @@ class ScriptedTarget:
         sessions_opened: Sessions started so far; `sessions_closed`: ended so far.
     """
 
-    def __init__(self, replies: Sequence[Reply], *, name: str = "scripted",
-                 latency_seconds: float = 0.0,
-                 order: Literal["per_session", "overall"] = "per_session") -> None:
+    def __init__(
+        self,
+        replies: Sequence[Reply],
+        *,
+        name: str = "scripted",
+        latency_seconds: float = 0.0,
+        order: Literal["per_session", "overall"] = "per_session",
+    ) -> None:
         self.name = name
         self.replies = list(replies)
         self.latency_seconds = latency_seconds
@@ -75,8 +80,10 @@ class ScriptedTarget:
         if self.latency_seconds:
             await anyio.sleep(self.latency_seconds)
         if index >= len(self.replies):
-            raise TargetError(f"{self.name}: no scripted reply left for call {index + 1}; "
-                              f"it was given {len(self.replies)}")
+            raise TargetError(
+                f"{self.name}: no scripted reply left for call {index + 1}; "
+                f"it was given {len(self.replies)}"
+            )
         reply = self.replies[index]
         if isinstance(reply, Exception):
             raise reply
@@ -86,8 +93,9 @@ class ScriptedTarget:
                 reply = await reply
         latency_ms = self.latency_seconds * 1000
         if isinstance(reply, Message):
-            update = {"role": "agent"} | ({} if reply.latency_ms is not None
-                                          else {"latency_ms": latency_ms})
+            update = {"role": "agent"} | (
+                {} if reply.latency_ms is not None else {"latency_ms": latency_ms}
+            )
             return reply.model_copy(update=update)
         return Message(role="agent", content=reply, latency_ms=latency_ms)
 

@@ -31,12 +31,12 @@ from sparring.secrets import Secrets
 from sparring.transcript import Message, ToolCall, Transcript, content_text
 
 History = list[dict[str, str]]
-_PLACEHOLDER = re.compile(
-    r"\{\{\s*(input|message|history|secrets\.[A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_PLACEHOLDER = re.compile(r"\{\{\s*(input|message|history|secrets\.[A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _ANY_PLACEHOLDER = re.compile(r"\{\{\s*([^{}\s]+)\s*\}\}")
 
 
 # --- filling ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class _Context:
@@ -109,7 +109,7 @@ class TextTemplate:
         parts: list[tuple[str, bool, bool]] = []  # (literal or name, is_name, encode)
         pos, in_query = 0, False
         for match in _PLACEHOLDER.finditer(text):
-            literal = text[pos:match.start()]
+            literal = text[pos : match.start()]
             in_query = in_query or (url and "?" in literal)
             parts.append((literal, False, False))
             parts.append((match.group(1), True, in_query))
@@ -194,8 +194,9 @@ def compile_body(template: JsonValue) -> JsonTemplate | TextTemplate:
     return JsonTemplate(template)
 
 
-def fill_template(template: JsonValue, *, message: str, history: History,
-                  secrets: Secrets) -> JsonValue:
+def fill_template(
+    template: JsonValue, *, message: str, history: History, secrets: Secrets
+) -> JsonValue:
     """Fill a JSON template once (compiles it each call; targets keep a `JsonTemplate`).
 
     Raises:
@@ -204,8 +205,9 @@ def fill_template(template: JsonValue, *, message: str, history: History,
     return JsonTemplate(template).fill(message=message, history=history, secrets=secrets)
 
 
-def fill_text(text: str, *, message: str, history: History, secrets: Secrets,
-              url: bool = False) -> str:
+def fill_text(
+    text: str, *, message: str, history: History, secrets: Secrets, url: bool = False
+) -> str:
     """Fill a text template once, e.g. a url or header value (see `TextTemplate`).
 
     Raises:
@@ -233,8 +235,11 @@ def misspelt_placeholders(template: JsonValue) -> list[str]:
             continue
         if dot and difflib.get_close_matches(head, ["secrets"], n=1, cutoff=0.7):
             out.append(f"{{{{{name}}}}} (did you mean {{{{secrets.{rest}}}}}?)")
-        elif not dot and (close := difflib.get_close_matches(
-                name.lower(), ["input", "message", "history"], n=1, cutoff=0.7)):
+        elif not dot and (
+            close := difflib.get_close_matches(
+                name.lower(), ["input", "message", "history"], n=1, cutoff=0.7
+            )
+        ):
             out.append(f"{{{{{name}}}}} (did you mean {{{{{close[0]}}}}}?)")
     return out
 
@@ -258,8 +263,11 @@ def secret_names(template: JsonValue) -> set[str]:
 def chat_history(messages: Iterable[Message]) -> History:
     """User and agent messages as `[{"role": "user" | "assistant", "content": str}]`;
     system and tool messages are left out."""
-    return [{"role": "user" if m.role == "user" else "assistant", "content": m.content}
-            for m in messages if m.role == "user" or m.role == "agent"]
+    return [
+        {"role": "user" if m.role == "user" else "assistant", "content": m.content}
+        for m in messages
+        if m.role == "user" or m.role == "agent"
+    ]
 
 
 def last_user_message(transcript: Transcript) -> tuple[str, History]:
@@ -305,13 +313,19 @@ def _tool_call(item: object, number: int, where: str) -> ToolCall:
     source = (_as_object(outer.get("function")) or outer) if outer is not None else None
     name = source.get("name") if source is not None else None
     if outer is None or source is None or not isinstance(name, str):
-        raise TargetError(f"{where}: tool call {number} is not an object with a `name`: "
-                          f"{_excerpt(item)!r}; expected items like "
-                          '{"name": "lookup", "arguments": {"id": 1}}')
+        raise TargetError(
+            f"{where}: tool call {number} is not an object with a `name`: "
+            f"{_excerpt(item)!r}; expected items like "
+            '{"name": "lookup", "arguments": {"id": 1}}'
+        )
     args = next((source[k] for k in ("arguments", "args", "input") if k in source), None)
     call_id = outer.get("id")
-    return ToolCall.from_arguments(name, args, id=call_id if isinstance(call_id, str) else None,
-                                   result=cast(JsonValue, outer.get("result")))
+    return ToolCall.from_arguments(
+        name,
+        args,
+        id=call_id if isinstance(call_id, str) else None,
+        result=cast(JsonValue, outer.get("result")),
+    )
 
 
 def _excerpt(value: object, limit: int = 200) -> str:
@@ -329,8 +343,16 @@ def render_reply(value: JsonValue) -> str:
 
 
 __all__ = [
-    "History", "JsonTemplate",
-    "TextTemplate", "chat_history", "compile_body", "fill_template",
-    "fill_text", "last_user_message", "placeholder_names", "render_reply", "secret_names",
+    "History",
+    "JsonTemplate",
+    "TextTemplate",
+    "chat_history",
+    "compile_body",
+    "fill_template",
+    "fill_text",
+    "last_user_message",
+    "placeholder_names",
+    "render_reply",
+    "secret_names",
     "tool_calls_from",
 ]

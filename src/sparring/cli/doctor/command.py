@@ -37,8 +37,9 @@ BODY_CHARS = 2000
 _STYLE = {"ok": "green", "note": "cyan", "warning": "yellow", "problem": "red"}
 
 
-def doctor_command(*, file: str, message: str, secrets_file: str | None,
-                   scenario: str | None) -> int:
+def doctor_command(
+    *, file: str, message: str, secrets_file: str | None, scenario: str | None
+) -> int:
     """Body of `sparring doctor`; returns the exit code.
 
     Raises:
@@ -49,8 +50,11 @@ def doctor_command(*, file: str, message: str, secrets_file: str | None,
     secrets = Secrets.load(file=Path(settings.secrets_file) if settings.secrets_file else None)
     spec, source = load_target(file, scenario_id=scenario)
     console = _console(_ScrubbedStdout(sys.stdout, secrets))
-    console.print(Text.assemble(("sparring doctor: ", "bold"), f"{_describe(spec)}  ",
-                                (f"(from {source})", "dim")))
+    console.print(
+        Text.assemble(
+            ("sparring doctor: ", "bold"), f"{_describe(spec)}  ", (f"(from {source})", "dim")
+        )
+    )
     console.print(Text(f"Sending one user message: {message!r}"))
     result = anyio.run(lambda: probe(spec, message=message, secrets=secrets))
     findings = diagnose(result)
@@ -73,6 +77,7 @@ def _describe(spec: AnyTargetSpec) -> str:
 
 
 # --- output --------------------------------------------------------------------------------
+
 
 class _ScrubbedStdout(io.TextIOBase):
     """A text stream that writes to `out` with every secret value `secrets` has handed out
@@ -120,8 +125,9 @@ def _print_exchanges(console: Console, result: Probe) -> None:
         console.print(Text("(no HTTP: the target runs in this process)", style="dim"))
     for number, ex in enumerate(result.exchanges, start=1):
         ending = result.answered_after is not None and number > result.answered_after
-        console.rule(Text(f"Request {number}" + (" (ends the conversation)" if ending else "")),
-                     align="left")
+        console.rule(
+            Text(f"Request {number}" + (" (ends the conversation)" if ending else "")), align="left"
+        )
         console.print(Text(f"{ex.method} {ex.url}", style="bold"))
         _print_headers(console, ex.request_headers)
         _print_body(console, ex.request_body)
@@ -131,13 +137,13 @@ def _print_exchanges(console: Console, result: Probe) -> None:
             console.print(Text(f"no response ({why})", style="red"))
             continue
         took = f" after {ex.elapsed_ms:.0f} ms" if ex.elapsed_ms is not None else ""
-        console.rule(Text(f"Response {number}: HTTP {ex.status} {ex.reason}{took}"),
-                     align="left")
+        console.rule(Text(f"Response {number}: HTTP {ex.status} {ex.reason}{took}"), align="left")
         _print_headers(console, ex.response_headers)
         _print_body(console, ex.response_body)
         if not ex.body_complete:
-            console.print(Text("(the body was cut off here: the time limit ran out)",
-                               style="yellow"))
+            console.print(
+                Text("(the body was cut off here: the time limit ran out)", style="yellow")
+            )
 
 
 def _print_headers(console: Console, headers: tuple[tuple[str, str], ...]) -> None:
@@ -167,21 +173,30 @@ def _print_result(console: Console, result: Probe) -> None:
         console.print(Text.assemble(("Error: ", "red bold"), result.error))
         return
     where = f" (response_path {result.response_path!r})" if result.response_path else ""
-    console.print(Text.assemble((f"Reply{where}: ", "bold"),
-                                repr(reply.content) if reply.content else "(empty)"))
+    console.print(
+        Text.assemble(
+            (f"Reply{where}: ", "bold"), repr(reply.content) if reply.content else "(empty)"
+        )
+    )
     calls = ", ".join(f"{c.name}({c.arguments_raw})" for c in reply.tool_calls) or "none"
     console.print(Text.assemble(("Tool calls: ", "bold"), calls))
     if reply.latency_ms is not None:
         console.print(Text.assemble(("Latency: ", "bold"), f"{reply.latency_ms:.0f} ms"))
     if reply.input_tokens is not None or reply.output_tokens is not None:
-        console.print(Text.assemble(("Tokens: ", "bold"), f"{reply.input_tokens} in, "
-                                    f"{reply.output_tokens} out"))
+        console.print(
+            Text.assemble(
+                ("Tokens: ", "bold"), f"{reply.input_tokens} in, {reply.output_tokens} out"
+            )
+        )
 
 
 def _print_findings(console: Console, findings: list[Finding]) -> None:
     console.rule("Diagnosis", align="left")
     for finding in findings:
-        console.print(Text.assemble((f"{finding.severity.upper()}: ",
-                                     f"bold {_STYLE[finding.severity]}"), finding.what))
+        console.print(
+            Text.assemble(
+                (f"{finding.severity.upper()}: ", f"bold {_STYLE[finding.severity]}"), finding.what
+            )
+        )
         if finding.fix:
             console.print(Text(f"  fix: {finding.fix}"))

@@ -29,18 +29,44 @@ as meant; `note`: worth knowing; `ok`: the target answered."""
 Failure = Literal["timeout", "response_path", "error"]
 """How the target's send failed: no reply in time, `response_path` not in the reply, any
 other target error."""
-TransportError = Literal["refused", "dns", "connect", "connect_timeout", "timeout", "closed",
-                         "other"]
+TransportError = Literal[
+    "refused", "dns", "connect", "connect_timeout", "timeout", "closed", "other"
+]
 """Why an HTTP request got no response: connection refused, host name not found, another
 connect error, connecting timed out, reading timed out, the server closed the connection
 without answering, anything else."""
 
 EXCERPT_CHARS = 300
 """Characters of a body quoted in a finding."""
-_REPLY_KEYS = ("reply", "response", "answer", "output", "text", "content", "message",
-               "completion", "generated_text", "result")
-_NOT_REPLIES = frozenset({"assistant", "user", "system", "agent", "tool", "bot", "stop",
-                          "completed", "ok", "success", "true", "false", "null"})
+_REPLY_KEYS = (
+    "reply",
+    "response",
+    "answer",
+    "output",
+    "text",
+    "content",
+    "message",
+    "completion",
+    "generated_text",
+    "result",
+)
+_NOT_REPLIES = frozenset(
+    {
+        "assistant",
+        "user",
+        "system",
+        "agent",
+        "tool",
+        "bot",
+        "stop",
+        "completed",
+        "ok",
+        "success",
+        "true",
+        "false",
+        "null",
+    }
+)
 _ID_LIKE = re.compile(r"^(?=\S*\d)[\w\-:.+/]+$")
 """One token with a digit in it (an id, a date, a version): not a reply."""
 
@@ -139,10 +165,13 @@ def diagnose(probe: Probe) -> list[Finding]:
     target error; then the reply is looked at (empty, a web page, the whole JSON body) and
     notes are added (tool calls the http target does not read).
     """
-    relevant = probe.exchanges[:probe.answered_after]
+    relevant = probe.exchanges[: probe.answered_after]
     last = relevant[-1] if relevant else None
-    findings = [_redirect(e, followed=True) for e in relevant[:-1]
-                if e.status is not None and 300 <= e.status < 400]
+    findings = [
+        _redirect(e, followed=True)
+        for e in relevant[:-1]
+        if e.status is not None and 300 <= e.status < 400
+    ]
     other_protocol = _other_protocol(probe, last)
     if other_protocol is not None:
         findings.append(other_protocol)
@@ -164,6 +193,7 @@ def is_healthy(findings: list[Finding]) -> bool:
 
 # --- failures ------------------------------------------------------------------------------
 
+
 def _failure(probe: Probe, last: Exchange | None) -> Finding:
     if last is not None and last.error is not None:
         return _transport(last, probe)
@@ -178,9 +208,12 @@ def _failure(probe: Probe, last: Exchange | None) -> Finding:
     if last is not None and _is_web_page(last):
         return _web_page(last)
     where = "the function" if probe.target_type == "callable" else "the target"
-    return Finding("problem", f"{where} could not reply (the error is shown above)",
-                   "fix what the error names" + ("; the requests and responses above show "
-                                                 "what was sent and received" if last else ""))
+    return Finding(
+        "problem",
+        f"{where} could not reply (the error is shown above)",
+        "fix what the error names"
+        + ("; the requests and responses above show what was sent and received" if last else ""),
+    )
 
 
 def _transport(exchange: Exchange, probe: Probe) -> Finding:
@@ -189,36 +222,57 @@ def _transport(exchange: Exchange, probe: Probe) -> Finding:
     detail = f" ({exchange.error_detail})" if exchange.error_detail else ""
     match exchange.error:
         case "refused":
-            return Finding("problem", f"nothing is listening at {where}: connection refused",
-                           "is the agent running? Start it, or fix the host and port in the "
-                           "target's url (is the agent on another port?)")
+            return Finding(
+                "problem",
+                f"nothing is listening at {where}: connection refused",
+                "is the agent running? Start it, or fix the host and port in the "
+                "target's url (is the agent on another port?)",
+            )
         case "dns":
-            return Finding("problem", f"the host name {url.host!r} cannot be resolved{detail}",
-                           "check the host name in the target's url for typos; inside a "
-                           "container, use the service name or host.docker.internal")
+            return Finding(
+                "problem",
+                f"the host name {url.host!r} cannot be resolved{detail}",
+                "check the host name in the target's url for typos; inside a "
+                "container, use the service name or host.docker.internal",
+            )
         case "connect_timeout":
-            return Finding("problem", f"could not connect to {where} within "
-                           f"{probe.timeout_s:g} s", "check the host and port: a firewall or "
-                           "a wrong address drops the connection instead of refusing it")
+            return Finding(
+                "problem",
+                f"could not connect to {where} within {probe.timeout_s:g} s",
+                "check the host and port: a firewall or "
+                "a wrong address drops the connection instead of refusing it",
+            )
         case "timeout":
             return _timeout(probe, exchange)
         case "closed":
-            return Finding("problem", f"{where} closed the connection without an HTTP "
-                           f"answer{detail}", "the agent may have crashed on this request "
-                           "(see its logs), or the url's scheme is wrong: http:// for an "
-                           "https port or the other way round")
+            return Finding(
+                "problem",
+                f"{where} closed the connection without an HTTP answer{detail}",
+                "the agent may have crashed on this request "
+                "(see its logs), or the url's scheme is wrong: http:// for an "
+                "https port or the other way round",
+            )
         case "connect" | "other" | None:
-            return Finding("problem", f"the request to {where} failed{detail}",
-                           "check the target's url and that the agent is running")
+            return Finding(
+                "problem",
+                f"the request to {where} failed{detail}",
+                "check the target's url and that the agent is running",
+            )
 
 
 def _timeout(probe: Probe, last: Exchange | None) -> Finding:
     limit = f"{probe.timeout_s:g} s"
-    fix = (f"is the agent stuck (see its logs), or just slow? Raise `timeout_s` (now {limit}) "
-           "on the target if it is slow")
+    fix = (
+        f"is the agent stuck (see its logs), or just slow? Raise `timeout_s` (now {limit}) "
+        "on the target if it is slow"
+    )
     if last is not None and last.status is not None and not last.body_complete:
-        return Finding("problem", f"the agent answered HTTP {last.status} but did not finish "
-                       f"its body within {limit} (a stream that never ends?)", fix)
+        return Finding(
+            "problem",
+            f"the agent answered HTTP {last.status} but did not finish "
+            f"its body within {limit} (a stream that never ends?)",
+            fix,
+        )
     if probe.target_type == "callable":
         return Finding("problem", f"the function did not return within {limit}", fix)
     return Finding("problem", f"no answer within {limit}", fix)
@@ -228,31 +282,38 @@ def _redirect(exchange: Exchange, *, followed: bool) -> Finding:
     location = exchange.header("location")
     target = str(httpx.URL(exchange.url).join(location)) if location else "(no Location)"
     if followed:
-        return Finding("warning", f"{exchange.url} redirects (HTTP {exchange.status}) to "
-                       f"{target}", f"use the final URL: {target} (a redirect may turn a POST "
-                       "into a GET, and costs a round trip per message)")
-    return Finding("problem", f"the url answered HTTP {exchange.status}, a redirect to "
-                   f"{target}", f"redirects are not followed: use the final URL, `url: {target}`"
-                   if location else "redirects are not followed: use the address the agent "
-                   "really answers on")
+        return Finding(
+            "warning",
+            f"{exchange.url} redirects (HTTP {exchange.status}) to {target}",
+            f"use the final URL: {target} (a redirect may turn a POST "
+            "into a GET, and costs a round trip per message)",
+        )
+    return Finding(
+        "problem",
+        f"the url answered HTTP {exchange.status}, a redirect to {target}",
+        f"redirects are not followed: use the final URL, `url: {target}`"
+        if location
+        else "redirects are not followed: use the address the agent really answers on",
+    )
 
 
-_CREDENTIALS_FIX = ("the agent refused the credentials: check the Authorization / key "
-                    "headers (shown masked above) and that the secret is set and current")
+_CREDENTIALS_FIX = (
+    "the agent refused the credentials: check the Authorization / key "
+    "headers (shown masked above) and that the secret is set and current"
+)
 _OWN_404_FIXES = {
     "openai_chat": "check base_url (it usually ends in /v1) and the model name",
     "a2a": "follow the error above: `url` is the agent's base address, its card is read from "
-           "`url` + `card_path`",
+    "`url` + `card_path`",
     "parlant": "follow the error above: check `agent_id` (GET /agents on the server lists "
-               "the agents) and that `url` is the server's base address",
+    "the agents) and that `url` is the server's base address",
 }
 """404 fixes of target types that know which address they built (their error says more
 than "wrong path")."""
 _STATUS_FIXES = {
     401: _CREDENTIALS_FIX,
     403: _CREDENTIALS_FIX,
-    404: "there is no endpoint at this path: check the path in the url (e.g. /chat vs "
-         "/api/chat)",
+    404: "there is no endpoint at this path: check the path in the url (e.g. /chat vs /api/chat)",
     405: "the endpoint does not take this method: set the target's `method`",
     415: "the agent wants another Content-Type: set it in `headers`",
     429: "the agent is rate limiting: wait, or lower --parallel in runs",
@@ -269,8 +330,10 @@ def _http_error(exchange: Exchange, target_type: str) -> Finding:
     elif status in _STATUS_FIXES:
         fix = _STATUS_FIXES[status]
     elif status in (400, 409, 422):
-        fix = ("the agent rejected the request body: compare the body sent (above) with what "
-               "the endpoint expects (the answer above often says) and fix `body_template`")
+        fix = (
+            "the agent rejected the request body: compare the body sent (above) with what "
+            "the endpoint expects (the answer above often says) and fix `body_template`"
+        )
     elif status >= 500:
         fix = "the agent failed while handling the message: see its logs"
     else:
@@ -289,12 +352,15 @@ def _wrong_path(probe: Probe, exchange: Exchange) -> Finding:
 def _path_fix(body: JsonValue, message: str) -> str:
     candidates = reply_candidates(body, message=message)
     if not candidates:
-        return ("no text in the body looks like a reply; set `response_path` to the value that "
-                "holds it ('$' takes the whole body)")
+        return (
+            "no text in the body looks like a reply; set `response_path` to the value that "
+            "holds it ('$' takes the whole body)"
+        )
     best, value = candidates[0]
     others = "; ".join(f"{p} = {_excerpt(v, 60)!r}" for p, v in candidates[1:4])
-    return (f"set `response_path: {best}` (it holds {_excerpt(value, 80)!r})"
-            + (f"; other texts in the body: {others}" if others else ""))
+    return f"set `response_path: {best}` (it holds {_excerpt(value, 80)!r})" + (
+        f"; other texts in the body: {others}" if others else ""
+    )
 
 
 # --- other protocols -----------------------------------------------------------------------
@@ -317,29 +383,42 @@ def _other_protocol(probe: Probe, last: Exchange | None) -> Finding | None:
         return _json_rpc_error(last, error, url)
     if "supportedInterfaces" in body or {"name", "url", "skills"} <= body.keys():
         return _agent_card(body, url)
-    if (url.path.rstrip("/").endswith("/sessions") and last.status >= 400
-            and "agent_id" in last.response_body):
+    if (
+        url.path.rstrip("/").endswith("/sessions")
+        and last.status >= 400
+        and "agent_id" in last.response_body
+    ):
         base = str(url.copy_with(path=url.path.rstrip("/").removesuffix("/sessions")))
-        return Finding("problem", "the url is a Parlant server's sessions API (it asks for "
-                       "an `agent_id`), which does not take a chat message",
-                       f"use `type: parlant` with `url: {base}` (the server's base address) "
-                       f"and `agent_id:` (GET {base}/agents lists the agents)")
+        return Finding(
+            "problem",
+            "the url is a Parlant server's sessions API (it asks for "
+            "an `agent_id`), which does not take a chat message",
+            f"use `type: parlant` with `url: {base}` (the server's base address) "
+            f"and `agent_id:` (GET {base}/agents lists the agents)",
+        )
     return None
 
 
-def _json_rpc_error(exchange: Exchange, error: dict[str, JsonValue], url: httpx.URL
-                    ) -> Finding:
+def _json_rpc_error(exchange: Exchange, error: dict[str, JsonValue], url: httpx.URL) -> Finding:
     said = f"{error.get('code')}: {_excerpt(str(error.get('message', '')), 160)}"
-    a2a = (f"`type: a2a` with `url:` the agent's base address, the one whose "
-           f"{_CARD_PATHS[0]} serves its card (often this url: `url: {url}`)")
+    a2a = (
+        f"`type: a2a` with `url:` the agent's base address, the one whose "
+        f"{_CARD_PATHS[0]} serves its card (often this url: `url: {url}`)"
+    )
     if '"jsonrpc"' in exchange.request_body:
-        return Finding("problem", f"the agent answered a JSON-RPC error ({said})",
-                       "fix what it names in `body_template`; for an A2A agent, use "
-                       f"{a2a}: sparring then speaks the protocol for you")
-    return Finding("problem", f"the url answered a JSON-RPC 2.0 error ({said}): it is a "
-                   "JSON-RPC endpoint (an A2A agent's?), which does not take a plain chat "
-                   "message", f"for an A2A agent, use {a2a}: sparring then reads the card "
-                   "and speaks A2A for you")
+        return Finding(
+            "problem",
+            f"the agent answered a JSON-RPC error ({said})",
+            "fix what it names in `body_template`; for an A2A agent, use "
+            f"{a2a}: sparring then speaks the protocol for you",
+        )
+    return Finding(
+        "problem",
+        f"the url answered a JSON-RPC 2.0 error ({said}): it is a "
+        "JSON-RPC endpoint (an A2A agent's?), which does not take a plain chat "
+        "message",
+        f"for an A2A agent, use {a2a}: sparring then reads the card and speaks A2A for you",
+    )
 
 
 def _agent_card(card: dict[str, JsonValue], url: httpx.URL) -> Finding:
@@ -351,11 +430,16 @@ def _agent_card(card: dict[str, JsonValue], url: httpx.URL) -> Finding:
     else:
         spec = f"`url: {url.copy_with(path=url.path.removesuffix(suffix) or '/')}`"
         spec += f" and `card_path: {suffix}`" if suffix != _CARD_PATHS[0] else ""
-    return Finding("problem", what, f"use `type: a2a` with {spec}: sparring reads the card "
-                   "and sends each message where it says")
+    return Finding(
+        "problem",
+        what,
+        f"use `type: a2a` with {spec}: sparring reads the card "
+        "and sends each message where it says",
+    )
 
 
 # --- replies -------------------------------------------------------------------------------
+
 
 def _reply_findings(probe: Probe, reply: Message, last: Exchange | None) -> list[Finding]:
     if last is not None and _is_web_page(last):
@@ -365,12 +449,24 @@ def _reply_findings(probe: Probe, reply: Message, last: Exchange | None) -> list
         if reply.tool_calls:
             return [Finding("note", "the reply has tool calls but no text")]
         return [_empty(probe, last, body)]
-    if probe.response_path in ("", "$") and isinstance(body, dict | list) \
-            and reply_candidates(body, message=probe.message):
-        return [Finding("warning", "`response_path` is '$', so the reply is the whole JSON "
-                        "body, not the agent's text", _path_fix(body, probe.message))]
-    if last is not None and body is None and last.response_body.strip() \
-            and probe.target_type == "http":
+    if (
+        probe.response_path in ("", "$")
+        and isinstance(body, dict | list)
+        and reply_candidates(body, message=probe.message)
+    ):
+        return [
+            Finding(
+                "warning",
+                "`response_path` is '$', so the reply is the whole JSON body, not the agent's text",
+                _path_fix(body, probe.message),
+            )
+        ]
+    if (
+        last is not None
+        and body is None
+        and last.response_body.strip()
+        and probe.target_type == "http"
+    ):
         kind = last.media_type or "no Content-Type"
         return [Finding("note", f"the body is not JSON ({kind}), so all of it is the reply")]
     return []
@@ -378,35 +474,50 @@ def _reply_findings(probe: Probe, reply: Message, last: Exchange | None) -> list
 
 def _empty(probe: Probe, last: Exchange | None, body: JsonValue) -> Finding:
     if probe.target_type == "callable":
-        return Finding("problem", "the function returned an empty reply",
-                       "return the agent's text (a str, `(text, tool_calls)` or a Message)")
+        return Finding(
+            "problem",
+            "the function returned an empty reply",
+            "return the agent's text (a str, `(text, tool_calls)` or a Message)",
+        )
     if last is None:
         return Finding("problem", "the target answered with an empty reply")
     if not last.response_body.strip():
-        return Finding("problem", f"the agent answered HTTP {last.status} with an empty body",
-                       "check that the agent got the message: compare the body sent (above) "
-                       "with what the endpoint expects")
+        return Finding(
+            "problem",
+            f"the agent answered HTTP {last.status} with an empty body",
+            "check that the agent got the message: compare the body sent (above) "
+            "with what the endpoint expects",
+        )
     path = probe.response_path
     if path is not None and reply_candidates(body, message=probe.message):
-        return Finding("problem", f"`response_path: {path}` holds an empty value",
-                       _path_fix(body, probe.message))
-    return Finding("problem", "the agent answered, but the reply text is empty",
-                   "check that the agent got the message (the body sent is shown above)")
+        return Finding(
+            "problem",
+            f"`response_path: {path}` holds an empty value",
+            _path_fix(body, probe.message),
+        )
+    return Finding(
+        "problem",
+        "the agent answered, but the reply text is empty",
+        "check that the agent got the message (the body sent is shown above)",
+    )
 
 
 def _is_web_page(exchange: Exchange) -> bool:
     start = exchange.response_body.lstrip()[:100].lower()
     return exchange.media_type in ("text/html", "application/xhtml+xml") or start.startswith(
-        ("<!doctype html", "<html"))
+        ("<!doctype html", "<html")
+    )
 
 
 def _web_page(exchange: Exchange) -> Finding:
     title = re.search(r"<title[^>]*>(.*?)</title>", exchange.response_body, re.I | re.S)
     named = f" titled {title.group(1).strip()[:80]!r}" if title else ""
-    return Finding("problem", f"the url answered a web page ({exchange.media_type or 'HTML'})"
-                   f"{named}, not an agent's API",
-                   "point the url at the agent's API endpoint, not a web page: the browser's "
-                   "network tab shows the request its chat widget sends")
+    return Finding(
+        "problem",
+        f"the url answered a web page ({exchange.media_type or 'HTML'}){named}, not an agent's API",
+        "point the url at the agent's API endpoint, not a web page: the browser's "
+        "network tab shows the request its chat widget sends",
+    )
 
 
 def _tool_call_notes(probe: Probe, last: Exchange | None) -> list[Finding]:
@@ -416,16 +527,24 @@ def _tool_call_notes(probe: Probe, last: Exchange | None) -> list[Finding]:
     body = _json_body(last)
     if not isinstance(body, dict):
         return []
-    keys = [k for k, v in body.items() if isinstance(v, list | dict)
-            and ("tool" in k.lower() or "function_call" in k.lower())]
+    keys = [
+        k
+        for k, v in body.items()
+        if isinstance(v, list | dict) and ("tool" in k.lower() or "function_call" in k.lower())
+    ]
     if not keys:
         return []
-    return [Finding("note", f"the body has `{keys[0]}`, but the target does not read tool "
-                    "calls", f"add `tool_calls_path: {keys[0]}` to the target so tool checks "
-                    "can see them")]
+    return [
+        Finding(
+            "note",
+            f"the body has `{keys[0]}`, but the target does not read tool calls",
+            f"add `tool_calls_path: {keys[0]}` to the target so tool checks can see them",
+        )
+    ]
 
 
 # --- looking into bodies ------------------------------------------------------------------
+
 
 def reply_candidates(body: JsonValue, *, message: str = "") -> list[tuple[str, str]]:
     """The non-empty strings in `body` that may be the agent's reply, best first, as
@@ -436,14 +555,18 @@ def reply_candidates(body: JsonValue, *, message: str = "") -> list[tuple[str, s
     (`reply`, `answer`, `content`, ...) at the end of the path, then texts of several words,
     then length.
     """
-    found = [(p, v) for p, v in string_leaves(body)
-             if v.strip() and v.strip() != message.strip()
-             and v.strip().lower() not in _NOT_REPLIES and not _ID_LIKE.match(v.strip())]
+    found = [
+        (p, v)
+        for p, v in string_leaves(body)
+        if v.strip()
+        and v.strip() != message.strip()
+        and v.strip().lower() not in _NOT_REPLIES
+        and not _ID_LIKE.match(v.strip())
+    ]
 
     def rank(item: tuple[str, str]) -> tuple[int, int, int]:
         last = re.split(r"[.\[]", item[0])[-1].strip("]'\"").lower()
-        return (0 if last in _REPLY_KEYS else 1, 0 if " " in item[1].strip() else 1,
-                -len(item[1]))
+        return (0 if last in _REPLY_KEYS else 1, 0 if " " in item[1].strip() else 1, -len(item[1]))
 
     ranked = sorted(found, key=rank)
     return [(p, v) for p, v in ranked if _extracts(p, body, v)]
@@ -487,8 +610,11 @@ def _json_body(exchange: Exchange | None) -> JsonValue:
         return None
     texts = [exchange.response_body]
     if exchange.media_type == "text/event-stream":
-        texts = [line[5:].strip() for line in exchange.response_body.splitlines()
-                 if line.startswith("data:")]
+        texts = [
+            line[5:].strip()
+            for line in exchange.response_body.splitlines()
+            if line.startswith("data:")
+        ]
     for text in texts:
         try:
             return json.loads(text, parse_constant=str)

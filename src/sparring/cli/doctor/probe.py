@@ -27,8 +27,15 @@ from sparring.targets.registry import AnyTargetSpec, build_target
 from sparring.targets.response_paths import ResponsePathError
 from sparring.transcript import Message, Transcript
 
-_CREDENTIAL_HEADERS = ("authorization", "cookie", "api-key", "apikey", "token", "secret",
-                       "password")
+_CREDENTIAL_HEADERS = (
+    "authorization",
+    "cookie",
+    "api-key",
+    "apikey",
+    "token",
+    "secret",
+    "password",
+)
 """A request or response header whose name contains one of these is shown masked."""
 MAX_BODY_BYTES = 1_000_000
 """Bytes of a response body kept in the record; the target still gets all of them."""
@@ -62,8 +69,9 @@ class Recorder:
 
     def client(self, *, follow_redirects: bool) -> httpx.AsyncClient:
         """A new client that records into this recorder; the caller closes it."""
-        return httpx.AsyncClient(transport=_RecordingTransport(self._records),
-                                 follow_redirects=follow_redirects)
+        return httpx.AsyncClient(
+            transport=_RecordingTransport(self._records), follow_redirects=follow_redirects
+        )
 
     def mark(self) -> None:
         """Note that the exchanges so far produced the reply or the failure (`marked`); later
@@ -80,31 +88,39 @@ class Recorder:
             sent = request.content.decode("utf-8", errors="replace")
         except httpx.RequestNotRead:
             sent = "(a streamed body, not recorded)"
-        exchange = Exchange(method=request.method, url=scrub(str(request.url)),
-                            request_headers=self._headers(request.headers),
-                            request_body=scrub(sent), elapsed_ms=record.elapsed_ms)
+        exchange = Exchange(
+            method=request.method,
+            url=scrub(str(request.url)),
+            request_headers=self._headers(request.headers),
+            request_body=scrub(sent),
+            elapsed_ms=record.elapsed_ms,
+        )
         if record.error is not None:
             detail = scrub(str(record.error) or type(record.error).__name__)
             return replace(exchange, error=_transport_error(record.error), error_detail=detail)
         if response is None:
             return exchange
-        return replace(exchange, status=response.status_code, reason=response.reason_phrase,
-                       response_headers=self._headers(response.headers),
-                       response_body=scrub(_decoded(response, bytes(record.raw))),
-                       body_complete=record.finished)
+        return replace(
+            exchange,
+            status=response.status_code,
+            reason=response.reason_phrase,
+            response_headers=self._headers(response.headers),
+            response_body=scrub(_decoded(response, bytes(record.raw))),
+            body_complete=record.finished,
+        )
 
     def _headers(self, headers: httpx.Headers) -> tuple[tuple[str, str], ...]:
         """`(name, value)` pairs as sent (names in their own case), credentials masked."""
         pairs = [(k.decode(headers.encoding), v.decode(headers.encoding)) for k, v in headers.raw]
-        return tuple((name, self._secrets.scrub(_mask_credential(name, value)))
-                     for name, value in pairs)
+        return tuple(
+            (name, self._secrets.scrub(_mask_credential(name, value))) for name, value in pairs
+        )
 
 
 def _decoded(response: httpx.Response, raw: bytes) -> str:
     """`raw` body bytes as text, undoing any Content-Encoding (gzip, ...) of `response`."""
     try:
-        return httpx.Response(response.status_code, headers=response.headers,
-                              content=raw).text
+        return httpx.Response(response.status_code, headers=response.headers, content=raw).text
     except httpx.DecodingError:
         return raw.decode("utf-8", errors="replace")
 
@@ -124,9 +140,12 @@ class _RecordingTransport(httpx.AsyncBaseTransport):
             raise
         record.elapsed_ms = round((time.perf_counter() - record.started) * 1000, 3)
         record.response = response
-        return httpx.Response(response.status_code, headers=response.headers,
-                              stream=_Tee(response.stream, record),
-                              extensions=response.extensions)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_Tee(response.stream, record),
+            extensions=response.extensions,
+        )
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -135,8 +154,9 @@ class _RecordingTransport(httpx.AsyncBaseTransport):
 class _Tee(httpx.AsyncByteStream):
     """Passes a response body through to its reader, keeping a copy in `record`."""
 
-    def __init__(self, inner: httpx.SyncByteStream | httpx.AsyncByteStream,
-                 record: _Record) -> None:
+    def __init__(
+        self, inner: httpx.SyncByteStream | httpx.AsyncByteStream, record: _Record
+    ) -> None:
         assert isinstance(inner, httpx.AsyncByteStream), "an async transport's stream"
         self._inner, self._record = inner, record
 
@@ -206,8 +226,9 @@ async def probe(spec: AnyTargetSpec, *, message: str, secrets: Secrets) -> Probe
     async with recorder.client(follow_redirects=False) as client:
         target = _build(spec, client=client, recorder=recorder, secrets=secrets)
         try:
-            reply = await _send_one(target, message, recorder=recorder,
-                                    timeout_s=spec.timeout_s + _GRACE_S)
+            reply = await _send_one(
+                target, message, recorder=recorder, timeout_s=spec.timeout_s + _GRACE_S
+            )
         except TargetTimeout as e:
             failure, error = "timeout", secrets.scrub(str(e))
         except ResponsePathError as e:
@@ -218,27 +239,37 @@ async def probe(spec: AnyTargetSpec, *, message: str, secrets: Secrets) -> Probe
             with anyio.CancelScope(shield=True):
                 await target.aclose()
     http = spec if isinstance(spec, HttpTargetSpec) else None
-    return Probe(target_type=spec.type, message=message, exchanges=recorder.exchanges(),
-                 answered_after=recorder.marked, reply=reply, failure=failure, error=error,
-                 timeout_s=spec.timeout_s,
-                 response_path=http.response_path if http else None,
-                 tool_calls_path=http.tool_calls_path if http else None)
+    return Probe(
+        target_type=spec.type,
+        message=message,
+        exchanges=recorder.exchanges(),
+        answered_after=recorder.marked,
+        reply=reply,
+        failure=failure,
+        error=error,
+        timeout_s=spec.timeout_s,
+        response_path=http.response_path if http else None,
+        tool_calls_path=http.tool_calls_path if http else None,
+    )
 
 
-def _build(spec: AnyTargetSpec, *, client: httpx.AsyncClient, recorder: Recorder,
-           secrets: Secrets) -> Target:
+def _build(
+    spec: AnyTargetSpec, *, client: httpx.AsyncClient, recorder: Recorder, secrets: Secrets
+) -> Target:
     """The target as a run builds it; the openai_chat SDK gets a recording client of its own
     (following redirects, as the SDK's default client does)."""
     if isinstance(spec, OpenAIChatTargetSpec):
         from sparring.targets.openai_chat import OpenAIChatTarget
 
-        return OpenAIChatTarget(spec, secrets=secrets,
-                                http_client=recorder.client(follow_redirects=True))
+        return OpenAIChatTarget(
+            spec, secrets=secrets, http_client=recorder.client(follow_redirects=True)
+        )
     return build_target(spec, client=client, secrets=secrets)
 
 
-async def _send_one(target: Target, message: str, *, recorder: Recorder,
-                    timeout_s: float) -> Message:
+async def _send_one(
+    target: Target, message: str, *, recorder: Recorder, timeout_s: float
+) -> Message:
     """Open a conversation, send `message`, close it; `recorder.mark()` between sending and
     closing. A failed send's error is the one raised, even if closing fails too."""
     transcript = Transcript(messages=(Message(role="user", content=message),))
@@ -256,5 +287,6 @@ async def _send_one(target: Target, message: str, *, recorder: Recorder,
             await session.close()
             return reply
     except TimeoutError:
-        raise TargetTimeout(target=target.name, timeout_seconds=timeout_s,
-                            hint=TARGET_TIMEOUT_HINT) from None
+        raise TargetTimeout(
+            target=target.name, timeout_seconds=timeout_s, hint=TARGET_TIMEOUT_HINT
+        ) from None

@@ -78,8 +78,7 @@ class FrameworkAdapter(ABC, Generic[Native]):
         if native is None:
             native = self._from_history(earlier)
         turn = await self._run(native, history[-1]["content"])
-        self._keep([*history, {"role": "assistant", "content": turn.message.content}],
-                   turn.native)
+        self._keep([*history, {"role": "assistant", "content": turn.message.content}], turn.native)
         return turn.message
 
     @abstractmethod
@@ -135,8 +134,9 @@ def has_method(obj: object, name: str) -> bool:
 def wrong_object(obj: object, *, adapter: str, expected: str, hint: str = "") -> TypeError:
     """The error for an adapter built around the wrong object, e.g. "PydanticAIAdapter needs
     a pydantic_ai.Agent; got function 'reply'", followed by `hint` (a sentence) if given."""
-    return TypeError(f"{adapter} needs {expected}; got {_describe(obj)}."
-                     + (f" {hint}" if hint else ""))
+    return TypeError(
+        f"{adapter} needs {expected}; got {_describe(obj)}." + (f" {hint}" if hint else "")
+    )
 
 
 def _describe(obj: object) -> str:

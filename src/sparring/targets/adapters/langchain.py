@@ -60,16 +60,23 @@ class LangChainAdapter(FrameworkAdapter[list[BaseMessage]]):
         TypeError: `runnable` has no `ainvoke` method, or is a bare chat model or LLM.
     """
 
-    def __init__(self, runnable: Runnable[Any, Any], *, config: RunnableConfig | None = None,
-                 remember: int = 1024) -> None:
+    def __init__(
+        self,
+        runnable: Runnable[Any, Any],
+        *,
+        config: RunnableConfig | None = None,
+        remember: int = 1024,
+    ) -> None:
         _check_runnable(runnable)
         super().__init__(remember=remember)
         self.runnable = runnable
         self.config = config
 
     def _from_history(self, history: History) -> list[BaseMessage]:
-        return [HumanMessage(m["content"]) if m["role"] == "user" else AIMessage(m["content"])
-                for m in history]
+        return [
+            HumanMessage(m["content"]) if m["role"] == "user" else AIMessage(m["content"])
+            for m in history
+        ]
 
     async def _run(self, native: list[BaseMessage], text: str) -> Turn[list[BaseMessage]]:
         sent = HumanMessage(text, id=uuid4().hex)
@@ -86,19 +93,26 @@ class LangChainAdapter(FrameworkAdapter[list[BaseMessage]]):
             if m.usage_metadata is not None:
                 input_tokens = add_tokens(input_tokens, m.usage_metadata["input_tokens"])
                 output_tokens = add_tokens(output_tokens, m.usage_metadata["output_tokens"])
-        message = Message(role="agent", content=_text(replies[-1].content) if replies else "",
-                          tool_calls=_tool_calls(new), input_tokens=input_tokens,
-                          output_tokens=output_tokens)
+        message = Message(
+            role="agent",
+            content=_text(replies[-1].content) if replies else "",
+            tool_calls=_tool_calls(new),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+        )
         return Turn(message, messages)
 
 
 def _check_runnable(runnable: object) -> None:
     if isinstance(runnable, BaseLanguageModel):
         raise wrong_object(
-            cast(object, runnable), adapter="LangChainAdapter", expected=_EXPECTED,
+            cast(object, runnable),
+            adapter="LangChainAdapter",
+            expected=_EXPECTED,
             hint="A chat model alone answers one message and runs no tools: wrap it in a "
-                 "graph (e.g. langgraph.prebuilt.create_react_agent(model, tools)), or test "
-                 "the model's endpoint with the `openai_chat` target.")
+            "graph (e.g. langgraph.prebuilt.create_react_agent(model, tools)), or test "
+            "the model's endpoint with the `openai_chat` target.",
+        )
     if not has_method(runnable, "ainvoke"):
         raise wrong_object(runnable, adapter="LangChainAdapter", expected=_EXPECTED)
 
@@ -113,12 +127,14 @@ def _messages(output: object) -> list[BaseMessage]:
     if isinstance(output, dict):
         found = cast(dict[str, object], output).get("messages")
     if not isinstance(found, list) or not all(
-            isinstance(m, BaseMessage) for m in cast(list[object], found)):
+        isinstance(m, BaseMessage) for m in cast(list[object], found)
+    ):
         kind = type(cast(object, output)).__name__
         raise TypeError(
             f'the runnable returned {kind} without a list of messages under "messages"; '
             'LangChainAdapter needs a Runnable that returns {"messages": [...]}, '
-            "such as a LangGraph graph over MessagesState")
+            "such as a LangGraph graph over MessagesState"
+        )
     return cast(list[BaseMessage], found)
 
 
@@ -138,8 +154,11 @@ def _text(content: str | list[str | dict[str, Any]]) -> str:
     """A message's text: the string, or its text blocks joined by newlines."""
     if isinstance(content, str):
         return content
-    parts = [b if isinstance(b, str) else str(b.get("text", "")) for b in content
-             if isinstance(b, str) or b.get("type") == "text"]
+    parts = [
+        b if isinstance(b, str) else str(b.get("text", ""))
+        for b in content
+        if isinstance(b, str) or b.get("type") == "text"
+    ]
     return "\n".join(parts)
 
 
@@ -147,16 +166,26 @@ def _tool_calls(messages: Sequence[BaseMessage]) -> tuple[ToolCall, ...]:
     """The calls of the `AIMessage`s in `messages`, each with its `ToolMessage` content as
     result; a call the model made with arguments LangChain could not parse
     (`invalid_tool_calls`, never run) is kept too, with the parse error as result."""
-    results: dict[str, JsonValue] = {m.tool_call_id: jsonable(m.content) for m in messages
-                                     if isinstance(m, ToolMessage)}
+    results: dict[str, JsonValue] = {
+        m.tool_call_id: jsonable(m.content) for m in messages if isinstance(m, ToolMessage)
+    }
     calls: list[ToolCall] = []
     for m in messages:
         if not isinstance(m, AIMessage):
             continue
-        calls.extend(ToolCall.from_arguments(c["name"], c["args"], id=c["id"],
-                                             result=results.get(c["id"] or ""))
-                     for c in m.tool_calls)
-        calls.extend(ToolCall.from_arguments(c["name"] or "", c["args"], id=c["id"],
-                                             result=results.get(c["id"] or "", c["error"]))
-                     for c in m.invalid_tool_calls)
+        calls.extend(
+            ToolCall.from_arguments(
+                c["name"], c["args"], id=c["id"], result=results.get(c["id"] or "")
+            )
+            for c in m.tool_calls
+        )
+        calls.extend(
+            ToolCall.from_arguments(
+                c["name"] or "",
+                c["args"],
+                id=c["id"],
+                result=results.get(c["id"] or "", c["error"]),
+            )
+            for c in m.invalid_tool_calls
+        )
     return tuple(calls)

@@ -66,15 +66,17 @@ class OpenAIAgentsAdapter(FrameworkAdapter[_Conversation]):
 
     def __init__(self, agent: Agent[Any], *, remember: int = 1024, **run_options: Any) -> None:
         if not isinstance(cast(object, agent), Agent):
-            raise wrong_object(agent, adapter="OpenAIAgentsAdapter",
-                               expected="an OpenAI Agents SDK agents.Agent")
+            raise wrong_object(
+                agent, adapter="OpenAIAgentsAdapter", expected="an OpenAI Agents SDK agents.Agent"
+            )
         super().__init__(remember=remember)
         self.agent = agent
         self.run_options = run_options
 
     def _from_history(self, history: History) -> _Conversation:
-        items = [cast(TResponseInputItem, {"role": m["role"], "content": m["content"]})
-                 for m in history]
+        items = [
+            cast(TResponseInputItem, {"role": m["role"], "content": m["content"]}) for m in history
+        ]
         return _Conversation(self.agent, items)
 
     async def _run(self, native: _Conversation, text: str) -> Turn[_Conversation]:
@@ -82,9 +84,14 @@ class OpenAIAgentsAdapter(FrameworkAdapter[_Conversation]):
         result = await Runner.run(native.agent, [*native.items, sent], **self.run_options)
         content, raw = reply_content(result.final_output)
         usage = result.context_wrapper.usage
-        message = Message(role="agent", content=content, raw=raw,
-                          tool_calls=_tool_calls(result.new_items),
-                          input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+        message = Message(
+            role="agent",
+            content=content,
+            raw=raw,
+            tool_calls=_tool_calls(result.new_items),
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+        )
         return Turn(message, _Conversation(result.last_agent, result.to_input_list()))
 
 
@@ -102,7 +109,8 @@ def _tool_calls(items: Sequence[RunItem]) -> tuple[ToolCall, ...]:
             results[str(_field(item.raw_item, "call_id"))] = jsonable(item.output)
         elif isinstance(item, HandoffOutputItem):
             results[str(_field(item.raw_item, "call_id"))] = jsonable(
-                _field(item.raw_item, "output"))
+                _field(item.raw_item, "output")
+            )
     calls: list[ToolCall] = []
     for item in items:
         if isinstance(item, ToolCallItem | HandoffCallItem):
@@ -110,7 +118,12 @@ def _tool_calls(items: Sequence[RunItem]) -> tuple[ToolCall, ...]:
             call_id = _field(raw, "call_id") or _field(raw, "id")
             name = _field(raw, "name") or _field(raw, "type") or "tool"
             arguments = _field(raw, "arguments")
-            calls.append(ToolCall.from_arguments(
-                str(name), arguments if isinstance(arguments, str) else jsonable(arguments),
-                id=None if call_id is None else str(call_id), result=results.get(str(call_id))))
+            calls.append(
+                ToolCall.from_arguments(
+                    str(name),
+                    arguments if isinstance(arguments, str) else jsonable(arguments),
+                    id=None if call_id is None else str(call_id),
+                    result=results.get(str(call_id)),
+                )
+            )
     return tuple(calls)

@@ -60,8 +60,7 @@ class PydanticAIAdapter(FrameworkAdapter[list[ModelMessage]]):
         TypeError: `agent` has no `run` method (not a pydantic-ai agent).
     """
 
-    def __init__(self, agent: Agent[Any, Any], *, remember: int = 1024,
-                 **run_options: Any) -> None:
+    def __init__(self, agent: Agent[Any, Any], *, remember: int = 1024, **run_options: Any) -> None:
         if not has_method(agent, "run"):
             raise wrong_object(agent, adapter="PydanticAIAdapter", expected="a pydantic_ai.Agent")
         super().__init__(remember=remember)
@@ -69,8 +68,12 @@ class PydanticAIAdapter(FrameworkAdapter[list[ModelMessage]]):
         self.run_options = run_options
 
     def _from_history(self, history: History) -> list[ModelMessage]:
-        return [ModelRequest(parts=[UserPromptPart(m["content"])]) if m["role"] == "user"
-                else ModelResponse(parts=[TextPart(m["content"])]) for m in history]
+        return [
+            ModelRequest(parts=[UserPromptPart(m["content"])])
+            if m["role"] == "user"
+            else ModelResponse(parts=[TextPart(m["content"])])
+            for m in history
+        ]
 
     async def _run(self, native: list[ModelMessage], text: str) -> Turn[list[ModelMessage]]:
         result = await self.agent.run(text, message_history=list(native), **self.run_options)
@@ -81,9 +84,14 @@ class PydanticAIAdapter(FrameworkAdapter[list[ModelMessage]]):
             if isinstance(m, ModelResponse):
                 input_tokens = add_tokens(input_tokens, m.usage.input_tokens)
                 output_tokens = add_tokens(output_tokens, m.usage.output_tokens)
-        message = Message(role="agent", content=content, tool_calls=_tool_calls(new),
-                          raw=raw,
-                          input_tokens=input_tokens, output_tokens=output_tokens)
+        message = Message(
+            role="agent",
+            content=content,
+            tool_calls=_tool_calls(new),
+            raw=raw,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+        )
         return Turn(message, result.all_messages())
 
 
@@ -91,16 +99,23 @@ def _tool_calls(messages: Sequence[ModelMessage]) -> tuple[ToolCall, ...]:
     """The run's `ToolCallPart`s (output tools left out), each with the content of the part
     that answered it: a `ToolReturnPart`, or the `RetryPromptPart` older pydantic-ai versions
     send when the tool raised `ModelRetry`, was unknown, or got invalid arguments."""
-    results = {p.tool_call_id: p.content for m in messages if isinstance(m, ModelRequest)
-               for p in m.parts
-               if isinstance(p, ToolReturnPart)
-               or (p.part_kind == "retry-prompt" and p.tool_name is not None)}
-    return tuple(
-        ToolCall.from_arguments(p.tool_name, p.args, id=p.tool_call_id,
-                                result=jsonable(results.get(p.tool_call_id)))
-        for m in messages if isinstance(m, ModelResponse)
+    results = {
+        p.tool_call_id: p.content
+        for m in messages
+        if isinstance(m, ModelRequest)
         for p in m.parts
-        if isinstance(p, ToolCallPart) and not _is_output_tool(p.tool_name))
+        if isinstance(p, ToolReturnPart)
+        or (p.part_kind == "retry-prompt" and p.tool_name is not None)
+    }
+    return tuple(
+        ToolCall.from_arguments(
+            p.tool_name, p.args, id=p.tool_call_id, result=jsonable(results.get(p.tool_call_id))
+        )
+        for m in messages
+        if isinstance(m, ModelResponse)
+        for p in m.parts
+        if isinstance(p, ToolCallPart) and not _is_output_tool(p.tool_name)
+    )
 
 
 def _is_output_tool(name: str) -> bool:

@@ -70,11 +70,13 @@ class SmolagentsAdapter(FrameworkAdapter[list[Step]]):
         TypeError: `agent` has no `run` method and `memory` (not a smolagents agent).
     """
 
-    def __init__(self, agent: MultiStepAgent, *, remember: int = 1024,
-                 **run_options: Any) -> None:
+    def __init__(self, agent: MultiStepAgent, *, remember: int = 1024, **run_options: Any) -> None:
         if not (has_method(agent, "run") and hasattr(agent, "memory")):
-            raise wrong_object(agent, adapter="SmolagentsAdapter",
-                               expected="a smolagents agent (ToolCallingAgent or CodeAgent)")
+            raise wrong_object(
+                agent,
+                adapter="SmolagentsAdapter",
+                expected="a smolagents agent (ToolCallingAgent or CodeAgent)",
+            )
         super().__init__(remember=remember)
         self.agent = agent
         self.run_options = run_options
@@ -86,31 +88,47 @@ class SmolagentsAdapter(FrameworkAdapter[list[Step]]):
             if m["role"] == "user":
                 steps.append(TaskStep(task=m["content"]))
             else:
-                steps.append(ActionStep(
-                    step_number=0, timing=Timing(start_time=0.0, end_time=0.0),
-                    model_output=m["content"], action_output=m["content"], is_final_answer=True))
+                steps.append(
+                    ActionStep(
+                        step_number=0,
+                        timing=Timing(start_time=0.0, end_time=0.0),
+                        model_output=m["content"],
+                        action_output=m["content"],
+                        is_final_answer=True,
+                    )
+                )
         return steps
 
     async def _run(self, native: list[Step], text: str) -> Turn[list[Step]]:
-        return await anyio.to_thread.run_sync(self._run_sync, native, text,
-                                              abandon_on_cancel=True)
+        return await anyio.to_thread.run_sync(self._run_sync, native, text, abandon_on_cancel=True)
 
     def _run_sync(self, native: list[Step], text: str) -> Turn[list[Step]]:
         with self._lock:
             self.agent.memory.steps = list(native)
-            events = list(cast(Iterable[object], self.agent.run(  # pyright: ignore[reportUnknownMemberType]
-                text, stream=True, reset=False, **self.run_options)))  # a generator: stream=True
+            events = list(
+                cast(
+                    Iterable[object],
+                    self.agent.run(  # pyright: ignore[reportUnknownMemberType]
+                        text, stream=True, reset=False, **self.run_options
+                    ),
+                )
+            )  # a generator: stream=True
             steps = list(self.agent.memory.steps)
         answers = [e.output for e in events if isinstance(e, FinalAnswerStep)]
         content, raw = reply_content(answers[-1] if answers else None)
         input_tokens = output_tokens = None
-        for step in steps[len(native):]:
+        for step in steps[len(native) :]:
             if isinstance(step, ActionStep | PlanningStep) and step.token_usage is not None:
                 input_tokens = add_tokens(input_tokens, step.token_usage.input_tokens)
                 output_tokens = add_tokens(output_tokens, step.token_usage.output_tokens)
-        message = Message(role="agent", content=content, raw=raw,
-                          tool_calls=_tool_calls(events),
-                          input_tokens=input_tokens, output_tokens=output_tokens)
+        message = Message(
+            role="agent",
+            content=content,
+            raw=raw,
+            tool_calls=_tool_calls(events),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+        )
         return Turn(message, steps)
 
 
@@ -131,8 +149,11 @@ def _tool_calls(events: Sequence[object]) -> tuple[ToolCall, ...]:
         elif isinstance(event, ToolOutput):
             outputs[event.id] = event.output
         elif isinstance(event, ActionStep):
-            calls.extend(_call(c, outputs[c.id] if c.id in outputs else _step_result(event))
-                         for c in pending if c.name != _FINAL_ANSWER)
+            calls.extend(
+                _call(c, outputs[c.id] if c.id in outputs else _step_result(event))
+                for c in pending
+                if c.name != _FINAL_ANSWER
+            )
             pending, outputs = [], {}
     return tuple(calls)
 
@@ -142,8 +163,11 @@ def _call(call: SmolToolCall, result: object) -> ToolCall:
     if call.name == _CODE_TOOL and isinstance(arguments, str):
         arguments = {"code": arguments}
     return ToolCall.from_arguments(
-        call.name, arguments if isinstance(arguments, str) else jsonable(arguments),
-        id=call.id, result=jsonable(result))
+        call.name,
+        arguments if isinstance(arguments, str) else jsonable(arguments),
+        id=call.id,
+        result=jsonable(result),
+    )
 
 
 def _step_result(step: ActionStep) -> str | None:
