@@ -331,7 +331,8 @@ def test_targets_of_every_kind_and_session_overrides() -> None:
         ),
         (
             lambda: Suite(target=greeter, model="gpt-4o"),
-            r"Suite\(model='gpt-4o'\) names no provider; write 'provider:name', e.g. 'openai:gpt-4o'",
+            r"Suite\(model='gpt-4o'\) names no provider; write 'provider:name', "
+            r"e.g. 'openai:gpt-4o'",
         ),
         (
             lambda: Suite(target=greeter, response_timeout=0),

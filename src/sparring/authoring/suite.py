@@ -166,8 +166,8 @@ class Suite:
             UserError: bad repetitions, threshold or timeout_s, or a test name used twice.
         """
         if (
-            not isinstance(repetitions, int)
-            or isinstance(repetitions, bool)  # pyright: ignore[reportUnnecessaryIsInstance]
+            not isinstance(repetitions, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or isinstance(repetitions, bool)
             or not 1 <= repetitions <= 100
         ):
             raise UserError(

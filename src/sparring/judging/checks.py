@@ -292,7 +292,8 @@ def _regex(check: RegexCheck, scope: _Scope) -> _Outcome:
                 False,
                 error=True,
                 reason=(
-                    f"the pattern /{check.pattern}/ took over {REGEX_TIMEOUT_S:g} s and was stopped "
+                    f"the pattern /{check.pattern}/ took over {REGEX_TIMEOUT_S:g} s and was "
+                    f"stopped "
                     f"on the {len(message.content):,}-character reply at turn {turn}; it "
                     "backtracks too much: anchor it (e.g. `^...`) and avoid nested quantifiers "
                     "such as `(x+)+`"
