@@ -258,7 +258,7 @@ class ScenarioResult(BaseModel):
 
     @property
     def pass_rate(self) -> float | None:
-        """passed / trials that ran; errors and timeouts count as not passed."""
+        """Passed / trials that ran; errors and timeouts count as not passed."""
         counted = self.counted
         if not counted:
             return None
@@ -266,7 +266,7 @@ class ScenarioResult(BaseModel):
 
     @property
     def status(self) -> ScenarioStatus:
-        """passed if the pass rate reaches the threshold (but never when no trial passed and
+        """Passed if the pass rate reaches the threshold (but never when no trial passed and
         some errored, even at threshold 0); if not, `error` when the trials that errored
         could have made up the difference, else `failed`. Planned trials that never ran
         count like errors: a scenario cut short after 1 of 5 trials is not `passed`."""

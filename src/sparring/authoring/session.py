@@ -550,6 +550,9 @@ async def resolve_judge_model(
     `None` and `fallback`, the configured one (SPARRING_MODEL, `[tool.sparring]`), if any.
 
     Args:
+        model: A `Model` (returned as is), a `"provider:name"` spec, or `None`.
+        stack: Closes a model this call makes.
+        fallback: With `model=None`, take the configured judge model.
         settings: Connect the model with these (`base_url`, `api_key`, timeouts, prices)
             and take the configured one from them; `None`: read the environment and files.
 

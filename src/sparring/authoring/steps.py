@@ -116,6 +116,8 @@ def warn_condition(condition: str, *, stacklevel: int) -> None:
 
 
 def transcript_of(steps: Sequence[Step]) -> Transcript:
+    """The conversation the steps write: customer steps as user messages, agent steps as
+    assistant messages, in order."""
     return Transcript(
         messages=tuple(
             Message(role="user" if isinstance(s, CustomerMessage) else "agent", content=s.text)

@@ -157,6 +157,7 @@ class Suite:
         threshold="80%")`.
 
         Args:
+            fn: The test function, when used as a bare `@suite.scenario`.
             repetitions: Trials to run, 1-100.
             threshold: Pass rate required across them: `0.8`, `"80%"` or `80`; the
                 default 1.0 means every repetition must pass.

@@ -19,7 +19,7 @@ from sparring.runner import NO_MODEL_HINT, AnyRunnable, RunSettings, TargetPool,
 from sparring.scenario import AnyScenario
 
 if TYPE_CHECKING:
-    from sparring.api import SuiteRun
+    from sparring.authoring.suite import SuiteRun
 
 EXIT_REPORT_FAILED = 2
 DEFAULT_TESTS = "tests/conversations"
@@ -109,7 +109,7 @@ def _load(
 ) -> tuple[list[AnyScenario], SuiteRun]:
     """YAML scenarios (filtered by `pattern`) and the Python test files' suites (their
     models connected with `settings`)."""
-    from sparring.api import SuiteRun
+    from sparring.authoring.suite import SuiteRun
     from sparring.loaders.files import split_paths
     from sparring.loaders.python import load_suites
     from sparring.loaders.yaml import load_paths

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING
 from sparring.errors import UserError
 
 if TYPE_CHECKING:
-    from sparring.api import Suite
+    from sparring.authoring.suite import Suite
 
 MINIMAL_SUITE = """\
-    from sparring.api import Suite
+    from sparring.authoring.suite import Suite
     suite = Suite(target="http://localhost:8000/chat")
     @suite.scenario
     async def test_greets():
@@ -62,7 +62,7 @@ def load_suites(
             exception at import, `sys.exit()`), or a named file defines no Suite or no
             test; the message names the file and the error.
     """
-    from sparring.api import Suite
+    from sparring.authoring.suite import Suite
 
     explicit = None if named is None else {Path(p).resolve() for p in named}
     _put_on_path(Path.cwd().resolve())

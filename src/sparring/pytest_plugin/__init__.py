@@ -239,7 +239,7 @@ class SparringState:
         suites_loaded = "sparring.authoring.suite" in sys.modules
         if not suites_loaded or not isinstance(collector, pytest.Module):
             return None  # no test module imported the authoring API
-        from sparring.api import Suite
+        from sparring.authoring.suite import Suite
         from sparring.pytest_plugin.items import SuiteTestItem
 
         if isinstance(obj, Suite):

@@ -12,8 +12,7 @@ import pytest
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
-    from sparring.api import Session
-    from sparring.authoring.session import TargetLike
+    from sparring.authoring.session import Session, TargetLike
     from sparring.models.base import Model
     from sparring.runner.context import TrialContext
 

@@ -60,6 +60,8 @@ from sparring.transcript import Message, Transcript, sanitized
 
 @dataclass(kw_only=True)
 class RunContext:
+    """What every trial of one run shares: settings, models, the observer, the targets."""
+
     settings: RunSettings
     user_model: Model | None
     judge_model: Model | None
