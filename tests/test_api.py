@@ -784,3 +784,40 @@ def test_cli_a_suite_target_with_an_unset_secret_is_a_clean_user_error(tmp_path:
     done = sparring("run", "test_secret.py", "--no-live", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and "SPARRING_TEST_NOT_SET" in done.stderr
+
+
+def test_a_parlant_quick_start_runs_after_changing_only_its_import_line() -> None:
+    from sparring import Suite as TopLevelSuite  # the seed's `from parlant.testing import`
+
+    with DemoServer(port=0) as demo:
+        demo.start()
+        suite = TopLevelSuite(server_url=demo.url, agent_id="northwind", model=judge())
+        replies: list[str] = []
+
+        @suite.scenario
+        async def test_successful_scenario() -> None:
+            async with suite.session() as session:
+                response = await session.send("Hello!")
+                replies.append(response.message)
+                await response.should("greet the customer")
+
+        result = suite.run()
+    assert result.exit_code == 0, result.scenarios[0].trials[0].error
+    assert suite.target is not None and getattr(suite.target, "type", None) == "parlant"
+    assert "Northwind" in replies[0]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"server_url": "http://127.0.0.1:8800"}, r"Suite\(server_url=...\) needs agent_id="),
+        ({"agent_id": "my-agent"}, r"Suite\(agent_id=...\) needs server_url="),
+        (
+            {"target": greeter, "server_url": "http://127.0.0.1:8800", "agent_id": "a"},
+            "name two targets",
+        ),
+    ],
+)
+def test_the_parlant_shorthand_says_what_is_missing(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        Suite(**kwargs)

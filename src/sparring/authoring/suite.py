@@ -85,6 +85,36 @@ class RegisteredTest:
     timeout_s: float
 
 
+def _parlant_shorthand(
+    target: TargetLike | None,
+    *,
+    server_url: str | None,
+    agent_id: str | None,
+    timeout_s: float,
+) -> TargetLike | None:
+    """`target`, or the Parlant target `server_url` and `agent_id` name together.
+
+    Raises:
+        UserError: only one of the two given, or both with `target`.
+    """
+    if server_url is None and agent_id is None:
+        return target
+    if server_url is None or agent_id is None:
+        given, missing = (
+            ("agent_id", "server_url") if server_url is None else ("server_url", "agent_id")
+        )
+        raise UserError(
+            f"Suite({given}=...) needs {missing}= too: a Parlant agent is named by both, e.g. "
+            'Suite(server_url="http://localhost:8800", agent_id="my-agent")'
+        )
+    if target is not None:
+        raise UserError(
+            "Suite(target=...) and Suite(server_url=..., agent_id=...) name two targets; "
+            "give one of them"
+        )
+    return {"type": "parlant", "url": server_url, "agent_id": agent_id, "timeout_s": timeout_s}
+
+
 class Suite:
     """A set of Python tests against one target, with hooks and shared context.
 
@@ -99,6 +129,11 @@ class Suite:
             model (`--model`, SPARRING_MODEL, `[tool.sparring]`). With no model at all,
             `should` verdicts are `skipped`, never passed.
         response_timeout: Seconds to wait for one agent reply (`--reply-timeout` wins).
+        server_url: With `agent_id`, the Parlant shorthand: `Suite(server_url=URL,
+            agent_id=ID)` is `Suite(target={"type": "parlant", "url": URL, "agent_id":
+            ID, "timeout_s": response_timeout})`, so a Parlant test file runs after changing
+            only its import line.
+        agent_id: The Parlant agent's id; only with `server_url`.
 
     Attributes:
         context: A dict shared by hooks and tests (e.g. ids made in `before_all`).
@@ -115,9 +150,14 @@ class Suite:
         *,
         model: Model | str | None = None,
         response_timeout: float = 60,
+        server_url: str | None = None,
+        agent_id: str | None = None,
     ) -> None:
         _check_seconds("Suite", "response_timeout", response_timeout)
         _check_model(model)
+        target = _parlant_shorthand(
+            target, server_url=server_url, agent_id=agent_id, timeout_s=response_timeout
+        )
         try:
             self.target = (
                 None if target is None else coerce_target(target, timeout_s=response_timeout)
