@@ -158,27 +158,51 @@ async def run_scenarios(
             cannot be built.
     """
     settings = settings or RunSettings()
+    prepared = _prepared(scenarios, settings)
+    bound = [(s, _target_of(s, targets)) for s in prepared]
+    ctx = RunContext(
+        settings=settings,
+        user_model=user_model,
+        judge_model=judge_model,
+        observer=observer or _ignore,
+        targets=targets,
+        scrub=scrub,
+    )
+    run = _planned_run(prepared, settings, user_model=user_model, judge_model=judge_model)
+    await _execute(run, bound, ctx)
+    return run
+
+
+def _prepared(scenarios: Sequence[AnyRunnable], settings: RunSettings) -> list[AnyRunnable]:
+    """`scenarios` ready to run (`_with_expected_output`).
+
+    Raises:
+        UserError: `settings.parallel < 1`, or duplicate scenario ids.
+    """
     if settings.parallel < 1:
         raise UserError(f"--parallel must be at least 1, got {settings.parallel}")
     ids = [s.id for s in scenarios]
     if len(set(ids)) != len(ids):
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         raise UserError(f"scenario ids must be unique; repeated: {', '.join(repeated)}")
-    prepared = [_with_expected_output(s) for s in scenarios]
-    bound = [
-        (s, None if isinstance(s, CodeScenario) and s.target is None else targets(s))
-        for s in prepared
-    ]
-    emit: Observer = observer or _ignore
-    ctx = RunContext(
-        settings=settings,
-        user_model=user_model,
-        judge_model=judge_model,
-        observer=emit,
-        targets=targets,
-        scrub=scrub,
-    )
-    counts = [settings.trials or s.trials for s in prepared]
+    return [_with_expected_output(s) for s in scenarios]
+
+
+def _target_of(scenario: AnyRunnable, targets: Callable[[AnyRunnable], Target]) -> Target | None:
+    """The scenario's target; `None` for a Python test that opens its own sessions."""
+    if isinstance(scenario, CodeScenario) and scenario.target is None:
+        return None
+    return targets(scenario)
+
+
+def _planned_run(
+    prepared: list[AnyRunnable],
+    settings: RunSettings,
+    *,
+    user_model: Model | None,
+    judge_model: Model | None,
+) -> RunResult:
+    """The run before it starts: one empty ScenarioResult per scenario, its trials planned."""
     results = [
         ScenarioResult(
             scenario_id=s.id,
@@ -186,11 +210,11 @@ async def run_scenarios(
             kind=s.kind,
             source=s.source,
             threshold=s.threshold,
-            planned_trials=n,
+            planned_trials=settings.trials or s.trials,
         )
-        for s, n in zip(prepared, counts, strict=True)
+        for s in prepared
     ]
-    run = RunResult(
+    return RunResult(
         sparring_version=__version__,
         run_id=uuid.uuid4().hex[:12],
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -199,19 +223,26 @@ async def run_scenarios(
         scenarios=results,
         fail_on_skip=settings.fail_on_skip,
     )
-    emit(RunStarted(len(prepared), sum(counts), run.user_model, run.judge_model))
+
+
+async def _execute(
+    run: RunResult, bound: list[tuple[AnyRunnable, Target | None]], ctx: RunContext
+) -> None:
+    """Run every planned trial into `run`, with RunStarted / RunFinished around them; an
+    interrupted run is marked so (and the cancellation goes on) after observers got it."""
+    planned = [r.planned_trials for r in run.scenarios]
+    ctx.observer(RunStarted(len(bound), sum(planned), run.user_model, run.judge_model))
     started = time.perf_counter()
     try:
-        await _run_all(bound, counts, results, ctx)
+        await _run_all(bound, planned, run.scenarios, ctx)
     except anyio.get_cancelled_exc_class():
         run.interrupted = True
         raise
     finally:  # also when interrupted: observers get what finished
-        for r in results:
+        for r in run.scenarios:
             r.trials.sort(key=lambda t: t.trial)
         run.duration_ms = (time.perf_counter() - started) * 1000
-        emit(RunFinished(run))
-    return run
+        ctx.observer(RunFinished(run))
 
 
 async def _run_all(
