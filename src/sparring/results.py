@@ -20,8 +20,10 @@ SCHEMA_VERSION = "1"
 
 VerdictStatus = Literal["met", "not_met", "error", "skipped"]
 VerdictKind = Literal["criterion", "restriction", "should", "check"]
-TrialStatus = Literal["passed", "failed", "error", "timed_out", "skipped"]
-ScenarioStatus = Literal["passed", "failed", "error", "skipped", "not_run"]
+TrialStatus = Literal["passed", "failed", "error", "timed_out", "skipped", "invalid"]
+"""`invalid`: the simulated user wrote no usable message before `min_turns`, so the
+conversation says nothing about the agent; not judged, left out of the pass rate, exit 3."""
+ScenarioStatus = Literal["passed", "failed", "error", "skipped", "not_run", "invalid"]
 EndReason = Literal[
     "goal_achieved",
     "user_gave_up",
@@ -34,6 +36,7 @@ EndReason = Literal[
     "interrupted",
     "internal_error",
     "test_error",
+    "simulator_failed",
 ]
 
 
@@ -193,7 +196,12 @@ class TrialResult(BaseModel):
     verdicts: list[Verdict] = Field(default_factory=list[Verdict])
     reply_notes: list[ReplyNote] = Field(default_factory=list[ReplyNote])
     error: str | None = None
-    """Why the trial is `error` / `timed_out` / `skipped`."""
+    """Why the trial is `error` / `timed_out` / `skipped` / `invalid`; for a conversation
+    the simulated user broke off after `min_turns` (end reason `simulator_failed`, judged on
+    what was said), what the simulated user got wrong."""
+    traceback: str | None = None
+    """Where sparring itself failed (end reason `internal_error`): the Python traceback, to
+    attach to a bug report."""
     duration_ms: float = 0
     usage: Usage = Field(default_factory=Usage)
     subtests: list[SubtestResult] = Field(default_factory=list[SubtestResult])
@@ -248,17 +256,23 @@ class ScenarioResult(BaseModel):
 
     def can_still_pass(self, remaining: int) -> bool:
         """Whether `remaining` more trials could still lift the scenario to its threshold."""
-        total = len(self.counted) + remaining
+        total = len(self.counted) + self.invalid_trials + remaining
         return self.passed_trials + remaining >= self.threshold * total - 1e-9
 
     @property
     def counted(self) -> list[TrialResult]:
-        """Trials that ran (everything but `skipped`)."""
-        return [t for t in self.trials if t.status != "skipped"]
+        """Trials that tested the agent: all but `skipped` and `invalid` ones."""
+        return [t for t in self.trials if t.status not in ("skipped", "invalid")]
+
+    @property
+    def invalid_trials(self) -> int:
+        """Trials whose simulated user failed before `min_turns` (status `invalid`)."""
+        return sum(t.status == "invalid" for t in self.trials)
 
     @property
     def pass_rate(self) -> float | None:
-        """Passed / trials that ran; errors and timeouts count as not passed."""
+        """Passed / trials that tested the agent (`counted`); errors and timeouts count as
+        not passed, `invalid` trials not at all."""
         counted = self.counted
         if not counted:
             return None
@@ -266,21 +280,26 @@ class ScenarioResult(BaseModel):
 
     @property
     def status(self) -> ScenarioStatus:
-        """Passed if the pass rate reaches the threshold (but never when no trial passed and
-        some errored, even at threshold 0); if not, `error` when the trials that errored
-        could have made up the difference, else `failed`. Planned trials that never ran
-        count like errors: a scenario cut short after 1 of 5 trials is not `passed`."""
+        """Passed if enough trials passed to reach the threshold over every trial that ran
+        or was planned (but never when no trial passed and some errored, even at threshold
+        0); if not, undecided when the trials that errored, timed out, never ran or were
+        `invalid` could have made up the difference: `error`, or `invalid` when only
+        invalid trials could; else `failed`. So a scenario cut short after 1 of 5 trials is
+        not `passed`, and a simulated user that fails never makes a scenario `failed`."""
         counted = self.counted
         if not self.trials:
             return "not_run"
-        if not counted and not self.missing_trials:
+        invalid = self.invalid_trials
+        if not counted and not self.missing_trials and not invalid:
             return "skipped"
         passed = self.passed_trials
-        undecided = sum(t.status in ("error", "timed_out") for t in counted) + self.missing_trials
-        needed = self.threshold * (len(counted) + self.missing_trials) - 1e-9
-        if passed >= needed and (passed or not undecided):  # errors alone never pass
+        errors = sum(t.status in ("error", "timed_out") for t in counted) + self.missing_trials
+        needed = self.threshold * (len(counted) + self.missing_trials + invalid) - 1e-9
+        if passed >= needed and (passed or not errors + invalid):  # errors alone never pass
             return "passed"
-        return "error" if passed + undecided >= needed else "failed"
+        if passed + errors + invalid < needed:
+            return "failed"
+        return "error" if errors else "invalid"
 
     def summary(self) -> dict[str, object]:
         """Derived numbers for reports: status, pass rate, pass^k, usage totals."""
@@ -291,6 +310,7 @@ class ScenarioResult(BaseModel):
             "pass_rate": self.pass_rate,
             "passed_trials": passed,
             "counted_trials": len(counted),
+            "invalid_trials": self.invalid_trials,
             "pass_hat_k": pass_hat_k(passed, len(counted)) if counted else {},
             "usage_totals": usage_totals(self.trials).model_dump(),
         }
@@ -328,10 +348,18 @@ class RunResult(BaseModel):
             out[s.status] = out.get(s.status, 0) + 1
         return out
 
+    def trial_counts(self) -> dict[str, int]:
+        """Trials per status (`invalid` ones among them, which no scenario status hides)."""
+        out: dict[str, int] = {}
+        for t in (t for s in self.scenarios for t in s.trials):
+            out[t.status] = out.get(t.status, 0) + 1
+        return out
+
     @property
     def exit_code(self) -> int:
-        """0 all that ran passed, 1 some failed, 3 some could not run (errors, timeouts) or
-        a suite hook failed (`hook_errors`), 130 interrupted.
+        """0 all that ran passed, 1 some failed, 3 some could not run or stayed undecided
+        (errors, timeouts, `invalid` trials) or a suite hook failed (`hook_errors`), 130
+        interrupted.
 
         A definite failure outranks an error, so exit 1 always means the agent misbehaved,
         unless a hook failure makes it 3. An interrupted run is 130 (the shell's code for
@@ -362,7 +390,7 @@ class RunResult(BaseModel):
         statuses = {s.status for s in self.scenarios}
         if "failed" in statuses:
             return 1
-        if "error" in statuses or "not_run" in statuses:
+        if statuses & {"error", "not_run", "invalid"}:
             return 3
         return 0
 
@@ -381,6 +409,7 @@ class RunResult(BaseModel):
                 ]
                 raw_trial["usage_totals"] = trial.usage_totals().model_dump()
         data["counts"] = self.counts()
+        data["trial_counts"] = self.trial_counts()
         data["usage_totals"] = self.usage_totals().model_dump()
         data["exit_code"] = self.exit_code
         return data

@@ -3,10 +3,19 @@
 One model call per user turn returns `{message, done, done_reason}` as structured output;
 there is never a separate "should we stop?" call. Before `min_turns` the user may not stop
 (DESIGN.md section 3).
+
+The guard (`guard_problem`) keeps what is not a user message away from the agent: an empty
+or invisible message, JSON, the assistant's voice, leaked instructions or reasoning, a word
+for word repeat. Such an answer is asked for again once, with the reason, in the same repair
+call as an unparseable one; a second bad answer raises `ModelOutputError`, and the runner
+ends the conversation (`simulator_failed`) without sending it.
 """
 
 from __future__ import annotations
 
+import json
+import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -79,6 +88,9 @@ async def next_user_message(
 ) -> UserTurn:
     """Ask the simulated user (one model call, plus one repair if needed) for its next turn.
 
+    A message the guard rejects (`guard_problem`) counts as unusable: the repair call gives
+    the model the reason.
+
     Args:
         model: Plays the user.
         scenario: Persona, goal (else description), instructions and context.
@@ -95,8 +107,8 @@ async def next_user_message(
         The next message, or `done=True` with a reason (only when `may_stop`).
 
     Raises:
-        ModelOutputError: no usable answer after the repair (e.g. an empty message while
-            not done).
+        ModelOutputError: no usable answer after the repair: not the JSON asked for, an
+            empty message while not done, or a message the guard rejects.
         ModelError: the model call failed.
     """
     may_stop = may_stop and bool(transcript.messages)
@@ -111,7 +123,7 @@ async def next_user_message(
         model,
         messages,
         schema=USER_SCHEMA,
-        validate=_Reader(may_stop=may_stop),
+        validate=_Reader(may_stop=may_stop, scenario=scenario, transcript=transcript),
         schema_name="user_turn",
         temperature=temperature,
         usage=usage,
@@ -156,9 +168,12 @@ def _turn_prompt(
 
 @dataclass(frozen=True, slots=True)
 class _Reader:
-    """`validate` for `complete_json`: parsed JSON -> `UserTurn`; raises ValueError."""
+    """`validate` for `complete_json`: parsed JSON -> `UserTurn`; raises ValueError with the
+    guard's reason for a message that must not be sent (`guard_problem`)."""
 
     may_stop: bool
+    scenario: SimulatedScenario
+    transcript: Transcript
 
     def __call__(self, value: Any) -> UserTurn:
         if not isinstance(value, dict):
@@ -179,6 +194,9 @@ class _Reader:
             raise ValueError(
                 f'"message" must be your next message to the assistant and may not be empty{hint}'
             )
+        problem = guard_problem(message, scenario=self.scenario, transcript=self.transcript)
+        if problem is not None:
+            raise ValueError(problem)
         return UserTurn(message.strip(), False, None)
 
 
@@ -200,3 +218,145 @@ def _reason(value: Any) -> DoneReason:
         if value == reason:
             return reason
     raise ValueError(f'"done_reason" must be "goal_achieved" or "user_gave_up", not {value!r}')
+
+
+# --- the guard: only a real user message reaches the agent ------------------------------
+
+_REPEAT_MIN_WORDS = 4
+"""Shorter messages ("yes", "ok thanks") may repeat: real users repeat them too."""
+_PERSONA_ECHO_MIN_WORDS = 6
+"""A persona or instructions text this long, found whole in a message, is a leak."""
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zs", "Zl", "Zp", "Mn", "Me"})
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+"""Letters that render as nothing (Hangul fillers, the blank Braille pattern)."""
+_FENCED = re.compile(r"```[\w-]*\s*\n(.*?)\n?\s*```", re.DOTALL)
+_ASSISTANT = re.compile(
+    r"(?im)^[\s*_#>]*(?:assistant|ai|bot|chatbot)[*_]*\s*:"  # a role label opening a line
+    r"|\bas an? (?:ai|artificial intelligence|(?:large )?language model|llm"
+    r"|ai (?:language )?model|(?:ai|helpful) assistant|chatbot)\s*,(?!\s*(?:you|can you)\b)"
+    r"|\bi(?:'m|’m| am)(?: just| only| merely)? an? (?:(?:large )?language model"
+    r"|ai (?:language )?model|(?:ai|helpful) assistant"
+    r"|ai\b(?=\s*(?:[,.!;]|$|and\b|so\b|(?:created|developed|trained|made|built)\b)))"
+    r"|^\W*(?:(?:hi|hello|hey)\W+)?how (?:can|may) i (?:help|assist) you\b"
+    r"|\banything else i can (?:help|assist) you with\b"
+    r"|\bi(?: can(?:'|’)t| cannot| can not| am unable to|(?:'|’)m unable to) "
+    r"(?:assist|comply) with\b"
+)
+"""The message speaks as the assistant: a role label, "As an AI assistant, I ...", "I am
+an AI language model", "How can I help you?", an assistant's refusal."""
+_LEAK = re.compile(
+    r"(?i)</?\s*(?:think|thinking|reasoning|reflection|scratchpad)\s*>"  # reasoning tags
+    r"|<\|[a-z_]+\|>"  # chat template tokens: <|im_start|>, <|channel|>
+    r"|(?m:^\s*(?:thoughts?|reasoning|(?:inner|internal) monologue)\s*:)"
+    r"|\b(?:who you are|your goal|how to go about it|your situation)\s*:"  # the profile
+    r"|\bsimulated user\b|\bstay(?:ing)? in character\b|\bin character\s*:"
+    r"|<<<\s*(?:begin|end)\b|\[turn \d+\]"  # the transcript's fences and turn markers
+    r'|"done(?:_reason)?"\s*:'  # the answer's own keys
+)
+"""Instructions or reasoning the user would never send."""
+
+
+def guard_problem(
+    message: str, *, scenario: SimulatedScenario, transcript: Transcript
+) -> str | None:
+    """Why the simulated user's `message` must not be sent to the agent, or `None`.
+
+    The rules (cheap, no model call), in order: the message is empty or holds only
+    invisible characters (whitespace, zero-width and other format characters, lone
+    combining marks); it is a JSON object or array (also in a code fence); it is written
+    as the assistant (`_ASSISTANT`); it leaks instructions or reasoning (`_LEAK`, or the
+    whole persona or instructions text of at least six words); it repeats word for word
+    the previous user message or the assistant's last reply (messages of four words or
+    more: "yes" may come twice).
+
+    Args:
+        message: The message the simulated user wrote.
+        scenario: Its persona and instructions (echoes of them are leaks).
+        transcript: The conversation so far (for repeats).
+
+    Returns:
+        The reason, written to be shown to the simulated user when it is asked again and
+        kept in reports: `"message" ...: <what to do instead>`.
+    """
+    if not any(_visible(ch) for ch in message):
+        what = "is empty" if not message.strip() else "holds only invisible characters"
+        return f'"message" {what}: write your next message to the assistant, in words'
+    if _is_json(message):
+        return (
+            '"message" is JSON, not something this person would type: put only their '
+            'words in "message"'
+        )
+    found = _ASSISTANT.search(message)
+    if found:
+        return (
+            f'"message" is written as the assistant ({_quote(found)}): you are the user '
+            "talking to the assistant; write what this person says to it"
+        )
+    leak = _leak(message, scenario)
+    if leak:
+        return (
+            f'"message" gives away your instructions or reasoning ({leak}), which this '
+            "person would never send: write only what they say to the assistant"
+        )
+    return _repeat(message, transcript)
+
+
+def _visible(ch: str) -> bool:
+    return (
+        not ch.isspace()
+        and unicodedata.category(ch) not in _INVISIBLE_CATEGORIES
+        and ch not in _BLANK_LETTERS
+    )
+
+
+def _is_json(message: str) -> bool:
+    body = message.strip()
+    fenced = _FENCED.fullmatch(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    if not body.startswith(("{", "[")):
+        return False
+    try:
+        return isinstance(json.loads(body), dict | list)
+    except ValueError:
+        return False
+
+
+def _leak(message: str, scenario: SimulatedScenario) -> str | None:
+    found = _LEAK.search(message)
+    if found:
+        return _quote(found)
+    said = " ".join(_words(message))
+    for name, text in (
+        ("the persona", scenario.persona),
+        ("the instructions", scenario.instructions),
+    ):
+        words = _words(text or "")
+        if len(words) >= _PERSONA_ECHO_MIN_WORDS and f" {' '.join(words)} " in f" {said} ":
+            return f"{name} word for word"
+    return None
+
+
+def _repeat(message: str, transcript: Transcript) -> str | None:
+    words = _words(message)
+    if len(words) < _REPEAT_MIN_WORDS:
+        return None
+    for role, what in (
+        ("user", "your previous message"),
+        ("agent", "the assistant's last message"),
+    ):
+        last = next((m for m in reversed(transcript.messages) if m.role == role), None)
+        if last is not None and _words(last.content) == words:
+            return (
+                f'"message" repeats {what} word for word: write a new message that moves '
+                "the conversation on"
+            )
+    return None
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.casefold())
+
+
+def _quote(found: re.Match[str]) -> str:
+    return repr(found.group(0).strip()[:60])

@@ -104,8 +104,9 @@ def percent(fraction: float | None) -> str:
 EXIT_CODE_MEANING: dict[int, str] = {
     0: "every scenario that ran passed",
     1: "at least one scenario failed: the agent did not meet its criteria",
-    3: "some scenarios could not run or stayed undecided (errors, timeouts), a suite hook "
-    "failed, or steps were skipped under --fail-on-skip",
+    3: "some scenarios could not run or stayed undecided (errors, timeouts, invalid trials "
+    "whose simulated user failed), a suite hook failed, or steps were skipped under "
+    "--fail-on-skip",
     130: "the run was interrupted; the reports hold the trials that finished",
 }
 """What `RunResult.exit_code` means, for summaries."""

@@ -58,6 +58,7 @@ _SYMBOLS = {
     "timed_out": "⚠",
     "skipped": "⏭",
     "not_run": "⏭",
+    "invalid": "⊘",
     "interrupted": "⚠",
     "start": "▶",
     "scenario": "■",
@@ -69,6 +70,7 @@ _ASCII = {
     "timed_out": "!",
     "skipped": "-",
     "not_run": "-",
+    "invalid": "?",
     "interrupted": "!",
     "start": ">",
     "scenario": "#",
@@ -83,6 +85,7 @@ STYLE: dict[str, str] = {
     "timed_out": "yellow",
     "skipped": "dim",
     "not_run": "dim",
+    "invalid": "magenta",
     "interrupted": "yellow",
 }
 _LINE_CHARS = 160
@@ -331,7 +334,7 @@ class ConsoleView:
         return f"{scenario_id}: trial {trial}/{of}" if of else f"{scenario_id}: trial {trial}"
 
     def _count_text(self) -> str:
-        order = ("passed", "failed", "error", "timed_out", "skipped")
+        order = ("passed", "failed", "error", "timed_out", "invalid", "skipped")
         parts = [f"{self._counts[s]} {_status_text(s)}" for s in order if self._counts.get(s)]
         return ", ".join(parts) or "none finished"
 
@@ -370,6 +373,8 @@ class ConsoleView:
         text.append(f"{counts.get('failed', 0)} failed", style="red")
         text.append(" · ")
         text.append(f"{errors} error", style="yellow")
+        if counts.get("invalid"):
+            text.append(f" · {counts['invalid']} invalid", style="magenta")
         text.append(f" · {elapsed:.0f} s")
         grid = Table.grid()
         grid.add_row(ProgressBar(total=max(total, 1), completed=done, width=30), text)
@@ -427,7 +432,7 @@ def _verdict_text(v: Verdict) -> str:
 
 
 def _first_problem(trial: TrialResult) -> str:
-    if trial.status in ("error", "timed_out") and trial.error:
+    if trial.status in ("error", "timed_out", "invalid") and trial.error:
         return trial.error
     order = {"not_met": 0, "error": 1}
     failures = sorted(trial.failures, key=lambda v: order[v.status])
@@ -455,7 +460,12 @@ def print_summary(
     console.print()
     console.print(_scenario_table(result, sym))
     failures, errors = _problems(result, sym)
-    for title, lines, style in (("Failures", failures, "red"), ("Errors", errors, "yellow")):
+    invalid = _invalid_lines(result, sym)
+    for title, lines, style in (
+        ("Failures", failures, "red"),
+        ("Errors", errors, "yellow"),
+        ("Invalid: the simulated user failed, the agent was not judged", invalid, "magenta"),
+    ):
         if lines:
             console.print(Text(f"{title} ({len(lines)})", style=f"bold {style}"))
             for line in lines:
@@ -532,6 +542,16 @@ def _problems(result: RunResult, sym: dict[str, str]) -> tuple[list[str], list[s
                 target.append(one_line(line, 1000))
     errors += [one_line(f"{sym['error']} {e}", 1000) for e in result.hook_errors]
     return failures, errors
+
+
+def _invalid_lines(result: RunResult, sym: dict[str, str]) -> list[str]:
+    """One line per `invalid` trial, apart from errors: not the agent's failure."""
+    return [
+        one_line(f"{sym['invalid']} {s.scenario_id} · trial {t.trial}: {t.error or ''}", 1000)
+        for s in result.scenarios
+        for t in s.trials
+        if t.status == "invalid"
+    ]
 
 
 def _skipped_lines(result: RunResult, sym: dict[str, str]) -> list[str]:

@@ -10,8 +10,11 @@ Layout (CI tools such as GitLab, Jenkins and GitHub test reporters read it):
 - per trial, one `<testcase classname=<scenario id> name="trial 2 / c1: <description>">` per
   criterion, `should` and check: `<failure>` for `not_met` (reason, evidence and cited turns
   in the text), `<error>` for `error`, `<skipped>` for `skipped`;
-- a trial that errored or timed out gets a testcase `trial N / conversation` with an
-  `<error>` carrying the error text and end reason (also when it has no verdicts);
+- a trial that errored, timed out or was `invalid` (its simulated user failed) gets a
+  testcase `trial N / conversation` with an `<error>` carrying the error text, end reason
+  and, for an internal error, the traceback (also when it has no verdicts). `invalid` is an
+  error, not a skip: the run exits 3 for it, and CI tools count JUnit errors (the test could
+  not complete) apart from failures (the agent misbehaved), so their counts agree;
 - planned trials that never started (`--fail-fast` stopped the run, or it was interrupted)
   get a testcase `trial N / not run` with `<skipped message="not run: <why>">`, so a
   scenario that never ran is a skipped testcase, not an empty testsuite;
@@ -162,7 +165,7 @@ def _not_run_cases(scenario: ScenarioResult, why: str) -> list[ET.Element]:
 
 
 def _needs_trial_case(trial: TrialResult) -> bool:
-    if trial.status == "timed_out" or not trial.verdicts:
+    if trial.status in ("timed_out", "invalid") or not trial.verdicts:
         return True
     if trial.status == "error":
         return trial.error is not None or not any(v.status == "error" for v in trial.verdicts)
@@ -194,12 +197,12 @@ def _conversation_case(trial: TrialResult) -> ET.Element:
     status, reason = trial.status, trial.end_reason
     if status == "skipped":
         _outcome(case, "skipped", trial.error or "skipped")
-    elif status in ("error", "timed_out"):
+    elif status in ("error", "timed_out", "invalid"):  # invalid: an error, not a failure
         message = trial.error or f"the trial ended with {status} ({reason})"
         text = (
             f"{message}\n\nstatus: {status}\nend reason: {reason}\n"
             f"turns: {trial.transcript.user_turns}"
-        )
+        ) + (f"\n\n{trial.traceback}" if trial.traceback else "")
         _outcome(case, "error", message, text, kind=reason)
     return case
 
@@ -223,12 +226,12 @@ def _threshold_case(scenario: ScenarioResult) -> ET.Element:
             f"threshold {percent(scenario.threshold)}",
             kind="threshold",
         )
-    elif status == "error":
+    elif status in ("error", "invalid"):
         _outcome(
             case,
             "error",
-            "the threshold is undecided: trials that errored, timed "
-            "out or never ran could have made the difference",
+            "the threshold is undecided: trials that errored, timed out, never ran or "
+            "were invalid (the simulated user failed) could have made the difference",
             kind="threshold",
         )
     elif status in ("skipped", "not_run"):

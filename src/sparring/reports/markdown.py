@@ -55,6 +55,7 @@ STATUS_ICON: dict[str, str] = {
     "skipped": "⏭",
     "not_run": "⏭",
     "interrupted": "⚠️",
+    "invalid": "⛔",
 }
 _VERDICT_ORDER = {"not_met": 0, "error": 1, "met": 2, "skipped": 3}
 _STATUS_TEXT = {"not_met": "not met", "timed_out": "timed out", "not_run": "not run"}
@@ -219,6 +220,8 @@ def _scenario_section(s: ScenarioResult, why_not_run: str, *, max_message_chars:
         f"pass rate {shown_pass_rate(s)} ({passed}/{len(s.counted)})",
         f"threshold {percent(s.threshold)}",
     ]
+    if s.invalid_trials:  # apart: not the agent's failure, not in the pass rate
+        facts.append(f"{plural(s.invalid_trials, 'invalid trial')} (the simulated user failed)")
     if s.source:
         facts.append(f"source `{_inline(s.source)}`")
     hat = pass_hat_k(passed, len(s.counted))

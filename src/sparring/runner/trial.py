@@ -15,7 +15,7 @@ from pydantic import BaseModel
 if TYPE_CHECKING:
     pass
 
-from sparring.errors import ModelError, TargetError, TargetTimeout
+from sparring.errors import ModelError, ModelOutputError, TargetError, TargetTimeout
 from sparring.events import (
     MessageAdded,
     Observer,
@@ -86,6 +86,10 @@ class _TrialState:
         self.subtests: list[SubtestResult] = []
         self.started = time.perf_counter()
         self.target_name = "target"
+        self.note: str | None = None
+        """Why a conversation that was still judged ended early (`simulator_failed`)."""
+        self.traceback: str | None = None
+        """Where sparring itself failed (`internal_error`)."""
 
     def add_message(self, message: Message) -> None:
         self.wire = self.wire.with_message(message)
@@ -119,6 +123,7 @@ class _TrialState:
             usage=self.usage,
             subtests=self.subtests,
             error=None if error is None else _scrubbed(error, self.ctx.scrub),
+            traceback=None if self.traceback is None else _scrubbed(self.traceback, self.ctx.scrub),
             duration_ms=(time.perf_counter() - self.started) * 1000,
         )
         self.ctx.observer(TrialFinished(result))
@@ -150,22 +155,50 @@ async def _simulate(state: _TrialState, session: TargetSession) -> EndReason:
     text = scenario.opening_message
     for turn in range(1, scenario.max_turns + 1):
         if text is None:
-            decision = await next_user_message(
-                ctx.user_model,
-                scenario=scenario,
-                transcript=state.transcript,
-                may_stop=turn > scenario.effective_min_turns,
-                limits=ctx.settings.limits,
-                temperature=ctx.settings.user_temperature,
-                usage=state.usage,
-                scrub=ctx.scrub,
-            )
+            try:
+                decision = await next_user_message(
+                    ctx.user_model,
+                    scenario=scenario,
+                    transcript=state.transcript,
+                    may_stop=turn > scenario.effective_min_turns,
+                    limits=ctx.settings.limits,
+                    temperature=ctx.settings.user_temperature,
+                    usage=state.usage,
+                    scrub=ctx.scrub,
+                )
+            except ModelOutputError as e:  # still unusable when asked again: never sent
+                return _simulator_failed(state, scenario, turn, e)
             if decision.done and turn > scenario.effective_min_turns:
                 return decision.done_reason or "goal_achieved"
             text = decision.message
         await state.exchange(session, text)
         text = None
     return "max_turns"
+
+
+class _SimulatorFailed(Exception):
+    """The simulated user wrote no usable message before `min_turns`: the trial is `invalid`."""
+
+
+def _simulator_failed(
+    state: _TrialState, scenario: SimulatedScenario, turn: int, error: ModelOutputError
+) -> EndReason:
+    """End a conversation whose simulated user wrote nothing sendable for `turn`: it is
+    judged on what was said when `min_turns` turns were played (`state.note` says why it
+    ended), else it raises `_SimulatorFailed` (a bad simulated user is not a failing agent).
+    """
+    why = f"the simulated user wrote no usable message for turn {turn}: {error}"
+    least = scenario.effective_min_turns
+    if turn <= least:
+        raise _SimulatorFailed(
+            f"{why}; the conversation stopped before min_turns ({least}), so the agent was "
+            "not judged"
+        )
+    state.note = (
+        f"{why}; the conversation ended there, min_turns ({least}) reached, and what was "
+        "said before was judged"
+    )
+    return "simulator_failed"
 
 
 def _steps(scenario: AnyScenario) -> list[tuple[str, list[Check], list[str]]]:
@@ -404,7 +437,10 @@ async def _play(state: _TrialState, target: Target | None) -> Outcome:
         return "error", "model_error", f"simulated user failed: {e}"
     except _TestRaised as e:
         return "error", "test_error", str(e)
+    except _SimulatorFailed as e:
+        return "invalid", "simulator_failed", str(e)
     except Exception as e:  # a bug or an unexpected failure must not lose the trial
+        state.traceback = traceback.format_exc()
         return (
             "error",
             "internal_error",
@@ -415,7 +451,8 @@ async def _play(state: _TrialState, target: Target | None) -> Outcome:
         status = "passed"  # a Python test that returns without failing passes, like pytest
     if status == "skipped":  # every verdict skipped (no judge model): say so, not how it ended
         return status, "skipped", next((v.reason for v in state.verdicts if v.reason), None)
-    return status, end_reason, undecided_text(state.verdicts) if status == "error" else None
+    undecided = undecided_text(state.verdicts) if status == "error" else None
+    return status, end_reason, undecided or state.note
 
 
 async def _after(
