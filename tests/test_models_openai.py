@@ -236,9 +236,7 @@ async def test_connection_refused_says_to_check_base_url() -> None:
     try:
         with pytest.raises(ModelError, match="check --base-url and that the server runs") as first:
             await model.complete(PROMPT, temperature=0)
-        with pytest.raises(ModelError) as again:  # later calls fail at once, no new retries
-            await model.complete(PROMPT, temperature=0)
-        assert again.value is first.value
+        assert "timed out" not in str(first.value) and "no answer within" not in str(first.value)
     finally:
         await model.aclose()
 

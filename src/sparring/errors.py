@@ -79,7 +79,17 @@ class TargetTimeout(TargetError):
 
 
 class ModelError(RunError):
-    """A model call failed after its retries (HTTP error, timeout, refused request)."""
+    """A model call failed after its retries (HTTP error, timeout, refused request).
+
+    Args:
+        message: What happened and what to check.
+        requests: Requests the failed call sent (its retries included), for the usage
+            counts; 0 when it sent none.
+    """
+
+    def __init__(self, message: str, *, requests: int = 1) -> None:
+        self.requests = requests
+        super().__init__(message)
 
 
 class ModelOutputError(ModelError):

@@ -22,6 +22,16 @@ Replies are used in order, one per request (retries by the SDK consume replies t
 they run out the server answers HTTP 500 with a message saying so and the header
 `x-should-retry: false`, so the SDK fails at once instead of retrying.
 
+`refuse_response_format` makes the server answer a request whose `response_format` it does not
+support before any scripted reply is used (such requests are recorded, but consume no reply),
+exactly as these real servers do:
+
+- `"llama-cpp-python"`: `python -m llama_cpp.server` (0.3.x) knows only `text` and
+  `json_object`; any other type (sparring's `json_schema`) fails its request validation,
+  which its error handler turns into HTTP 500 with `LLAMA_CPP_PYTHON_ERROR`'s body.
+- `"llama-server"`: a llama.cpp `llama-server` build without `json_schema` answers HTTP 400
+  with `LLAMA_SERVER_ERROR`'s body (current builds accept `json_schema`).
+
 Reply fields:
     content: The assistant message text (`None` for a tool-call-only answer). On an error
         status it is the error message.
@@ -38,6 +48,8 @@ Reply fields:
         malformed answers.
     usage: The `usage` object; `None` sends a small estimate (about 4 characters per
         token), `{}` leaves `usage` out.
+    reset: Read the request, then close the connection with a TCP reset instead of
+        answering (the SDK sees a connection error and retries).
 
 Recorded per request, in order: `requests` (parsed JSON bodies), `paths` and `headers`
 (lower-cased names).
@@ -46,13 +58,54 @@ Recorded per request, in order: `requests` (parsed JSON bodies), `paths` and `he
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, cast
+from typing import Any, Literal, cast
 
-__all__ = ["Reply", "ScriptedOpenAIServer"]
+__all__ = [
+    "LLAMA_CPP_PYTHON_ERROR",
+    "LLAMA_SERVER_ERROR",
+    "Reply",
+    "ScriptedOpenAIServer",
+]
+
+_VALIDATION_ERRORS = [
+    {
+        "type": "literal_error",
+        "loc": ("body", "response_format", "type"),
+        "msg": "Input should be 'text' or 'json_object'",
+        "input": "json_schema",
+        "ctx": {"expected": "'text' or 'json_object'"},
+    }
+]
+LLAMA_CPP_PYTHON_ERROR = json.dumps(
+    {  # its error handler sends str(RequestValidationError), the repr of pydantic's errors
+        "error": {
+            "message": str(_VALIDATION_ERRORS),
+            "type": "internal_server_error",
+            "param": None,
+            "code": None,
+        }
+    },
+    separators=(",", ":"),
+)
+"""The exact HTTP 500 body of llama-cpp-python 0.3.x's server (with FastAPI 0.115) for
+`response_format: {"type": "json_schema", ...}`."""
+
+LLAMA_SERVER_ERROR = (
+    '{"error":{"code":400,"message":"response_format type must be one of \\"text\\" or '
+    '\\"json_object\\", but got: json_schema","type":"invalid_request_error"}}'
+)
+"""The HTTP 400 body of a llama.cpp `llama-server` that does not support `json_schema`."""
+
+_REFUSALS: dict[str, tuple[int, str, frozenset[str]]] = {
+    "llama-cpp-python": (500, LLAMA_CPP_PYTHON_ERROR, frozenset({"text", "json_object"})),
+    "llama-server": (400, LLAMA_SERVER_ERROR, frozenset({"text", "json_object"})),
+}
 
 
 @dataclass(frozen=True)
@@ -66,6 +119,7 @@ class Reply:
     tool_calls: list[dict[str, Any]] | None = None
     body: dict[str, Any] | str | None = None
     usage: dict[str, Any] | None = None
+    reset: bool = False
 
 
 ReplySource = Reply | Callable[[dict[str, Any]], Reply]
@@ -79,13 +133,18 @@ class _Script:
     headers: list[dict[str, str]] = field(default_factory=list[dict[str, str]])
     lock: threading.Lock = field(default_factory=threading.Lock)
     closing: threading.Event = field(default_factory=threading.Event)
+    refuse: tuple[int, str, frozenset[str]] | None = None
+    refused: int = 0
 
     def next_reply(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
         with self.lock:
-            index = len(self.requests)
             self.requests.append(body)
             self.paths.append(path)
             self.headers.append(headers)
+            if (refusal := self._refusal(body)) is not None:
+                self.refused += 1
+                return refusal
+            index = len(self.requests) - 1 - self.refused
         if index >= len(self.replies):
             return Reply(
                 f"ScriptedOpenAIServer: no reply left for request {index + 1}; it was given "
@@ -95,6 +154,15 @@ class _Script:
             )
         source = self.replies[index]
         return source if isinstance(source, Reply) else source(body)
+
+    def _refusal(self, body: dict[str, Any]) -> Reply | None:
+        response_format: Any = body.get("response_format")
+        if self.refuse is None or not isinstance(response_format, dict):
+            return None
+        status, error, accepted = self.refuse
+        if cast(dict[str, Any], response_format).get("type") in accepted:
+            return None
+        return Reply(status=status, body=error)
 
 
 def _tool_call(call: dict[str, Any], index: int) -> dict[str, Any]:
@@ -171,6 +239,12 @@ class _Handler(BaseHTTPRequestHandler):
         reply = script.next_reply(self.path, headers, request)
         if reply.delay_s and script.closing.wait(reply.delay_s):
             return
+        if reply.reset:  # SO_LINGER 0: close() sends RST, not FIN
+            linger = struct.pack("ii", 1, 0)
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+            self.close_connection = True
+            self.connection.close()
+            return
         body = _body(reply, request, len(script.requests))
         data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         self.send_response(reply.status)
@@ -199,12 +273,21 @@ class ScriptedOpenAIServer:
 
     Args:
         replies: One `Reply` (or function `request_json -> Reply`) per request, in order.
+        refuse_response_format: Answer a `response_format` the named server does not know
+            as it does (`"llama-cpp-python"` or `"llama-server"`; see the module docstring).
 
     Use as a context manager, or call `start()` / `close()`. `base_url` ends in `/v1`.
     """
 
-    def __init__(self, replies: Sequence[ReplySource] = ()) -> None:
+    def __init__(
+        self,
+        replies: Sequence[ReplySource] = (),
+        *,
+        refuse_response_format: Literal["llama-cpp-python", "llama-server"] | None = None,
+    ) -> None:
         self._script = _Script(list(replies))
+        if refuse_response_format is not None:
+            self._script.refuse = _REFUSALS[refuse_response_format]
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.script = self._script
         self._thread: threading.Thread | None = None

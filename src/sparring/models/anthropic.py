@@ -93,9 +93,6 @@ class AnthropicModel:
         self._scrubber = Scrubber([key, *url_credentials(self.base_url)])
         self.native_json_schema = True
         """False once the API rejected `output_config`; a forced tool is used then."""
-        self._unreachable: ModelError | None = None
-        """Set once the API could not be reached even after retries: later calls fail at
-        once with the same error instead of each waiting through its own retries."""
 
     async def complete(
         self,
@@ -116,8 +113,6 @@ class AnthropicModel:
                 answered with a tool call instead of text, or the answer is not a Messages
                 API answer; the message says what to do.
         """
-        if self._unreachable is not None:
-            raise self._unreachable
         body = self._body(messages, temperature)
         try:
             if json_schema is not None and self.native_json_schema:
@@ -142,13 +137,8 @@ class AnthropicModel:
                 body["tool_choice"] = {"type": "tool", "name": schema_name}
                 return await self._create(body, tool=schema_name)
             return await self._create(body, tool=None)
-        except anthropic.AnthropicError as e:
-            error = self._error(e)
-            if isinstance(e, anthropic.APIConnectionError) and not isinstance(
-                e, anthropic.APITimeoutError
-            ):
-                self._unreachable = error
-            raise error from e
+        except anthropic.AnthropicError as e:  # fails alone: the next call is sent
+            raise self._error(e) from e
 
     def _body(self, messages: Sequence[ChatMessage], temperature: float) -> dict[str, Any]:
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")

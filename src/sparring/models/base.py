@@ -27,6 +27,8 @@ class Completion:
     text: str
     input_tokens: int | None = None
     output_tokens: int | None = None
+    requests: int = 1
+    """Requests sent for this answer: retries and requests the endpoint refused count too."""
 
 
 @runtime_checkable

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from sparring.errors import ModelOutputError
+from sparring.errors import ModelError, ModelOutputError
 from sparring.models.base import ChatMessage, Completion, Model
 from sparring.models.pricing import call_cost_usd
 from sparring.results import Usage
@@ -251,9 +251,13 @@ async def _call(
     temperature: float,
     usage: Usage | None,
 ) -> Completion:
-    completion = await model.complete(
-        messages, temperature=temperature, json_schema=schema, schema_name=schema_name
-    )
+    try:
+        completion = await model.complete(
+            messages, temperature=temperature, json_schema=schema, schema_name=schema_name
+        )
+    except ModelError as e:
+        _count_unanswered(usage, e.requests)
+        raise
     if usage is not None:
         usage.add_call(
             input_tokens=completion.input_tokens,
@@ -264,4 +268,14 @@ async def _call(
                 output_tokens=completion.output_tokens,
             ),
         )
+    _count_unanswered(usage, completion.requests - 1)
     return completion
+
+
+def _count_unanswered(usage: Usage | None, requests: int) -> None:
+    """Count requests sent without an answer (failed, retried or refused) as model calls
+    that cost nothing."""
+    if usage is None:
+        return
+    for _ in range(requests):
+        usage.add_call(input_tokens=None, output_tokens=None, cost_usd=0.0)
