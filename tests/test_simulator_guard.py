@@ -9,7 +9,11 @@ a user that stays bad ends the conversation as `simulator_failed`: `invalid` bef
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +29,7 @@ from sparring.scenario import SimulatedScenario
 from sparring.simulator import guard_problem
 from sparring.targets.scripted import ScriptedTarget
 from sparring.transcript import Message, Transcript
+from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
 pytestmark = pytest.mark.anyio
 
@@ -301,3 +306,65 @@ def test_what_real_users_write_passes_the_guard(message: str) -> None:
         messages=(Message(role="user", content="yes"), Message(role="agent", content="ok"))
     )
     assert guard_problem(message, scenario=scenario(), transcript=chat) is None
+
+
+CLI_SUITE = """\
+target: {type: callable, ref: "agent:respond"}
+scenarios:
+  - id: late-order
+    persona: A busy parent
+    goal: Find out when order 4411 arrives
+    opening_message: Where is my order 4411?
+    min_turns: 2
+    max_turns: 3
+    criteria: [The assistant asks for the order number]
+"""
+
+
+def test_sparring_run_exits_3_for_an_invalid_trial_and_reports_it_apart(tmp_path: Path) -> None:
+    (tmp_path / "suite.yaml").write_text(CLI_SUITE)
+    (tmp_path / "agent.py").write_text("def respond(history):\n    return 'Which order number?'\n")
+    bad = Reply(json.dumps(user_says("Assistant: Your order ships Monday.")))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARRING_", "OPENAI_"))}
+    env["COLUMNS"] = "200"
+    with ScriptedOpenAIServer([bad, bad]) as llm:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sparring.cli",
+                "run",
+                "suite.yaml",
+                "--model",
+                "openai-compatible:t",
+                "--base-url",
+                llm.base_url,
+                "--output",
+                "r.json",
+                "--junit",
+                "j.xml",
+                "--markdown",
+                "r.md",
+                "--no-live",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=env,
+        )
+        requests = len(llm.requests)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert requests == 2  # the first answer and one re-ask; no judge call
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert (report["counts"], report["trial_counts"]) == ({"invalid": 1}, {"invalid": 1})
+    [trial] = report["scenarios"][0]["trials"]
+    assert (trial["status"], trial["end_reason"]) == ("invalid", "simulator_failed")
+    assert [m["content"] for m in trial["transcript"]["messages"]] == [
+        "Where is my order 4411?",
+        "Which order number?",
+    ]
+    assert "Invalid: the simulated user failed, the agent was not judged (1)" in done.stdout
+    assert "exit code 3" in done.stdout
+    assert 'errors="1"' in (tmp_path / "j.xml").read_text()
+    assert "⛔ invalid" in (tmp_path / "r.md").read_text(encoding="utf-8")
