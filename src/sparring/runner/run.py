@@ -5,7 +5,8 @@ deterministic checks, makes one judge call per trial (plus one repair call if it
 cannot be read), and reports progress as
 events (`sparring.events`). Every trial that started gets a `TrialResult` with whatever
 transcript it got, even when the target or a model fails; such trials are `error` or
-`timed_out`, never `failed` and never `passed`.
+`timed_out` (or `invalid`, when the simulated user wrote nothing sendable before
+`min_turns`), never `failed` and never `passed`.
 """
 
 from __future__ import annotations
