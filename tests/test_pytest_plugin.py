@@ -483,7 +483,7 @@ def test_a_met_gate_turns_a_failure_inside_its_group_into_exit_0(pytester: pytes
     result.assert_outcomes(passed=3, failed=1)
     assert result.ret == 0
     summary = [
-        "booking: 2/3 passed (66.7%), 60% required: PASSED",
+        "booking: 2/3 passed (66.7%), 60% required (needs 2 of 3): PASSED",
         "  failed: evals/booking.yaml::cancel_slot",
         "exit code overridden to 0: every gate is met and every failed test belongs to a group",
     ]
@@ -511,7 +511,7 @@ def test_a_failed_must_pass_keeps_exit_1(pytester: pytest.Pytester) -> None:
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "booking: 1/2 passed (50%), 50% required: FAILED",
+            "booking: 1/2 passed (50%), 50% required (needs 1 of 2): FAILED",
             "  failed: evals/booking.yaml::cancel_slot",
             "  must_pass: cancel_slot failed",
             "  must_pass: test_nowhere matched no test of this session; check its spelling*",
@@ -535,7 +535,7 @@ def test_a_misspelt_must_pass_fails_a_gate_that_would_be_met(pytester: pytest.Py
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "booking: 1/2 passed (50%), 50% required: FAILED",
+            "booking: 1/2 passed (50%), 50% required (needs 1 of 2): FAILED",
             "  failed: evals/booking.yaml::cancel_slot",
             "  must_pass: book_slott matched no test of this session; did you mean 'book_slot'?",
             "exit code stays 1: gate booking FAILED",
@@ -560,7 +560,7 @@ def test_a_failing_test_outside_every_group_keeps_exit_1(pytester: pytest.Pytest
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "booking: 1/2 passed (50%), 50% required: PASSED",
+            "booking: 1/2 passed (50%), 50% required (needs 1 of 2): PASSED",
             "exit code stays 1: 1 failed test in no group: test_plain.py::test_plain_fails",
         ]
     )
@@ -584,7 +584,7 @@ def test_a_run_stopped_early_keeps_exit_1_whatever_the_gates(
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "booking: 1/2 passed (50%), 50% required: PASSED",
+            "booking: 1/2 passed (50%), 50% required (needs 1 of 2): PASSED",
             "  failed: evals/a.yaml::cancel_slot",
             "exit code stays 1: the run stopped early (-x / --maxfail)",
         ]
@@ -611,7 +611,7 @@ def test_gates_and_the_report_cover_every_xdist_worker(pytester: pytest.Pytester
     assert result.ret == 0
     result.stdout.fnmatch_lines(
         [
-            "booking: 4/7 passed (57.1%), 50% required: PASSED",
+            "booking: 4/7 passed (57.1%), 50% required (needs 4 of 7): PASSED",
             "  must_pass: book_slot0 ok",
             "  must_pass: test_marked_booking_passes ok",
             "exit code overridden to 0*",
@@ -812,4 +812,4 @@ def test_settings_are_found_from_the_invocation_directory_when_pytest_roots_else
     result = pytester.runpytest("-c", "ci/pytest.ini", "--rootdir", "ci", "evals")
     result.assert_outcomes(passed=1, failed=1)
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["booking: 1/2 passed (50%), 50% required: PASSED"])
+    result.stdout.fnmatch_lines(["booking: 1/2 passed (50%), 50% required (needs 1 of 2): PASSED"])

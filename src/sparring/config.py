@@ -4,6 +4,10 @@ Every setting has one name used everywhere: the CLI option `--reply-timeout` is 
 `reply_timeout_s`, the environment variable `SPARRING_REPLY_TIMEOUT_S` and the key
 `reply_timeout_s` in `[tool.sparring]` or sparring.toml.
 
+The files are looked for in the current directory and its parents up to the project root
+(`find_settings_dir`), the same way by `sparring` and the pytest plugin; paths in them
+(`yaml_dirs`, `secrets_file`) are relative to the file that names them.
+
 The pytest plugin's settings live in the same place: `yaml_dirs` and `groups` only in the
 files (paths in `yaml_dirs` are relative to the file that names them), `live` also as
 `SPARRING_LIVE=1`::
@@ -90,6 +94,8 @@ class Settings(BaseModel):
     model_max_retries: int = Field(default=4, ge=0, le=20)
     user_temperature: float = Field(default=0.7, ge=0, le=2)
     judge_temperature: float = Field(default=0.0, ge=0, le=2)
+    judge_after_failed_checks: bool = False
+    """Judge criteria and `should`s even in a trial a check already failed."""
     judge_chars_per_message: int | None = Field(default=None, ge=1)
     """What the judge sees of each message (default 1,500 characters)."""
     judge_chars_total: int | None = Field(default=None, ge=1)
@@ -199,7 +205,40 @@ def _from_file(path: Path, *, section: tuple[str, ...]) -> tuple[dict[str, Any],
         dirs = [dirs]
     if isinstance(dirs, list) and all(isinstance(d, str) for d in cast(list[Any], dirs)):
         data["yaml_dirs"] = [str(path.parent / d) for d in cast(list[str], dirs)]
+    if isinstance(data.get("secrets_file"), str) and data["secrets_file"]:
+        data["secrets_file"] = str(path.parent / data["secrets_file"])
     return data, str(path)
+
+
+def has_settings_file(directory: Path) -> bool:
+    """Whether `directory` holds sparring settings: a sparring.toml, or a pyproject.toml
+    with a `[tool.sparring]` table (or one that cannot be read, so loading it says why).
+    Cheap: plain TOML, no validation."""
+    if (directory / "sparring.toml").is_file():
+        return True
+    pyproject = directory / "pyproject.toml"
+    if not pyproject.is_file():
+        return False
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return True
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "sparring" in tool
+
+
+def find_settings_dir(start: Path) -> Path | None:
+    """The directory whose settings apply to work started in `start`: the nearest of
+    `start` and its parents that `has_settings_file`, looking no higher than the project
+    root (the first directory holding `.git`) or the filesystem root; `None` if none has.
+    """
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        if has_settings_file(directory):
+            return directory
+        if (directory / ".git").exists():
+            return None
+    return None
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
@@ -253,21 +292,26 @@ def load_settings(
 
     Args:
         cli: Options given on the command line; `None` values mean "not given".
-        cwd: Where to look for pyproject.toml and sparring.toml (default: current dir).
+        cwd: The directory whose pyproject.toml and sparring.toml are read (default:
+            `find_settings_dir` from the current directory; none when it finds none).
         env: Environment (default: `os.environ`).
 
     Raises:
         ConfigError: a file has invalid TOML, an unknown key (with did-you-mean), or a
             value of the wrong type.
     """
-    cwd = cwd or Path.cwd()
+    cwd = cwd or find_settings_dir(Path.cwd())
     env = os.environ if env is None else env
     merged: dict[str, Any] = {}
     origin: dict[str, str] = {}
-    sources = [
-        _from_file(cwd / "sparring.toml", section=()),
-        _from_file(cwd / "pyproject.toml", section=("tool", "sparring")),
-    ]
+    sources = (
+        [
+            _from_file(cwd / "sparring.toml", section=()),
+            _from_file(cwd / "pyproject.toml", section=("tool", "sparring")),
+        ]
+        if cwd
+        else []
+    )
     for values, where in sources:
         if where:
             _check_keys(values, where)

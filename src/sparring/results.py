@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from math import comb
+from math import ceil, comb
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -230,6 +230,13 @@ def pass_hat_k(passed: int, total: int) -> dict[int, float]:
     return {k: comb(passed, k) / comb(total, k) for k in range(1, total + 1)}
 
 
+def passes_needed(threshold: float, out_of: int) -> int:
+    """How many of `out_of` trials (or tests) must pass to reach `threshold` (a 0-1
+    fraction): the fewest n with n >= threshold * out_of, as `ScenarioResult.status` and the
+    group gates count; 0 when `out_of` is 0."""
+    return max(0, ceil(threshold * out_of - 1e-9))
+
+
 class ScenarioResult(BaseModel):
     """All trials of one scenario and the verdict across them."""
 
@@ -258,6 +265,14 @@ class ScenarioResult(BaseModel):
         """Whether `remaining` more trials could still lift the scenario to its threshold."""
         total = len(self.counted) + self.invalid_trials + remaining
         return self.passed_trials + remaining >= self.threshold * total - 1e-9
+
+    @property
+    def needed(self) -> tuple[int, int]:
+        """`(passes, out_of)`: the passed trials the threshold needs out of the trials that
+        decide `status` (those that tested the agent, `invalid` ones and planned ones that
+        never ran); `(0, 0)` when none did."""
+        out_of = len(self.counted) + self.missing_trials + self.invalid_trials
+        return passes_needed(self.threshold, out_of), out_of
 
     @property
     def counted(self) -> list[TrialResult]:

@@ -235,9 +235,17 @@ def resolve_model(
     return PROVIDERS[provider](spec.strip(), name, options)
 
 
+OWN_ENDPOINT_PROVIDERS = frozenset({"openai", "ollama", "anthropic", "local"})
+"""Providers with an endpoint of their own (`OPENAI_BASE_URL`, `OLLAMA_HOST`,
+`ANTHROPIC_BASE_URL`, a local file): the `base_url` setting, meant for `openai-compatible`
+models, never redirects them."""
+
+
 def model_from_settings(spec: str, settings: Settings) -> Model:
-    """The model `spec` names, connected with the settings' `base_url`, `api_key`, model
-    timeout and retries; the settings' `prices` are applied first (`pricing.set_prices`).
+    """The model `spec` names, connected with the settings' `api_key`, model timeout and
+    retries, and `base_url` unless its provider has an endpoint of its own
+    (`OWN_ENDPOINT_PROVIDERS`); the settings' `prices` are applied first
+    (`pricing.set_prices`).
 
     Raises:
         UserError: as `resolve_model`; a `prices` key whose provider is unknown (checked
@@ -248,9 +256,10 @@ def model_from_settings(spec: str, settings: Settings) -> Model:
     for priced in settings.prices:
         split_model_spec(priced, what="[tool.sparring.prices] key")
     set_prices(settings.prices)
+    own_endpoint = split_model_spec(spec)[0] in OWN_ENDPOINT_PROVIDERS
     return resolve_model(
         spec,
-        base_url=settings.base_url,
+        base_url=None if own_endpoint else settings.base_url,
         api_key=settings.api_key,
         timeout_s=settings.model_timeout_s,
         max_retries=settings.model_max_retries,

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-import tomllib
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,39 +89,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(state, "sparring-state")
 
 
-def _has_settings_file(root: Path) -> bool:
-    """Whether sparring.toml or a `[tool.sparring]` table exists (cheap: no pydantic)."""
-    if (root / "sparring.toml").is_file():
-        return True
-    try:
-        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
-    return "sparring" in data.get("tool", {})
-
-
-def _project_dir(invoked: Path) -> Path | None:
-    """The nearest of `invoked` and its parents with a pyproject.toml or sparring.toml."""
-    return next(
-        (
-            d
-            for d in (invoked, *invoked.parents)
-            if (d / "pyproject.toml").is_file() or (d / "sparring.toml").is_file()
-        ),
-        None,
-    )
-
-
 def _settings_dir(config: pytest.Config, project: Path | None) -> Path | None:
     """The directory whose sparring.toml or `[tool.sparring]` the session uses, or `None`.
 
     Looked for next to pytest's config file, then in the `project` of the invocation
-    directory, then in the rootdir. The rootdir alone is not enough: pytest picks it before
-    the plugin's options are known, so `--sparring-report PATH` can move it to PATH's
-    directory.
+    directory (`sparring.config.find_settings_dir`, as `sparring run` finds it), then in the
+    rootdir. The rootdir alone is not enough: pytest picks it before the plugin's options
+    are known, so `--sparring-report PATH` can move it to PATH's directory.
     """
+    from sparring.config import has_settings_file
+
     candidates = [config.inipath.parent if config.inipath else None, project, config.rootpath]
-    return next((d for d in candidates if d and _has_settings_file(d)), None)
+    return next((d for d in candidates if d and has_settings_file(d)), None)
 
 
 def _check_report_option(config: pytest.Config, *, inside: tuple[Path | None, ...]) -> None:
@@ -165,7 +143,9 @@ class SparringState:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self._settings: Settings | None = None
-        project = _project_dir(config.invocation_params.dir)
+        from sparring.config import find_settings_dir
+
+        project = find_settings_dir(config.invocation_params.dir)
         self.settings_dir = _settings_dir(config, project)
         """Where the settings file is (`None`: no sparring settings)."""
         self.configured = self.settings_dir is not None
