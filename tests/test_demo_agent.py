@@ -390,8 +390,13 @@ def test_a_port_in_use_is_explained_with_the_examples_port() -> None:
 
 
 def _events_until_ready(client: httpx.Client, session: str, offset: int) -> list[dict[str, Any]]:
+    """The events from `offset` until the reply's last `ready` (stage `completed`)."""
     events: list[dict[str, Any]] = []
-    while not any(e["data"].get("status") == "ready" for e in events if e["kind"] == "status"):
+    while not any(
+        e["data"]["status"] == "ready" and e["data"]["data"].get("stage") == "completed"
+        for e in events
+        if e["kind"] == "status"
+    ):
         batch = client.get(
             f"/sessions/{session}/events", params={"min_offset": offset, "wait_for_data": 10}
         ).json()
@@ -412,7 +417,15 @@ def test_parlant_api_answers_customer_events_like_parlant(client: httpx.Client) 
     assert posted.status_code == 201 and posted.json()["offset"] == 0
     events = _events_until_ready(client, session, 1)
     statuses = [e["data"]["status"] for e in events if e["kind"] == "status"]
-    assert statuses == ["acknowledged", "processing", "typing", "ready"]
+    assert statuses == [
+        "acknowledged",
+        "typing",  # the preamble
+        "ready",  # the preamble phase is over, the agent works on
+        *["processing"] * 4,  # Interpreting, Considering tools, Interpreting, Articulating
+        "typing",
+        "ready",
+        "ready",  # the last one, stage "completed"
+    ]
     [tool_event] = [e for e in events if e["kind"] == "tool"]
     [call] = tool_event["data"]["tool_calls"]
     assert call["tool_id"] == "northwind:lookup_order"

@@ -88,7 +88,7 @@ async def test_several_messages_tool_events_and_statuses(
 ) -> None:
     lookup = tool("lookup_order", {"order_id": "10234"}, {"status": "shipped"})
     server = serve(
-        Say("One moment, checking.", "It shipped on Monday.", tools=[lookup]),
+        Say("It shipped on Monday.", preamble="One moment, checking.", tools=[lookup]),
         Say("You're welcome!"),
     )
     session = await target(server, http).open_session()
@@ -101,11 +101,20 @@ async def test_several_messages_tool_events_and_statuses(
         {"order_id": "10234"},
         {"status": "shipped"},
     )
-    states = [s.state for s in first.status_events]
-    assert states == ["acknowledged", "processing", "typing", "ready"]
+    assert [(s.state, s.detail) for s in first.status_events] == [
+        ("acknowledged", ""),
+        ("typing", ""),
+        ("ready", ""),  # the preamble phase is over; the agent still works
+        ("processing", "Interpreting"),
+        ("processing", "Considering tools"),
+        ("processing", "Interpreting"),
+        ("processing", "Articulating"),
+        ("typing", ""),
+        ("ready", ""),  # after each message of a canned-response agent
+        ("ready", "completed"),
+    ]
     times = [-1.0 if s.at_ms is None else s.at_ms for s in first.status_events]
     assert times[0] >= 0 and times == sorted(times)  # server clock, since the message
-    assert first.status_events[1].detail == "Interpreting"
     second = await session.send(user("Thanks", user("Where is 10234?").with_message(first)))
     assert second.content == "You're welcome!" and second.tool_calls == ()
     assert len(server.calls("POST", "/sessions")) == 1  # one Parlant session per conversation
@@ -288,7 +297,7 @@ async def test_streamed_messages_are_read_again_when_the_turn_ends() -> None:
         "message",
         {"message": "Your order shipped.", "chunks": ["Your order ", "shipped.", None]},
     )
-    ready = event(2, "status", {"status": "ready", "data": {}})
+    ready = event(2, "status", {"status": "ready", "data": {"stage": "completed"}})
 
     def answer(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/sessions":
@@ -303,7 +312,9 @@ async def test_streamed_messages_are_read_again_when_the_turn_ends() -> None:
         return httpx.Response(200, json=[partial, ready])
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
-        spec = ParlantTargetSpec(type="parlant", url="http://parlant.test", agent_id="a")
+        spec = ParlantTargetSpec(
+            type="parlant", url="http://parlant.test", agent_id="a", timeout_s=10
+        )
         session = await ParlantTarget(spec, client=client, secrets=Secrets({})).open_session()
         reply = await session.send(user("Where is it?"))
     assert reply.content == "Your order shipped."

@@ -1,22 +1,28 @@
 """`ScriptedParlantServer`: Parlant's session API on 127.0.0.1 with a scripted agent.
 
-Sessions, events, long polling (`wait_for_data`, HTTP 504) and manual mode come from
+Sessions, events, long polling (`wait_for_data`, HTTP 504), manual mode and the event stream
+of a Parlant 3.3 engine (acknowledged, the early `ready` of the preamble phase, processing
+stages, tool events, typing, messages, the last `ready` with `stage: "completed"`, and
+cancellation by a customer message posted while the agent works) come from
 `sparring.demo.parlant.ParlantApi`, the in-memory API the demo agent also uses; this adds a
 scripted agent, request recording, required headers and injected failures::
 
     from tests.support.parlant_server import Say, ScriptedParlantServer, tool
 
     with ScriptedParlantServer([
-        Say("Let me check.", "It shipped.", tools=[tool("lookup_order", {"id": 1}, "ok")]),
-        Say(error="model overloaded"),       # `ready`, then an `error` status
+        Say("It shipped.", preamble="Let me check.",
+            tools=[tool("lookup_order", {"id": 1}, "ok")]),
+        Say(error="model overloaded"),       # a completed `ready`, then an `error` status
         Say("Too late.", delay_s=5),         # a slow reply (released when the server stops)
     ], require_headers={"authorization": "Bearer k"},
        failures={("DELETE", "/sessions/*"): 500}) as server:
         ... server.url ... server.requests ... server.histories ...
 
-The agent answers each customer message (in `auto` mode) with the next `Say`; when they run
-out it fails with an `error` status saying so. `histories` holds the conversation the agent
-was given each time, as `[{"role", "content"}]`.
+The agent answers each customer message (in `auto` mode) with the next `Say`: its preamble
+(when Parlant's policy wants one: see `ParlantApi`) while it works, then after `delay_s` its
+tool calls and messages; when they run out it fails with an `error` status saying so.
+`histories` holds the conversation the agent was given each time, as `[{"role",
+"content"}]`.
 """
 
 from __future__ import annotations
@@ -30,16 +36,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
-from sparring.demo.parlant import AgentTurn, ParlantApi
+from sparring.demo.parlant import AgentTurn, History, ParlantAgent, ParlantApi
 
 __all__ = ["Request", "Say", "ScriptedParlantServer", "tool"]
 
 
 @dataclass(frozen=True, init=False)
 class Say:
-    """One scripted answer: messages (one event each), tool calls, a delay, or an error."""
+    """One scripted answer: messages (one event each), a preamble, tool calls, a delay
+    (the agent's work, after the preamble), or an error."""
 
     messages: tuple[str, ...]
+    preamble: str | None = None
     tools: Sequence[dict[str, Any]] = ()
     delay_s: float = 0
     error: str | None = None
@@ -47,11 +55,13 @@ class Say:
     def __init__(
         self,
         *messages: str,
+        preamble: str | None = None,
         tools: Sequence[dict[str, Any]] = (),
         delay_s: float = 0,
         error: str | None = None,
     ) -> None:
         object.__setattr__(self, "messages", messages)
+        object.__setattr__(self, "preamble", preamble)
         object.__setattr__(self, "tools", tools)
         object.__setattr__(self, "delay_s", delay_s)
         object.__setattr__(self, "error", error)
@@ -85,16 +95,30 @@ class _State:
     replies: list[Say]
     require_headers: dict[str, str]
     failures: dict[tuple[str, str], int]
+    canned: bool
+    completed_stage: bool
+    indicator_delay_s: float
     requests: list[Request] = field(default_factory=list[Request])
-    histories: list[list[dict[str, str]]] = field(default_factory=list[list[dict[str, str]]])
+    histories: list[History] = field(default_factory=list[History])
     lock: threading.Lock = field(default_factory=threading.Lock)
     closing: threading.Event = field(default_factory=threading.Event)
     api: ParlantApi = field(init=False)
 
     def __post_init__(self) -> None:
-        self.api = ParlantApi({self.agent_id: self.agent})
+        agent = ParlantAgent(self.agent, self.preamble, canned=self.canned)
+        self.api = ParlantApi(
+            {self.agent_id: agent},
+            completed_stage=self.completed_stage,
+            indicator_delay_s=self.indicator_delay_s,
+        )
 
-    def agent(self, history: list[dict[str, str]]) -> AgentTurn:
+    def preamble(self, history: History) -> str | None:
+        """The preamble of the `Say` the agent is about to give."""
+        with self.lock:
+            index = len(self.histories)
+        return self.replies[index].preamble if index < len(self.replies) else None
+
+    def agent(self, history: History) -> AgentTurn:
         with self.lock:
             self.histories.append(history)
             index = len(self.histories) - 1
@@ -164,6 +188,12 @@ class ScriptedParlantServer:
     Args:
         replies: One `Say` per customer message the agent answers, in order.
         agent_id: The one agent id sessions may be created for.
+        canned: A canned-response agent (preamble messages, a `ready` after each message);
+            False: Parlant's default `FLUID` mode (no preamble message, no per-message
+            `ready`; the early `ready` still comes).
+        completed_stage: The last `ready` of a reply says `stage: "completed"` (Parlant
+            3.2 and later); False: a Parlant 3.0 / 3.1 server, whose readies all look alike.
+        indicator_delay_s: The pause after the preamble phase's `ready` (Parlant: 1-2 s).
         require_headers: Headers every request must carry (else HTTP 401 whose body quotes
             the header received, to test that secrets are scrubbed).
         failures: `(method, path glob) -> HTTP status` answered instead of the API.
@@ -174,11 +204,20 @@ class ScriptedParlantServer:
         replies: Sequence[Say] = (),
         *,
         agent_id: str = "agent-1",
+        canned: bool = True,
+        completed_stage: bool = True,
+        indicator_delay_s: float = 0,
         require_headers: Mapping[str, str] | None = None,
         failures: Mapping[tuple[str, str], int] | None = None,
     ) -> None:
         self._state = _State(
-            agent_id, list(replies), dict(require_headers or {}), dict(failures or {})
+            agent_id,
+            list(replies),
+            dict(require_headers or {}),
+            dict(failures or {}),
+            canned,
+            completed_stage,
+            indicator_delay_s,
         )
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.state = self._state
@@ -195,7 +234,7 @@ class ScriptedParlantServer:
         return self._state.requests
 
     @property
-    def histories(self) -> list[list[dict[str, str]]]:
+    def histories(self) -> list[History]:
         """The conversation the agent was given for each customer message it answered."""
         return self._state.histories
 

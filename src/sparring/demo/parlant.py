@@ -12,23 +12,47 @@ the example suite (and tests) can run a `type: parlant` target without a Parlant
                                         source `customer` (answered in `auto` mode) or
                                         `human_agent_on_behalf_of_ai_agent` (never answered)
     `GET    /sessions/{id}/events`      `?min_offset=&kinds=&wait_for_data=` -> `[event]`;
-                                        waits up to `wait_for_data` s (default 60) for
-                                        one, then HTTP 504; `0` answers at once
+                                        waits up to `wait_for_data` s (an integer, default
+                                        60) for one, then HTTP 504 `{"detail": "Request
+                                        timed out"}`; `0` answers at once
 
-A customer message is answered in a background thread, as Parlant does: status events
-`acknowledged`, `processing`, then one `tool` event when the agent called tools, `typing`,
-the agent's messages (a short preamble first when it looks something up) and `ready`. An
-agent that raises gets `ready` then an `error` status carrying the exception. Errors are
-answered like Parlant's (FastAPI): `{"detail": "..."}`.
+A customer message starts a processing run in a background thread that emits what a Parlant
+3.3 engine emits (read from Parlant's `core/engines/alpha/engine.py`; every event has
+`source: "ai_agent"`, and one run's events share a `trace_id`):
+
+1. status `acknowledged` `{}`;
+2. the preamble phase, when Parlant's perceived-performance policy wants one (the session's
+   first three customer messages, unless the last agent message was a preamble): for a
+   canned-mode agent with a preamble, `typing` and the preamble message (tagged
+   `__preamble__`); then, in every mode, a `ready` without a stage, `{}`, and a pause
+   (`indicator_delay_s`);
+3. `processing` `{"stage": "Interpreting"}`, then the agent runs (it may take its time; Parlant
+   runs it during the preamble phase already, which changes timings only);
+4. when it called tools: `processing` "Considering tools", one `tool` event per call,
+   `processing` "Interpreting" again;
+5. (canned mode: `processing` "Articulating") `typing` and each message (canned mode: each
+   followed by a `ready` `{}`); last, `ready` `{"stage": "completed", ...}`.
+
+A customer message posted while a run is still preparing (steps 1-4) cancels it, as
+Parlant's `BackgroundTaskService.restart` does: `cancelled` `{}` and a completed `ready`
+for the old run, then a new run that answers both messages. An agent that raises gets the
+completed `ready`, then an `error` status whose `exception` is the formatted traceback.
+With `completed_stage=False` the server is a Parlant 3.0 / 3.1 one: its last `ready` has no
+`stage` and looks like the early one. Errors are answered like Parlant's (FastAPI):
+`{"detail": "..."}`.
 """
 
 from __future__ import annotations
 
 import itertools
+import random
 import threading
+import traceback
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pprint import pformat
 from typing import Any, cast
 
 from sparring.demo.agent import ORDERS, SHOP, respond
@@ -36,8 +60,18 @@ from sparring.demo.agent import ORDERS, SHOP, respond
 AGENT_ID = "northwind"
 """The demo agent's Parlant agent id."""
 PREAMBLE = "Let me look that up for you."
+"""The demo agent's preamble, sent before answers that need a lookup."""
+PREAMBLE_TAG = "__preamble__"
+"""The tag Parlant puts on a preamble message's `data.tags`."""
 _SOURCES = ("customer", "human_agent_on_behalf_of_ai_agent")
 _MAX_WAIT_S = 60.0
+_PREAMBLE_TURNS = 3
+"""Parlant's basic policy asks for a preamble while at most 2 customer waits came before."""
+_ID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-"
+
+History = list[dict[str, str]]
+"""`[{"role": "user" | "assistant", "content"}]` ending with the customer's latest message
+(consecutive agent messages joined by newlines)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,33 +79,58 @@ class AgentTurn:
     """What an agent does in answer to the conversation so far.
 
     `messages` are sent one event each, in order; `tool_calls` are Parlant tool-call objects
-    `{"tool_id": "service:name", "arguments": {...}, "result": {"data": ...}}`, sent as one
-    `tool` event before the messages.
+    `{"tool_id": "service:name", "arguments": {...}, "result": {"data": ...}}`, each sent as
+    a `tool` event of its own before the messages.
     """
 
     messages: tuple[str, ...]
     tool_calls: tuple[dict[str, Any], ...] = ()
 
 
-Agent = Callable[[list[dict[str, str]]], AgentTurn]
-"""`agent(history) -> AgentTurn`; `history` is `[{"role": "user" | "assistant", "content"}]`
-ending with the customer's latest message (consecutive agent messages joined by newlines).
-It runs in a background thread and may block; an exception becomes an `error` status."""
-
-Answer = tuple[int, Any]
-"""`(HTTP status, JSON body)`; a body of `None` means no content."""
+def _no_preamble(history: History) -> str | None:
+    return None
 
 
-def demo_agent(history: list[dict[str, str]]) -> AgentTurn:
-    """The Northwind demo agent (`sparring.demo.agent.respond`) as a Parlant agent: a
-    preamble before answers that needed a tool, tool ids `northwind:NAME`."""
+@dataclass(frozen=True, slots=True)
+class ParlantAgent:
+    """An agent as the engine runs it.
+
+    Attributes:
+        reply: `reply(history) -> AgentTurn`. It runs in a background thread and may block;
+            an exception becomes an `error` status.
+        preamble: `preamble(history) -> text or None`: the short message a canned-mode agent
+            sends while it works, when Parlant's policy wants a preamble; `None` sends none.
+        canned: A canned-response agent (Parlant's `CANNED_*` modes): preamble messages, an
+            `Articulating` stage, a `ready` after each message. False: `FLUID` (the SDK's
+            default), which never sends a preamble message (the early `ready` still comes).
+        name: The display name on the agent's messages.
+    """
+
+    reply: Callable[[History], AgentTurn]
+    preamble: Callable[[History], str | None] = _no_preamble
+    canned: bool = True
+    name: str = SHOP
+
+
+def demo_agent(history: History) -> AgentTurn:
+    """The Northwind demo agent (`sparring.demo.agent.respond`) as a Parlant agent: tool
+    ids `northwind:NAME`."""
     reply = respond(history)
     calls = tuple(_tool_call(c["name"], c["arguments"]) for c in reply.tool_calls)
-    return AgentTurn((PREAMBLE, reply.reply) if calls else (reply.reply,), calls)
+    return AgentTurn((reply.reply,), calls)
+
+
+def demo_preamble(history: History) -> str | None:
+    """`PREAMBLE` when the demo agent is going to look something up, else none."""
+    return PREAMBLE if respond(history).tool_calls else None
+
+
+DEMO_AGENT = ParlantAgent(demo_agent, demo_preamble)
+"""The demo agent in canned mode, with its preamble."""
 
 
 def _tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = {"data": _tool_result(name, arguments), "metadata": {}}
+    result: dict[str, Any] = {"data": _tool_result(name, arguments)}
     return {"tool_id": f"{AGENT_ID}:{name}", "arguments": arguments, "result": result}
 
 
@@ -89,12 +148,26 @@ def _tool_result(name: str, arguments: Mapping[str, Any]) -> Any:
     }
 
 
+Answer = tuple[int, Any]
+"""`(HTTP status, JSON body)`; a body of `None` means no content."""
+
+
 class BadRequest(Exception):
     """An answer other than 2xx: `status` and the `detail` text."""
 
     def __init__(self, status: int, detail: str) -> None:
         super().__init__(detail)
         self.status, self.detail = status, detail
+
+
+@dataclass(eq=False)
+class _Run:
+    """One processing run: its `trace_id`, whether it has started (`acknowledged`) and
+    whether a later customer message cancelled it (its thread then emits nothing more)."""
+
+    trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    acknowledged: bool = False
+    cancelled: bool = False
 
 
 @dataclass
@@ -106,6 +179,8 @@ class _Session:
     created: str
     mode: str = "auto"
     events: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    run: _Run | None = None
+    """The run still preparing or answering, if any."""
 
     def dto(self) -> dict[str, Any]:
         return {
@@ -113,7 +188,6 @@ class _Session:
             "agent_id": self.agent_id,
             "customer_id": self.customer_id,
             "creation_utc": self.created,
-            "modified_utc": self.created,
             "title": self.title,
             "mode": self.mode,
             "consumption_offsets": {"client": 0},
@@ -127,10 +201,22 @@ class ParlantApi:
 
     Args:
         agents: Agent id -> agent; sessions may only be created for these ids.
+        completed_stage: Mark a run's last `ready` with `stage: "completed"`, as Parlant
+            3.2 and later do; False answers like Parlant 3.0 / 3.1 (no marker).
+        indicator_delay_s: Seconds between the preamble phase's `ready` and the
+            `processing` status (Parlant's basic policy waits 1-2 s).
     """
 
-    def __init__(self, agents: Mapping[str, Agent] | None = None) -> None:
-        self._agents = dict(agents or {AGENT_ID: demo_agent})
+    def __init__(
+        self,
+        agents: Mapping[str, ParlantAgent] | None = None,
+        *,
+        completed_stage: bool = True,
+        indicator_delay_s: float = 0,
+    ) -> None:
+        self._agents = dict(agents or {AGENT_ID: DEMO_AGENT})
+        self._completed_stage = completed_stage
+        self._indicator_delay_s = indicator_delay_s
         self._sessions: dict[str, _Session] = {}
         self._ids = itertools.count(1)
         self._changed = threading.Condition()
@@ -148,7 +234,7 @@ class ParlantApi:
         parts = path.strip("/").split("/")
         try:
             if parts == ["agents"] and method == "GET":
-                return 200, [{"id": a, "name": SHOP} for a in self._agents]
+                return 200, [{"id": a, "name": self._agents[a].name} for a in self._agents]
             if parts == ["sessions"] and method == "POST":
                 return 201, self._create(body)
             if len(parts) == 2 and parts[0] == "sessions":
@@ -226,26 +312,47 @@ class ParlantApi:
             raise BadRequest(422, "Missing 'message' field for event")
         with self._changed:
             session = self._session(session_id)
-            event = self._emit(session, source, "message", {"message": message})
-            answer = source == "customer" and session.mode == "auto"
-        if answer:
-            threading.Thread(
-                target=self._answer, args=(session,), daemon=True, name=f"parlant-demo-{session.id}"
-            ).start()
+            who = session.customer_id if source == "customer" else session.agent_id
+            data: dict[str, Any] = {
+                "message": message,
+                "participant": {"id": who, "display_name": who},
+                "flagged": False,
+                "tags": [],
+            }
+            event = self._emit(session, source, "message", data, uuid.uuid4().hex)
+            if source == "customer" and session.mode == "auto":
+                self._cancel(session)
+                run = session.run = _Run()
+                threading.Thread(
+                    target=self._answer,
+                    args=(session, run),
+                    daemon=True,
+                    name=f"parlant-{session.id}",
+                ).start()
         return event
 
-    def _emit(self, session: _Session, source: str, kind: str, data: Any) -> dict[str, Any]:
+    def _cancel(self, session: _Session) -> None:
+        """Cancel the session's run still preparing (the caller holds `_changed`)."""
+        run, session.run = session.run, None
+        if run is None:
+            return
+        run.cancelled = True
+        if run.acknowledged:
+            self._status(session, run, "cancelled", {})
+            self._status(session, run, "ready", self._completed())
+
+    def _emit(
+        self, session: _Session, source: str, kind: str, data: Any, trace_id: str
+    ) -> dict[str, Any]:
         """Append an event (the caller holds `_changed`) and wake the long polls."""
-        offset = len(session.events)
-        now = _now()
         event: dict[str, Any] = {
-            "id": f"{session.id}-e{offset}",
+            "id": "".join(random.choices(_ID_ALPHABET, k=10)),
             "source": source,
             "kind": kind,
-            "offset": offset,
-            "creation_utc": now,
-            "modified_utc": now,
-            "trace_id": f"{session.id}-t{offset}",
+            "offset": len(session.events),
+            "creation_utc": _now(),
+            "trace_id": trace_id,
+            "correlation_id": trace_id,
             "data": data,
             "metadata": {},
             "deleted": False,
@@ -254,37 +361,95 @@ class ParlantApi:
         self._changed.notify_all()
         return event
 
-    def _answer(self, session: _Session) -> None:
-        """Run the session's agent on the conversation and emit its events."""
-        self._status(session, "acknowledged", {})
-        self._status(session, "processing", {"stage": "Interpreting"})
+    def _status(self, session: _Session, run: _Run, status: str, data: dict[str, Any]) -> None:
+        self._emit(session, "ai_agent", "status", {"status": status, "data": data}, run.trace_id)
+
+    def _message(self, session: _Session, run: _Run, text: str, *, preamble: bool) -> None:
+        agent = self._agents[session.agent_id]
+        data: dict[str, Any] = {
+            "message": text,
+            "participant": {"id": session.agent_id, "display_name": agent.name},
+        }
+        if preamble:
+            data["tags"] = [PREAMBLE_TAG]
+        self._emit(session, "ai_agent", "message", data, run.trace_id)
+
+    def _completed(self) -> dict[str, Any]:
+        """The data of a run's last `ready`."""
+        if not self._completed_stage:
+            return {}
+        return {
+            "stage": "completed",
+            "matched_guidelines": [],
+            "matched_journeys": [],
+            "matched_journey_states": [],
+        }
+
+    def _answer(self, session: _Session, run: _Run) -> None:
+        """One processing run (see the module docstring); stops emitting once cancelled."""
+        agent = self._agents[session.agent_id]
         with self._changed:
+            if run.cancelled:
+                return
+            run.acknowledged = True
+            self._status(session, run, "acknowledged", {})
             history = _history(session.events)
-        try:
-            turn = self._agents[session.agent_id](history)
-        except Exception as e:  # the agent failed: Parlant says ready, then error
-            self._status(session, "ready", {})
-            self._status(session, "error", {"exception": f"{type(e).__name__}: {e}"})
+            wants_preamble = _preamble_due(session.events)
+        if wants_preamble and not self._preamble_phase(session, run, agent, history):
             return
         with self._changed:
-            if turn.tool_calls:
-                self._emit(session, "ai_agent", "tool", {"tool_calls": list(turn.tool_calls)})
-            self._emit(session, "ai_agent", "status", {"status": "typing", "data": {}})
-            for text in turn.messages:
-                self._emit(
-                    session,
-                    "ai_agent",
-                    "message",
-                    {
-                        "message": text,
-                        "participant": {"id": session.agent_id, "display_name": SHOP},
-                    },
-                )
-            self._emit(session, "ai_agent", "status", {"status": "ready", "data": {}})
-
-    def _status(self, session: _Session, status: str, data: dict[str, Any]) -> None:
+            if run.cancelled:
+                return
+            self._status(session, run, "processing", {"stage": "Interpreting"})
+        try:
+            turn = agent.reply(history)
+        except Exception as e:  # the agent failed: Parlant says ready, then error
+            with self._changed:
+                if not run.cancelled:
+                    self._status(session, run, "ready", self._completed())
+                    exception = pformat(traceback.format_exception(e))
+                    self._status(session, run, "error", {"exception": exception})
+                    session.run = None
+            return
         with self._changed:
-            self._emit(session, "ai_agent", "status", {"status": status, "data": data})
+            if not run.cancelled:
+                self._emit_answer(session, run, turn)
+                session.run = None
+
+    def _preamble_phase(
+        self, session: _Session, run: _Run, agent: ParlantAgent, history: History
+    ) -> bool:
+        """A canned agent's preamble message, the stage-less `ready`, then the pause
+        before the processing indicator; False when the run was cancelled meanwhile."""
+        preamble = agent.preamble(history) if agent.canned else None
+        with self._changed:
+            if run.cancelled:
+                return False
+            if preamble:
+                self._status(session, run, "typing", {})
+                self._message(session, run, preamble, preamble=True)
+            self._status(session, run, "ready", {})
+            return not self._changed.wait_for(
+                lambda: run.cancelled or self._closed, timeout=self._indicator_delay_s
+            )
+
+    def _emit_answer(self, session: _Session, run: _Run, turn: AgentTurn) -> None:
+        """Tool events and messages of a run, then its last `ready` (lock held)."""
+        canned = self._agents[session.agent_id].canned
+        if turn.tool_calls:
+            self._status(session, run, "processing", {"stage": "Considering tools"})
+            for call in turn.tool_calls:
+                data = {"tool_calls": [_full_tool_call(call)]}
+                self._emit(session, "ai_agent", "tool", data, run.trace_id)
+            self._status(session, run, "processing", {"stage": "Interpreting"})
+        if canned:
+            self._status(session, run, "processing", {"stage": "Articulating"})
+        for text in turn.messages:
+            self._status(session, run, "typing", {})
+            self._message(session, run, text, preamble=False)
+            if canned:
+                self._status(session, run, "ready", {})
+        self._status(session, run, "ready", self._completed())
 
     def _list_events(self, session_id: str, query: Mapping[str, Sequence[str]]) -> list[Any]:
         min_offset = _int(query, "min_offset", 0)
@@ -307,6 +472,30 @@ class ParlantApi:
             ):
                 raise BadRequest(504, "Request timed out")
             return found()
+
+
+def _full_tool_call(call: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool call as Parlant stores it: its `result` has every field of a `ToolResult`."""
+    result: dict[str, Any] = {
+        "data": None,
+        "metadata": {},
+        "control": {},
+        "canned_responses": [],
+        "canned_response_fields": {},
+        "guidelines": [],
+        **_object(call.get("result", {})),
+    }
+    return {**call, "result": result}
+
+
+def _preamble_due(events: Sequence[Mapping[str, Any]]) -> bool:
+    """Parlant's basic perceived-performance policy: a preamble for the first three customer
+    messages, never right after a preamble."""
+    messages = [e for e in events if e["kind"] == "message"]
+    agent = [e for e in messages if e["source"] == "ai_agent"]
+    if agent and PREAMBLE_TAG in agent[-1]["data"].get("tags", []):
+        return False
+    return sum(1 for e in messages if e["source"] == "customer") <= _PREAMBLE_TURNS
 
 
 def _history(events: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
@@ -347,4 +536,4 @@ def _int(query: Mapping[str, Sequence[str]], name: str, default: int) -> int:
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat()
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")

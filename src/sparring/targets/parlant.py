@@ -8,13 +8,20 @@ Speaks Parlant's session REST API under the spec's `url`:
   event, with its `offset` and `creation_utc`: the user's message; it starts the agent.
 - `GET /sessions/{id}/events?min_offset=N&kinds=message,tool,status&wait_for_data=S`:
   long polling; answers the events at offset >= N as soon as there are any, or HTTP 504
-  after S seconds without one (then it is asked again).
-- The turn ends at the first `ready` status after the user's message: Parlant emits it
-  once the agent has sent everything it had to say (`acknowledged`, `processing` and
-  `typing` come before). Every agent message of the turn is one part of the reply; `tool`
-  events give the tool calls with their results; an `error` or `cancelled` status fails the
-  turn. A `ready` without any message is waited on for `_QUIET_S` more, because Parlant
-  reports a failed reply as `ready` first and `error` right after.
+  after S seconds (an integer) without one (then it is asked again).
+- The turn ends at the `ready` status whose `data.data.stage` is `"completed"` (Parlant
+  3.2+ emits it once per processing run, after the agent's messages). Parlant also emits
+  `ready` without a stage while it works: after the preamble phase (with or without a
+  preamble message) and, for canned-response agents, after each message; those do not
+  end the turn. A server that never marks completion (Parlant 3.0 / 3.1) is read by how it
+  behaves: the turn ends at a `ready` that comes after a `processing` status once the agent
+  has been quiet for `_IDLE_S` (the early `ready` always comes before `processing`). Once a
+  target has seen a completed `ready`, it waits for one on every turn.
+- Every agent message of the turn (a preamble, tagged `__preamble__`, then the answer) is
+  one part of the reply; `tool` events give the tool calls with their results; an `error`
+  status (its `exception` is a formatted traceback: its last line is kept) or `cancelled`
+  fails the turn. A turn without any message is waited on for `_QUIET_S` more, because
+  Parlant reports a failed reply as `ready` first and `error` right after.
 - `preload`: `PATCH /sessions/{id}` `{mode: "manual"}` (Parlant's engine does not answer
   in manual mode), the history posted as events (user messages from `customer`, agent
   messages from `human_agent_on_behalf_of_ai_agent`, which never triggers the agent), then
@@ -26,10 +33,8 @@ Speaks Parlant's session REST API under the spec's `url`:
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, cast
 
 import anyio
@@ -40,19 +45,23 @@ from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, Use
 from sparring.secrets import Secrets, mask_url, url_credentials
 from sparring.target_specs import ParlantTargetSpec
 from sparring.targets.headers import HeaderTemplate
+from sparring.targets.parlant_events import Turn, event_offset, event_time, status_detail
 from sparring.targets.templates import last_user_message, misspelt_placeholders, placeholder_names
-from sparring.transcript import Message, StatusEvent, ToolCall, Transcript, content_text
+from sparring.transcript import Message, Transcript, content_text
 
 _EXCERPT_CHARS = 300
 _MAX_WAIT_S = 60
 """Longest `wait_for_data` asked for in one long poll, in seconds."""
 _QUIET_S = 1
 """After a `ready` with no agent message, how long an `error` status may still come (s)."""
+_IDLE_S = 3
+"""On a server that never marks a reply's last `ready` (Parlant 3.0 / 3.1): how long the
+agent must stay quiet after a `ready` for the turn to be over, in whole seconds (Parlant
+sends a follow-up message within 1.5 s)."""
 _CLOSE_S = 5.0
 """Limit for deleting the session on close, in seconds."""
 _KINDS = "message,tool,status"
 _AGENT_SOURCE = "human_agent_on_behalf_of_ai_agent"
-_CUSTOMER_SOURCES = frozenset({"customer", "customer_ui", "user", "user_ui"})
 
 
 class ParlantTarget:
@@ -97,6 +106,9 @@ class ParlantTarget:
             for h in (HeaderTemplate(k, v, secrets=secrets) for k, v in spec.headers.items())
         }
         self._timeout = httpx.Timeout(spec.timeout_s)
+        self.marks_completion = False
+        """Whether the server was seen ending a reply with a completed `ready` (Parlant
+        3.2+); from then on only that ends a turn."""
 
     async def open_session(self) -> ParlantSession:
         """Start a conversation; its Parlant session is created on first use."""
@@ -241,11 +253,11 @@ class ParlantTarget:
                 "e.g. http://localhost:8800"
             )
         events = [cast(dict[str, Any], e) for e in value if isinstance(e, dict)]
-        return sorted(events, key=_offset)
+        return sorted(events, key=event_offset)
 
     def agent_error(self, state: str, data: JsonValue) -> TargetError:
         """The turn failed because the agent reported status `error` or `cancelled`."""
-        detail = self._scrubber.excerpt(_status_detail(data) or "(no detail)", _EXCERPT_CHARS)
+        detail = self._scrubber.excerpt(status_detail(data) or "(no detail)", _EXCERPT_CHARS)
         if state == "cancelled":
             return TargetError(
                 f"{self.name}: Parlant cancelled the agent's reply ({detail!r}); "
@@ -308,11 +320,9 @@ class ParlantSession:
             session_id = await self._session_id()
             start = time.perf_counter()
             posted = await self._post(session_id, "customer", message)
-            turn = _Turn(sent=_event_time(posted))
-            offset = _offset(posted) + 1
-            while not turn.ready and turn.failure is None:
-                offset = await self._poll(session_id, turn, offset, _MAX_WAIT_S)
-            latency_ms = (time.perf_counter() - start) * 1000
+            turn = Turn(sent=event_time(posted))
+            offset = await self._read_turn(session_id, turn, event_offset(posted) + 1)
+            latency_ms = ((turn.ready_at or time.perf_counter()) - start) * 1000
             if not turn.parts and turn.failure is None:
                 await self._poll(session_id, turn, offset, _QUIET_S)
             if turn.failure is not None:
@@ -330,6 +340,21 @@ class ParlantSession:
             raw=list(turn.events.values()),
         )
 
+    async def _read_turn(self, session_id: str, turn: Turn, offset: int) -> int:
+        """Poll from `offset` until the turn is over (see the module docstring); return the
+        next offset to ask for."""
+        target = self._target
+        while not turn.over:
+            if turn.maybe_over and not target.marks_completion:
+                before = len(turn.events)
+                offset = await self._poll(session_id, turn, offset, _IDLE_S)
+                if len(turn.events) == before:
+                    break  # quiet after a `ready`: a server without completion marks
+            else:
+                offset = await self._poll(session_id, turn, offset, _MAX_WAIT_S)
+        target.marks_completion = target.marks_completion or turn.completed
+        return offset
+
     async def _post(self, session_id: str, source: str, message: str) -> JsonValue:
         body: dict[str, JsonValue] = {"kind": "message", "source": source, "message": message}
         who = "the user's" if source == "customer" else "an agent"
@@ -337,7 +362,7 @@ class ParlantSession:
             "POST", f"/sessions/{session_id}/events", action=f"post {who} message", body=body
         )
 
-    async def _poll(self, session_id: str, turn: _Turn, offset: int, wait_s: int) -> int:
+    async def _poll(self, session_id: str, turn: Turn, offset: int, wait_s: int) -> int:
         """Add the events from `offset` on to `turn` (waiting up to `wait_s` for the first);
         return the next offset to ask for."""
         params: dict[str, str | int] = {
@@ -357,10 +382,12 @@ class ParlantSession:
         for event in self._target.event_list(events, path):
             if turn.failure is None:
                 turn.add(event)
-            offset = max(offset, _offset(event) + 1)
+            offset = max(offset, event_offset(event) + 1)
+        if turn.maybe_over or turn.completed:
+            turn.ready_at = time.perf_counter()
         return offset
 
-    async def _reread(self, session_id: str, turn: _Turn) -> None:
+    async def _reread(self, session_id: str, turn: Turn) -> None:
         """Read streamed messages again now that the turn is over (their text grows in
         place after the event first appears)."""
         params: dict[str, str | int] = {
@@ -418,133 +445,3 @@ class ParlantSession:
                 )
             except (TargetError, httpx.HTTPError):
                 pass  # best effort: the conversation is over either way
-
-
-@dataclass
-class _Turn:
-    """The agent's answer to one customer message, built event by event.
-
-    `sent` is the customer event's server time; `failure` is `(status, data)` of an `error`
-    or `cancelled` status; `streaming` holds the offsets of messages still being streamed.
-    """
-
-    sent: datetime | None
-    events: dict[int, JsonValue] = field(default_factory=dict[int, JsonValue])
-    texts: dict[int, str] = field(default_factory=dict[int, str])
-    calls: list[ToolCall] = field(default_factory=list[ToolCall])
-    statuses: list[StatusEvent] = field(default_factory=list[StatusEvent])
-    streaming: set[int] = field(default_factory=set[int])
-    ready: bool = False
-    failure: tuple[str, JsonValue] | None = None
-
-    @property
-    def parts(self) -> list[str]:
-        """The agent's messages, in offset order."""
-        return [self.texts[k] for k in sorted(self.texts)]
-
-    def add(self, event: dict[str, Any]) -> None:
-        offset, kind, data = _offset(event), event.get("kind"), event.get("data")
-        self.events[offset] = cast(JsonValue, event)
-        if kind == "message" and event.get("source") not in _CUSTOMER_SOURCES:
-            self._message(offset, data)
-        elif kind == "tool":
-            self.calls.extend(_tool_calls(data))
-        elif kind == "status" and isinstance(data, dict):
-            status = cast(dict[str, Any], data)
-            state = str(status.get("status", ""))
-            self.statuses.append(
-                StatusEvent(
-                    state=state,
-                    at_ms=self._at_ms(event),
-                    detail=_status_detail(status.get("data"))[:200],
-                )
-            )
-            if state in ("error", "cancelled"):
-                self.failure = (state, cast(JsonValue, status.get("data")))
-            self.ready = self.ready or state == "ready"
-
-    def update(self, events: Sequence[dict[str, Any]]) -> None:
-        """Replace the recorded messages with a later reading of the same events."""
-        for event in events:
-            offset = _offset(event)
-            if offset in self.texts:
-                self.events[offset] = cast(JsonValue, event)
-                self._message(offset, event.get("data"))
-
-    def _message(self, offset: int, data: Any) -> None:
-        body = cast(dict[str, Any], data) if isinstance(data, dict) else {}
-        chunks = body.get("chunks")
-        text = body.get("message")
-        if not text and isinstance(chunks, list):
-            text = "".join(c for c in cast(list[Any], chunks) if isinstance(c, str))
-        self.texts[offset] = text if isinstance(text, str) else content_text(data)
-        if isinstance(chunks, list) and chunks and chunks[-1] is not None:
-            self.streaming.add(offset)  # the stream ends with a null chunk
-        else:
-            self.streaming.discard(offset)
-
-    def _at_ms(self, event: dict[str, Any]) -> float | None:
-        at = _event_time(event)
-        if at is None or self.sent is None:
-            return None
-        return round((at - self.sent).total_seconds() * 1000, 3)
-
-
-def _offset(event: JsonValue) -> int:
-    """An event's `offset`.
-
-    Raises:
-        TargetError: it has none (the server is not speaking Parlant's API).
-    """
-    offset = event.get("offset") if isinstance(event, dict) else None
-    if not isinstance(offset, int) or isinstance(offset, bool):
-        raise TargetError(
-            f"a Parlant event has no integer `offset`: "
-            f"{content_text(event)[:_EXCERPT_CHARS]!r}; check that `url` is a "
-            "Parlant server"
-        )
-    return offset
-
-
-def _event_time(event: JsonValue) -> datetime | None:
-    """An event's `creation_utc`, or `None` when missing or unreadable."""
-    value = event.get("creation_utc") if isinstance(event, dict) else None
-    try:
-        return datetime.fromisoformat(value) if isinstance(value, str) else None
-    except ValueError:
-        return None
-
-
-def _tool_calls(data: Any) -> list[ToolCall]:
-    """The calls of a `tool` event: `{tool_calls: [{tool_id, arguments, result: {data}}]}`.
-    The name is the tool's own name (`tool_id` is `service:name`); older servers send
-    `tool_name`."""
-    body = cast(dict[str, Any], data) if isinstance(data, dict) else {}
-    raw_calls = body.get("tool_calls")
-    calls: list[ToolCall] = []
-    for item in cast(list[Any], raw_calls) if isinstance(raw_calls, list) else []:
-        if not isinstance(item, dict):
-            continue
-        call = cast(dict[str, Any], item)
-        name = str(call.get("tool_id") or call.get("tool_name") or "(unnamed tool)")
-        result = call.get("result")
-        if isinstance(result, dict) and "data" in result:
-            result = cast(dict[str, Any], result)["data"]
-        calls.append(
-            ToolCall.from_arguments(
-                name.rsplit(":", 1)[-1], call.get("arguments"), result=cast(JsonValue, result)
-            )
-        )
-    return calls
-
-
-def _status_detail(data: Any) -> str:
-    """A status event's `data` as text: its `stage` or `exception` when it has one."""
-    if isinstance(data, dict):
-        body = cast(dict[str, Any], data)
-        for key in ("stage", "exception", "message", "detail"):
-            if isinstance(body.get(key), str):
-                return body[key]
-    if data is None or data == {} or data == "":
-        return ""
-    return content_text(data)
