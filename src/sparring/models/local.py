@@ -1,10 +1,16 @@
 """`LocalModel`: a GGUF model file run in this process by llama-cpp-python (`local:PATH`).
 
 A leaf provider: only `sparring.models.registry` imports it, and llama-cpp-python (extra
-`local`) is imported only when a local model is made. The model is loaded at its first call,
-once per process per file and options, and shared by every `LocalModel` of that file. llama
-runs one completion at a time: calls run in worker threads (`anyio.to_thread`), one after
-another under the model's lock, so the event loop stays free while they do.
+`local`) is imported only when a local model is made. The model is loaded when the first
+`LocalModel` of its file is made (before a run starts: llama silences the process's stdout
+and stderr while it loads, which would swallow the lines of a live view), once per process
+per file and options, and shared by every `LocalModel` of that file.
+
+llama runs one completion at a time: each loaded model has one daemon thread that runs its
+completions in the order they were asked for. A caller that is cancelled (a conversation
+timeout, Ctrl-C, SIGTERM) leaves the queue at once; if its completion is already running,
+the caller stops waiting for it and its answer is dropped, and since the thread is a daemon
+a running completion never keeps the process alive.
 
 The prompt is formatted with the chat template stored in the GGUF file. A JSON schema
 becomes a llama grammar (`response_format = json_object` with the schema), so the answer
@@ -16,14 +22,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
 from typing import Any, cast
 
-import anyio.to_thread
-
 from sparring.errors import ModelError, UserError
+from sparring.models._llama_worker import LlamaWorker
 from sparring.models.base import ChatMessage, Completion
 
 DEFAULT_CONTEXT_TOKENS = 8192
@@ -35,14 +39,8 @@ _GET_ONE = (
 )
 
 
-@dataclass
-class _Loaded:
-    llama: Any
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    """llama is not safe for concurrent use: one completion at a time."""
-
-
-_LOADED: dict[tuple[str, tuple[tuple[str, Any], ...]], _Loaded] = {}
+_LOADED: dict[tuple[str, tuple[tuple[str, Any], ...]], LlamaWorker] = {}
+"""The loaded models, each behind the one thread that runs its completions."""
 _LOADING = threading.Lock()
 
 
@@ -60,8 +58,9 @@ class LocalModel:
             `n_threads`); models with other options are loaded separately.
 
     Raises:
-        UserError: the file is missing or not a GGUF file (says how to get one), or
-            llama-cpp-python is not installed (says how to install it).
+        UserError: the file is missing or not a GGUF file (says how to get one),
+            llama-cpp-python is not installed (says how to install it), or llama could not
+            load the file.
     """
 
     def __init__(
@@ -77,7 +76,7 @@ class LocalModel:
         self.path = _checked_gguf(name, Path(path).expanduser())
         options = {"n_ctx": context_tokens, "verbose": False, **(llama_options or {})}
         self._key = (str(self.path.resolve()), tuple(sorted(options.items())))
-        _import_llama(name)
+        self._worker = self._load()
 
     async def complete(
         self,
@@ -87,14 +86,18 @@ class LocalModel:
         json_schema: dict[str, Any] | None = None,
         schema_name: str = "answer",
     ) -> Completion:
-        """One chat completion with the GGUF's chat template, in a worker thread.
+        """One chat completion with the GGUF's chat template, on the model's thread after
+        the calls queued before it.
+
+        Cancelling the caller leaves the queue at once (a completion already running is
+        not waited for).
 
         Returns:
             The answer's text and llama's token counts.
 
         Raises:
-            ModelError: the file could not be loaded, or the completion failed (e.g. the
-                prompt does not fit in `context_tokens`); the message says what to do.
+            ModelError: the completion failed (e.g. the prompt does not fit in
+                `context_tokens`); the message says what to do.
         """
         request: dict[str, Any] = {
             "messages": [dict(m) for m in messages],
@@ -103,13 +106,8 @@ class LocalModel:
         }
         if json_schema is not None:
             request["response_format"] = {"type": "json_object", "schema": json_schema}
-        return await anyio.to_thread.run_sync(self._complete, request)
-
-    def _complete(self, request: dict[str, Any]) -> Completion:
-        loaded = self._load()
         try:
-            with loaded.lock:
-                answer: Any = loaded.llama.create_chat_completion(**request)
+            answer: Any = await self._worker.run(request)
         except (ValueError, RuntimeError) as e:
             raise ModelError(
                 f"{self.name}: the completion failed: {e}. If the prompt is too "
@@ -124,21 +122,24 @@ class LocalModel:
             output_tokens=usage.get("completion_tokens"),
         )
 
-    def _load(self) -> _Loaded:
+    def _load(self) -> LlamaWorker:
         with _LOADING:
-            loaded = _LOADED.get(self._key)
-            if loaded is None:
+            worker = _LOADED.get(self._key)
+            if worker is None:
                 llama_cpp = _import_llama(self.name)
                 try:
                     llama = llama_cpp.Llama(model_path=self._key[0], **dict(self._key[1]))
                 except (ValueError, RuntimeError) as e:
-                    raise ModelError(
-                        f"{self.name}: llama could not load {self.path} ({e}); "
+                    raise UserError(
+                        f"model {self.name!r}: llama could not load {self.path} ({e}); "
                         "check that the file is complete and that this "
                         "llama-cpp-python supports its architecture"
                     ) from e
-                loaded = _LOADED[self._key] = _Loaded(llama)
-        return loaded
+                worker = _LOADED[self._key] = LlamaWorker(
+                    lambda request: llama.create_chat_completion(**request),
+                    name=f"sparring llama {self.path.name}",
+                )
+        return worker
 
     async def aclose(self) -> None:
         """Nothing to release: the loaded model stays in memory for the process, shared
