@@ -81,7 +81,8 @@ async def test_a_call_whose_connection_was_reset_on_every_try_does_not_fail_the_
 async def test_one_judge_request_reset_through_its_retries_errors_only_its_trial() -> None:
     """The reported reproduction: `--parallel 1`, the first judge request's connection reset
     on every try; the healthy trials after it must all be judged."""
-    replies = [Reply(reset=True), Reply(reset=True), *[_schema_answer] * 6]
+    # the first try alone (no response_format answered yet), then 1 + 1 retry: 3 resets
+    replies = [*[Reply(reset=True)] * 3, *[_schema_answer] * 6]
     scenario = ScriptedScenario(
         id="greets",
         turns=[{"user": "Hi"}],  # pyright: ignore[reportArgumentType]
@@ -104,8 +105,8 @@ async def test_one_judge_request_reset_through_its_retries_errors_only_its_trial
     trials = result.scenarios[0].trials
     assert [t.status for t in trials] == ["error"] + ["passed"] * 6
     assert "could not connect" in (trials[0].error or "")
-    assert len(server.requests) == 8
-    assert trials[0].usage.model_calls == 2  # both tries were sent
+    assert len(server.requests) == 9
+    assert trials[0].usage.model_calls == 3  # every try was sent
     assert [t.usage.model_calls for t in trials[1:]] == [1] * 6
 
 
@@ -126,7 +127,7 @@ async def test_a_server_refusing_json_schema_gets_instructions_from_then_on(
                 third = await model.complete(PROMPT, temperature=0, json_schema=SCHEMA)
         finally:
             await model.aclose()
-    refused = 2 if server_kind == "llama-cpp-python" else 1  # the SDK retries a 500
+    refused = 1  # the first try goes out alone, so even a 500 is not retried
     assert (first.text, first.requests) == ('{"ok": true}', refused + 1)
     assert (second.requests, third.requests) == (1, 1)
     assert model.native_json_schema is False
@@ -161,13 +162,13 @@ async def test_llama_cpp_python_end_to_end_judges_with_tolerant_parsing_and_coun
         finally:
             await model.aclose()
     assert answer is True
-    assert usage.model_calls == 3 == len(server.requests)  # 2 refused + 1 answered
+    assert usage.model_calls == 2 == len(server.requests)  # 1 refused + 1 answered
     assert usage.unpriced_calls == 1  # refused requests cost nothing
 
 
 async def test_a_failed_call_counts_every_request_it_sent() -> None:
     with ScriptedOpenAIServer(
-        [Reply("boom", status=503, headers={"retry-after-ms": "1"})] * 3
+        [Reply("boom", status=503, headers={"retry-after-ms": "1"})] * 4
     ) as server:
         model = _model(server, max_retries=2)
         usage = Usage()
@@ -178,7 +179,7 @@ async def test_a_failed_call_counts_every_request_it_sent() -> None:
                 )
         finally:
             await model.aclose()
-    assert usage.model_calls == 3 == len(server.requests)
+    assert usage.model_calls == 4 == len(server.requests)  # a first try, then 1 + 2 retries
     assert usage.cost_usd == 0 and usage.unpriced_calls == 0
 
 
@@ -217,3 +218,19 @@ async def test_models_of_one_endpoint_share_a_client_until_the_last_is_closed() 
         await user.aclose()
         assert (await judge.complete(PROMPT, temperature=0)).text == "c"  # still open
         await judge.aclose()
+
+
+async def test_the_first_try_alone_happens_only_until_json_schema_was_answered() -> None:
+    retry = Reply("busy", status=503, headers={"retry-after-ms": "1"})
+    with ScriptedOpenAIServer(
+        [retry, Reply('{"ok": true}'), retry, Reply('{"ok": false}')]
+    ) as server:
+        model = _model(server, max_retries=1)
+        try:
+            first = await model.complete(PROMPT, temperature=0, json_schema=SCHEMA)
+            second = await model.complete(PROMPT, temperature=0, json_schema=SCHEMA)
+        finally:
+            await model.aclose()
+    assert (first.requests, second.requests) == (2, 2)
+    assert [h["x-stainless-retry-count"] for h in server.headers] == ["0", "0", "0", "1"]
+    assert model.native_json_schema is True

@@ -109,8 +109,9 @@ class SharedClient:
         self._keys: list[_Key] = []
         self._last: tuple[object, openai.AsyncOpenAI] | None = None
 
-    async def post(self, body: dict[str, Any]) -> bytes:
-        """POST `body` to `/chat/completions`; the answer's bytes, unchecked.
+    async def post(self, body: dict[str, Any], *, retries: int | None = None) -> bytes:
+        """POST `body` to `/chat/completions`; the answer's bytes, unchecked. `retries`
+        overrides the client's retry limit for this call.
 
         The SDK's documented generic `post` (for "undocumented endpoints") keeps its
         retries, auth and error mapping but skips the per-call recursive transform of typed
@@ -120,7 +121,11 @@ class SharedClient:
             openai.OpenAIError: the SDK's errors, after its retries.
         """
         client = self._client()
-        return await client.post("/chat/completions", body=body, cast_to=bytes)
+        if retries is None:
+            return await client.post("/chat/completions", body=body, cast_to=bytes)
+        return await client.post(
+            "/chat/completions", body=body, cast_to=bytes, options={"max_retries": retries}
+        )
 
     def _client(self) -> openai.AsyncOpenAI:
         try:

@@ -93,6 +93,8 @@ class OpenAIModel:
         self._scrubber = Scrubber([self._client.api_key, *url_credentials(self.base_url)])
         self.native_json_schema = True
         """False once the endpoint refused `response_format`; instructions are used then."""
+        self._native_answered = False
+        """True once the endpoint answered a `response_format` request."""
 
     async def complete(
         self,
@@ -151,7 +153,7 @@ class OpenAIModel:
                 "json_schema": {"name": schema_name, "schema": json_schema, "strict": False},
             }
             try:
-                return await self._create(messages, temperature, response_format, seed)
+                return await self._native(messages, temperature, response_format, seed)
             except openai.APIStatusError as e:
                 if not _refuses_response_format(e):
                     raise
@@ -159,6 +161,36 @@ class OpenAIModel:
         if json_schema is not None:
             messages = with_schema_instructions(messages, json_schema)
         return await self._create(messages, temperature, None, seed)
+
+    async def _native(
+        self,
+        messages: Sequence[ChatMessage],
+        temperature: float,
+        response_format: dict[str, Any],
+        seed: int | None,
+    ) -> Completion:
+        """Until the endpoint has answered one request with `response_format`, its first
+        try goes out without the SDK's retries, so a refusal is seen at once (not after
+        retrying llama-cpp-python's 500 with backoff); any other failure worth retrying is
+        then sent again with the retries as usual.
+
+        Raises:
+            openai.OpenAIError: as `_create`.
+        """
+        if not self._native_answered:
+            try:
+                answer = await self._create(messages, temperature, response_format, seed, retries=0)
+            except openai.APIStatusError as e:
+                if _refuses_response_format(e) or not _worth_retrying(e):
+                    raise
+            except openai.APIConnectionError:
+                pass
+            else:
+                self._native_answered = True
+                return answer
+        answer = await self._create(messages, temperature, response_format, seed)
+        self._native_answered = True
+        return answer
 
     def _fall_back(self, e: openai.APIStatusError) -> None:
         """Ask by instructions from now on; say so the first time only."""
@@ -181,6 +213,8 @@ class OpenAIModel:
         temperature: float,
         response_format: dict[str, Any] | None,
         seed: int | None,
+        *,
+        retries: int | None = None,
     ) -> Completion:
         body: dict[str, Any] = {
             "model": self.model,
@@ -191,7 +225,7 @@ class OpenAIModel:
             body["seed"] = seed
         if response_format is not None:
             body["response_format"] = response_format
-        data = await self._client.post(body)
+        data = await self._client.post(body, retries=retries)
         try:
             answer = parse_chat_completion(data)
         except MalformedCompletion as e:
@@ -297,6 +331,14 @@ def _cause_text(e: openai.APIConnectionError) -> str:
     """What went wrong underneath the SDK's generic "Connection error."."""
     underneath = _aiohttp_error(e)
     return str(underneath) if underneath is not None and str(underneath) else str(e)
+
+
+def _worth_retrying(e: openai.APIStatusError) -> bool:
+    """Whether the SDK would retry this answer (its rules, Retry-After limits aside)."""
+    told = e.response.headers.get("x-should-retry")
+    if told in ("true", "false"):
+        return told == "true"
+    return e.status_code in (408, 409, 429) or e.status_code >= 500
 
 
 def _refuses_response_format(e: openai.APIStatusError) -> bool:
