@@ -23,7 +23,16 @@ does (the rest, `ARG`, is the text it answers with):
     `both ARG`       completed, artifact `ARG (artifact)` and status message `ARG`
     `data`           completed, an artifact with a data part `{"order": 10234, "ok": true}`
     `ask ARG`        input-required, ARG as the status message; the next user message of
-                     the task completes it with `continued TASK_ID: TEXT`
+                     the task completes it with an artifact `continued TASK_ID: TEXT`
+    `draft ARG`      an artifact `draft: ARG` (an id of its own), then input-required with
+                     the status message `Anything else?`; each next user message of the
+                     task adds an artifact `continued TASK_ID: TEXT` (a new id, as
+                     `TaskUpdater.add_artifact` gives) and asks again, until the user says
+                     `done` (completed)
+    `revise ARG`     an artifact with id `answer`: `first: ARG`, then input-required (status
+                     message `Shall I change it?`); the next user message replaces that
+                     artifact in place (same id, `append` false) with `revised: TEXT` and
+                     completes
     `fail ARG` / `reject ARG` / `cancel ARG` / `auth ARG`
                      failed / rejected / canceled / auth-required with ARG as the message
     `message ARG`    no task: a direct agent message ARG
@@ -66,6 +75,8 @@ from a2a.types.a2a_pb2 import (
     AgentCard,
     AgentInterface,
     AgentSkill,
+    Part,
+    Task,
     TaskState,
 )
 from starlette.applications import Starlette
@@ -117,12 +128,17 @@ class ScriptedExecutor(AgentExecutor):
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         reply = self._agent_message(updater)
         if continued:
-            await self._artifact(updater, f"continued {task.id}: {text}")
-            await updater.complete()
+            await self._continue(updater, task, text)
         elif command in _END_STATES:
             await updater.update_status(_END_STATES[command], reply(arg))
         elif command == "ask":
             await updater.requires_input(reply(arg))
+        elif command == "draft":
+            await self._artifact(updater, f"draft: {arg}")
+            await updater.requires_input(reply("Anything else?"))
+        elif command == "revise":
+            await updater.add_artifact([_text_part(f"first: {arg}")], artifact_id="answer")
+            await updater.requires_input(reply("Shall I change it?"))
         elif command == "working":
             await updater.start_work(reply(arg))
         elif command == "status":
@@ -145,6 +161,21 @@ class ScriptedExecutor(AgentExecutor):
         else:
             await self._complete_other(updater, command, arg, text, task.context_id)
 
+    async def _continue(self, updater: TaskUpdater, task: Task, text: str) -> None:
+        """The next user message of an input-required task (module docstring)."""
+        if any(a.artifact_id == "answer" for a in task.artifacts):
+            await updater.add_artifact(
+                [_text_part(f"revised: {text}")], artifact_id="answer", append=False
+            )
+            await updater.complete()
+            return
+        await self._artifact(updater, f"continued {task.id}: {text}")
+        drafting = any(a.parts and a.parts[0].text.startswith("draft: ") for a in task.artifacts)
+        if drafting and text != "done":
+            await updater.requires_input(self._agent_message(updater)("Anything else?"))
+        else:
+            await updater.complete()
+
     @staticmethod
     def _agent_message(updater: TaskUpdater) -> Callable[[str], Any]:
         return lambda text: updater.new_agent_message([new_text_message(text).parts[0]])
@@ -160,7 +191,7 @@ class ScriptedExecutor(AgentExecutor):
         for i, word in enumerate(arg.split(" ")):
             piece = word if i == 0 else " " + word
             await updater.add_artifact(
-                [new_text_message(piece).parts[0]],
+                [_text_part(piece)],
                 artifact_id=artifact_id,
                 name="reply",
                 append=i > 0,
@@ -185,6 +216,10 @@ class ScriptedExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Cancelling is not scripted."""
+
+
+def _text_part(text: str) -> Part:
+    return new_text_message(text).parts[0]
 
 
 def _card(
@@ -231,7 +266,7 @@ class A2AServer:
     """
 
     token: str = "test-token-0123456789"
-    seen: list[Seen] = field(default_factory=list)
+    seen: list[Seen] = field(default_factory=list[Seen])
     base: str = ""
     _server: uvicorn.Server | None = None
     _thread: threading.Thread | None = None

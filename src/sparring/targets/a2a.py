@@ -16,12 +16,11 @@ message (same `taskId`); after `completed` the next message starts a new task in
 context. `failed`, `rejected`, `canceled` and `auth-required` are errors naming the state
 and the agent's message.
 
-The reply text is the text of the task's artifacts followed by its final status message
-(text parts joined as they are, since streamed chunks are separate parts; data parts as
-canonical JSON and files as a `[file ...]` marker, on lines of their own); when there are
-several, each is also kept in `Message.parts`. Every task state seen is recorded in
-`Message.status_events` (detail: the status message), and `raw` is the final task, or the
-agent's direct message, as A2A 1.0 JSON.
+The reply text is what the agent produced in this turn: the artifacts it added or changed
+since the previous answer of the same task, then the task's final status message (see
+`sparring.targets.a2a_wire`, which reads the SDK's events). Every task state seen is
+recorded in `Message.status_events` (detail: the status message), and `raw` is the final
+task (every artifact so far), or the agent's direct message, as A2A 1.0 JSON.
 
 Tool calls: A2A has no standard for them, so they are read only when the spec has a
 `tool_calls_path`, applied to `raw` (camelCase, as on the wire; `metadata` is an object even
@@ -38,7 +37,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import anyio
@@ -56,27 +55,19 @@ from sparring.targets.templates import (
     placeholder_names,
     tool_calls_from,
 )
-from sparring.transcript import Message, StatusEvent, ToolCall, Transcript, content_text
+from sparring.transcript import Message, ToolCall, Transcript
 
 try:
     from a2a.client import Client, ClientConfig, ClientFactory
     from a2a.client.card_resolver import parse_agent_card
     from a2a.client.errors import A2AClientTimeoutError
-    from a2a.types.a2a_pb2 import (
-        AgentCard,
-        Part,
-        Role,
-        SendMessageRequest,
-        StreamResponse,
-        Task,
-        TaskArtifactUpdateEvent,
-        TaskState,
-        TaskStatus,
-    )
+    from a2a.types.a2a_pb2 import AgentCard, Part, Role, SendMessageRequest
     from a2a.types.a2a_pb2 import Message as A2AMessage
     from a2a.utils.constants import TransportProtocol
     from a2a.utils.errors import A2AError
-    from google.protobuf.json_format import MessageToDict, ParseError
+    from google.protobuf.json_format import ParseError
+
+    from sparring.targets.a2a_wire import Answer, ArtifactParts, whole_numbers
 except ImportError as e:
     raise UserError(
         f"the a2a target needs the A2A SDK, which is not installed ({e}): "
@@ -85,17 +76,6 @@ except ImportError as e:
 
 _EXCERPT_CHARS = 300
 _BINDINGS = (TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON)
-_ENDED = {
-    TaskState.TASK_STATE_FAILED: "the agent failed on its side; see its logs",
-    TaskState.TASK_STATE_REJECTED: "the agent refused the request",
-    TaskState.TASK_STATE_CANCELED: "the task was canceled before it finished",
-    TaskState.TASK_STATE_AUTH_REQUIRED: (
-        "the agent needs credentials for this request; give "
-        "them in `headers` (e.g. Authorization: Bearer "
-        "{{secrets.AGENT_TOKEN}})"
-    ),
-}
-_ANSWERED = (TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_INPUT_REQUIRED)
 _MALFORMED = (ParseError, ValueError, TypeError, AttributeError, KeyError)
 """What the SDK raises, undocumented, for an answer that is JSON but not an A2A reply: e.g.
 `"result": null` is a protobuf TypeError, a v0.3 answer that is a list an AttributeError.
@@ -261,7 +241,7 @@ class _Connection:
         self.client, self.endpoint, self._name = client, endpoint, name
         self._timeout_s, self._secrets, self._tool_calls = timeout_s, secrets, tool_calls
 
-    async def send(self, text: str, *, context_id: str, task_id: str) -> _Answer:
+    async def send(self, text: str, *, context_id: str, task_id: str) -> Answer:
         """Send one user message; return the agent's answer, folded from its events.
 
         Args:
@@ -283,7 +263,7 @@ class _Connection:
             context_id=context_id,
             task_id=task_id,
         )
-        answer = _Answer()
+        answer = Answer()
         start = time.perf_counter()
         try:
             with anyio.fail_after(self._timeout_s):
@@ -312,9 +292,9 @@ class _Connection:
         # `metadata` is left out of the JSON when empty; it is still the place to look.
         # A misspelt path must not pass for "no tool calls" (see `extract_optional`).
         value = path.extract_optional({"metadata": {}, **raw}, scrub=self._secrets.scrub)
-        return tool_calls_from(_whole_numbers(value), where=f"tool_calls_path {path.path!r}")
+        return tool_calls_from(whole_numbers(value), where=f"tool_calls_path {path.path!r}")
 
-    async def _receive(self, request: SendMessageRequest, answer: _Answer, start: float) -> None:
+    async def _receive(self, request: SendMessageRequest, answer: Answer, start: float) -> None:
         """Fold the SDK's events for `request` into `answer`.
 
         Raises:
@@ -366,19 +346,28 @@ class A2ASession:
         """The A2A context, taken from the first reply (`""` until then)."""
         self.task_id = ""
         """The `input-required` task the next message continues (`""`: none)."""
+        self._artifacts: ArtifactParts = {}
+        """That task's artifacts as the agent holds them after the last answer."""
 
     async def send(self, transcript: Transcript, /) -> Message:
         """Send the transcript's last (user) message in this session's context.
+
+        Returns:
+            The reply: what the agent produced for this message (artifacts of earlier
+            turns of a continued task are left out; see `sparring.targets.a2a_wire`).
 
         Raises:
             TargetError: see `_Connection.send`.
             TargetTimeout: no complete answer within the target's `timeout_s`.
         """
         text, _ = last_user_message(transcript)
-        answer = await self._connection.send(text, context_id=self.context_id, task_id=self.task_id)
+        continued = self.task_id
+        answer = await self._connection.send(text, context_id=self.context_id, task_id=continued)
+        earlier = self._artifacts if continued and answer.task_id == continued else {}
         self.context_id = answer.context_id or self.context_id
         self.task_id = answer.pending_task_id
-        return answer.message()
+        self._artifacts = {**earlier, **answer.artifacts()} if self.task_id else {}
+        return answer.message(earlier=earlier)
 
     async def preload(self, history: Transcript, /) -> Transcript:
         """Replay `history`'s user messages live, in order, in this session's context.
@@ -399,180 +388,6 @@ class A2ASession:
 
     async def close(self) -> None:
         """Nothing to release: an A2A context needs no closing."""
-
-
-class _Answer:
-    """The agent's answer to one user message, folded from the SDK's stream events (a
-    non-streaming reply is one event: the task or a direct message)."""
-
-    def __init__(self) -> None:
-        self.task: Task | None = None
-        self.direct: A2AMessage | None = None
-        self.events: list[StatusEvent] = []
-        self.latency_ms: float | None = None
-        self.tool_calls: tuple[ToolCall, ...] = ()
-
-    def add(self, event: StreamResponse, *, at_ms: float) -> None:
-        """Fold in one event: a task, a status or artifact update, or a direct message."""
-        kind = event.WhichOneof("payload")
-        if kind == "message":
-            self.direct = event.message
-        elif kind == "task":
-            self.task = Task()
-            self.task.CopyFrom(event.task)
-            self._status(self.task.status, at_ms)
-        elif kind == "status_update":
-            update = event.status_update
-            task = self._task(update.task_id, update.context_id)
-            task.status.CopyFrom(update.status)
-            if update.HasField("metadata"):
-                task.metadata.MergeFrom(update.metadata)
-            self._status(update.status, at_ms)
-        elif kind == "artifact_update":
-            update = event.artifact_update
-            _merge_artifact(self._task(update.task_id, update.context_id), update)
-
-    def _task(self, task_id: str, context_id: str) -> Task:
-        if self.task is None:
-            self.task = Task(id=task_id, context_id=context_id)
-        return self.task
-
-    def _status(self, status: TaskStatus, at_ms: float) -> None:
-        self.events.append(
-            StatusEvent(
-                state=_state_name(status.state), detail=_text(status.message.parts), at_ms=at_ms
-            )
-        )
-
-    @property
-    def context_id(self) -> str:
-        """The context the agent answered in (`""` if it named none)."""
-        source = self.task or self.direct
-        return source.context_id if source is not None else ""
-
-    @property
-    def pending_task_id(self) -> str:
-        """The task the next message continues: this one when it waits for input."""
-        task = self.task
-        if task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
-            return task.id
-        return ""
-
-    def check(self, endpoint: str, secrets: Secrets) -> None:
-        """Raise unless the agent answered: a direct message, or a task that completed or
-        waits for input.
-
-        Raises:
-            TargetError: no task nor message; a task failed, rejected, canceled, needing
-                auth, or still submitted / working when the answer ended.
-        """
-        if self.direct is not None:
-            return
-        if self.task is None:
-            raise TargetError(
-                f"{endpoint} answered with neither a task nor a message; check "
-                "that the agent speaks the protocol version its card says"
-            )
-        status = self.task.status
-        state, said = _state_name(status.state), _text(status.message.parts)
-        said = secrets.excerpt(said, _EXCERPT_CHARS) if said else "(no message)"
-        if status.state in _ENDED:
-            raise TargetError(
-                f"{endpoint}: the agent's task ended in state {state!r} with "
-                f"message {said!r}; {_ENDED[status.state]}"
-            )
-        if status.state not in _ANSWERED:
-            raise TargetError(
-                f"{endpoint}: the answer ended with the task still in state "
-                f"{state!r} (message {said!r}); sparring waits for "
-                "'completed' or 'input-required'. The agent may have stopped "
-                "mid-task or answered before finishing; check its logs"
-            )
-
-    def raw(self) -> dict[str, JsonValue]:
-        """The direct message, or else the task, as A2A 1.0 JSON (call after `check`)."""
-        source = self.direct if self.direct is not None else self.task
-        assert source is not None
-        return MessageToDict(source)
-
-    def message(self) -> Message:
-        """The reply as a sparring agent `Message` (call after `check`)."""
-        if self.direct is not None:
-            pieces = [_text(self.direct.parts)]
-        else:
-            assert self.task is not None
-            pieces = [_text(a.parts) for a in self.task.artifacts]
-            pieces.append(_text(self.task.status.message.parts))
-        pieces = [p for p in pieces if p]
-        return Message(
-            role="agent",
-            content="\n".join(pieces),
-            parts=tuple(pieces) if len(pieces) > 1 else (),
-            raw=self.raw(),
-            tool_calls=self.tool_calls,
-            latency_ms=self.latency_ms,
-            status_events=tuple(self.events),
-        )
-
-
-def _merge_artifact(task: Task, update: TaskArtifactUpdateEvent) -> None:
-    """Add a streamed artifact chunk: its parts appended to the artifact with its id (as
-    the agent's own task keeps them), or the artifact replaced or added."""
-    new = update.artifact
-    old = next((a for a in task.artifacts if a.artifact_id == new.artifact_id), None)
-    if old is None:
-        task.artifacts.add().CopyFrom(new)
-    elif update.append:
-        old.parts.extend(new.parts)
-    else:
-        old.CopyFrom(new)
-
-
-def _text(parts: Sequence[Part]) -> str:
-    """Parts as text: runs of text parts joined as they are (streamed chunks are separate
-    parts), data parts as canonical JSON and files as `[file ...]` markers on lines of
-    their own."""
-    lines: list[str] = []
-    after_text = False
-    for part in parts:
-        is_text = part.WhichOneof("content") == "text"
-        if is_text and after_text:
-            lines[-1] += part.text
-        else:
-            lines.append(_part_text(part))
-        after_text = is_text
-    return "\n".join(lines)
-
-
-def _part_text(part: Part) -> str:
-    kind = part.WhichOneof("content")
-    if kind == "text":
-        return part.text
-    if kind == "data":
-        return content_text(_whole_numbers(MessageToDict(part)["data"]))
-    media = part.media_type or "unknown type"
-    if kind == "url":
-        return f"[file {part.filename or part.url} ({media}): {part.url}]"
-    if kind == "raw":
-        return f"[file {part.filename or '(unnamed)'} ({media}), {len(part.raw)} bytes]"
-    return ""
-
-
-def _whole_numbers(value: JsonValue) -> JsonValue:
-    """JSON from a protobuf `Value`, whose numbers are all doubles, with whole numbers as
-    integers again (`10234.0` -> `10234`), as the agent most likely sent them."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, list):
-        return [_whole_numbers(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _whole_numbers(v) for k, v in value.items()}
-    return value
-
-
-def _state_name(state: TaskState) -> str:
-    """`TASK_STATE_INPUT_REQUIRED` -> `input-required` (the names of the A2A spec)."""
-    return TaskState.Name(state).removeprefix("TASK_STATE_").lower().replace("_", "-")
 
 
 class _BadResponse(Exception):
