@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparring.transcript import Transcript
+from sparring.transcript import Record, Transcript
 
 SCHEMA_VERSION = "1"
 
@@ -40,7 +40,7 @@ EndReason = Literal[
 ]
 
 
-class Verdict(BaseModel):
+class Verdict(Record):
     """The decision on one criterion, `should` or check.
 
     `turn` is the 1-based turn of the reply a per-reply verdict is about (`None` for the
@@ -58,7 +58,7 @@ class Verdict(BaseModel):
     turn: int | None = None
 
 
-class ReplyNote(BaseModel):
+class ReplyNote(Record):
     """The judge's short note and 0-1 score on one agent reply (1-based `turn`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -157,7 +157,7 @@ def undecided_text(verdicts: list[Verdict] | tuple[Verdict, ...]) -> str | None:
     return None if first is None else f"{first.id} could not be decided: {first.reason}"
 
 
-class SubtestResult(BaseModel):
+class SubtestResult(Record):
     """One sub-test of a trial (a Python test's `session.unfold` step): a fresh conversation
     of its own, reported in order after the trial's main transcript.
 
@@ -183,7 +183,7 @@ class SubtestResult(BaseModel):
     """Why the sub-test could not run (e.g. the target failed)."""
 
 
-class TrialResult(BaseModel):
+class TrialResult(Record):
     """One trial: its transcript (whatever it got, even on error), verdicts and status."""
 
     model_config = ConfigDict(extra="forbid")
@@ -237,7 +237,7 @@ def passes_needed(threshold: float, out_of: int) -> int:
     return max(0, ceil(threshold * out_of - 1e-9))
 
 
-class ScenarioResult(BaseModel):
+class ScenarioResult(Record):
     """All trials of one scenario and the verdict across them."""
 
     model_config = ConfigDict(extra="forbid")
@@ -331,7 +331,7 @@ class ScenarioResult(BaseModel):
         }
 
 
-class RunResult(BaseModel):
+class RunResult(Record):
     """One execution of a suite; `model_dump_json()` is the JSON report."""
 
     model_config = ConfigDict(extra="forbid")

@@ -1,4 +1,4 @@
-"""Secrets: `{{secrets.NAME}}` values from the environment or a dotenv-style file.
+r"""Secrets: `{{secrets.NAME}}` values from the environment or a dotenv-style file.
 
 Precedence: the environment wins over the secrets file, so CI can override a local file
 without editing it (`export BOT_KEY=...` beats `BOT_KEY=...` in the file).
@@ -7,9 +7,15 @@ What gets scrubbed (`Secrets.scrub`): only values looked up with `get` (that is,
 a `{{secrets.NAME}}` in a target), wherever they came from. Other entries of the secrets
 file or the environment are never sent anywhere, so they are left alone: masking
 `DEBUG=false` or `SHOP=Northwind` would turn every "false" or "Northwind" in transcripts
-into `***`, changing verdicts and breaking JSON. Each scrubbed value is masked as typed,
-URL-encoded (fully, and as HTTP clients encode each part of a URL) and JSON-escaped, so a
-secret in a query string or a request body never leaks either.
+into `***`, changing verdicts and breaking JSON. The models' API keys are scrubbed too:
+`OPENAI_API_KEY` and `ANTHROPIC_API_KEY` from the environment and the `api_key` setting
+(`Secrets.load(api_key=...)`), since an agent that shares the environment can echo them.
+
+Each scrubbed value is masked in every form it takes on the way to a report (`_forms`): as
+typed; URL-encoded (`quote`, `quote_plus`, and as HTTP clients encode each part of a URL);
+escaped once as a JSON or Python string literal shows it (`\"`, `\\`, `\u00e9` with
+`ensure_ascii`, `repr`), and escaped twice (JSON inside JSON: an echoed body, tool
+arguments given as objects, an error body quoted in an error, a repr of a dict).
 
 Trade-off: values shorter than `MIN_SCRUB_CHARS` (4) characters are not scrubbed, so such
 a value does show in reports and errors. Matching is by substring, and masking every `1`,
@@ -33,6 +39,8 @@ from sparring.errors import ConfigError, UserError
 
 MASK = "***"
 MIN_SCRUB_CHARS = 4
+MODEL_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+"""Environment variables holding the models' API keys: always scrubbed when set."""
 """Values shorter than this are never scrubbed (see the module docstring)."""
 _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 
@@ -83,27 +91,91 @@ _URL_SAFE = (
 
 
 def _forms(value: str) -> set[str]:
-    """The value as typed, URL-encoded (fully, and as HTTP clients encode each part of a
-    URL) and JSON-escaped (ASCII-only or not, also with Go's `\u0026`-style HTML escapes and
-    escaped slashes): what may appear in logs, error messages and echoed payloads."""
-    escaped = {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
-    escaped |= {
-        e.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e") for e in escaped
-    }
-    escaped |= {e.replace("/", "\\/") for e in escaped}
+    """The texts `value` may show as in logs, error messages, echoed payloads and reports:
+    as typed, URL-encoded (fully, and as HTTP clients encode each part of a URL), and
+    escaped once and twice (see `_escapes`). `_escaped_any_depth` matches escapes of any
+    depth; these exact texts serve to find a piece of a form cut short."""
+    once = _escapes(value)
+    twice = {form for escaped in once for form in _escapes(escaped)}
+    return {value, *_url_forms(value), *once, *twice}
+
+
+def _url_forms(value: str) -> set[str]:
     return {
-        value,
         quote(value, safe=""),
         quote_plus(value),
-        *escaped,
         *(quote(value, safe=safe) for safe in _URL_SAFE),
     }
 
 
-class Scrubber:
-    """Masks a growing set of values, in every form of `_forms`, as `***`.
+_HEX_ESCAPE = re.compile(r"\\u([0-9a-f]{4})")
 
-    Cheap per call: one compiled regex (longest form first, so a value that contains
+
+def _escapes(text: str) -> set[str]:
+    r"""`text` inside a JSON string (ASCII-only or not, with upper-case `\u00E9` hex, Go's
+    `\u0026`-style HTML escapes, escaped slashes) or a Python string literal (`repr`,
+    `ascii`), without the quotes."""
+    escaped = {json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
+    escaped |= {_HEX_ESCAPE.sub(lambda m: "\\u" + m.group(1).upper(), e) for e in escaped}
+    escaped |= {
+        e.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e") for e in escaped
+    }
+    escaped |= {e.replace("/", "\\/") for e in escaped}
+    return escaped | {repr(text)[1:-1], ascii(text)[1:-1]}
+
+
+_NAMED_ESCAPES = {"\n": "n", "\r": "r", "\t": "t", "\b": "b", "\f": "f"}
+_BACKSLASHES = r"\\+"
+
+
+def _escaped_any_depth(value: str) -> str:
+    r"""A regex matching `value` as typed or escaped any number of times as a JSON or Python
+    string literal (`"` as `\"`, `\\\"`, ...; `\` as `\\`, `\\\\`, ...; `é` as `é`,
+    `\u00e9`, `\\u00e9`, `\xe9`, ...): JSON inside JSON inside a quoted error stays masked
+    however deep it is nested."""
+    return "".join(_escaped_char(char) for char in value)
+
+
+def _escaped_char(char: str) -> str:
+    code = ord(char)
+    options = [r"\\*" + re.escape(char) if char in "\"'\\/" else re.escape(char)]
+    if char in _NAMED_ESCAPES:
+        options.append(_BACKSLASHES + _NAMED_ESCAPES[char])
+    if not 0x20 <= code < 0x7F or char in "&<>":
+        if code < 0x100:
+            options.append(_BACKSLASHES + "x" + _hex(code, 2))
+        if code <= 0xFFFF:
+            options.append(_BACKSLASHES + "u" + _hex(code, 4))
+        else:
+            high, low = divmod(code - 0x10000, 0x400)
+            options.append(_BACKSLASHES + "U" + _hex(code, 8))
+            options.append(
+                _BACKSLASHES
+                + "u"
+                + _hex(0xD800 + high, 4)
+                + _BACKSLASHES
+                + "u"
+                + _hex(0xDC00 + low, 4)
+            )
+    return options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
+
+
+def _hex(code: int, width: int) -> str:
+    """`code` as `width` hex digits, each in either case (`00e9` -> `00[eE]9`)."""
+    digits = f"{code:0{width}x}"
+    return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in digits)
+
+
+CUT = "…"
+"""How sparring marks a text cut short; a piece of a secret right before it is masked."""
+
+
+class Scrubber:
+    """Masks a growing set of values as `***`, in every form they take: as typed, escaped
+    any number of times (`_escaped_any_depth`), URL-encoded; and a piece of one of
+    `_forms` at least `MIN_SCRUB_CHARS` long that ends where a text was cut (`CUT`).
+
+    Cheap per call: one compiled regex (longest value first, so a value that contains
     another is masked whole), rebuilt only when a value is added here or to `parent`.
 
     Args:
@@ -115,9 +187,10 @@ class Scrubber:
     def __init__(self, values: Iterable[str] = (), *, parent: Scrubber | None = None) -> None:
         self._values: set[str] = set()
         self._parent = parent
-        self._pattern: re.Pattern[str] | None = None
-        self._tail: re.Pattern[str] | None = None
-        self._built_for = self._tail_built_for = -1
+        self._pattern = re.compile("(?!)")
+        self._pieces: frozenset[str] = frozenset()
+        self._longest_piece = 0
+        self._built_for = 0
         for value in values:
             self.add(value)
 
@@ -128,14 +201,14 @@ class Scrubber:
 
     def scrub(self, text: str) -> str:
         """`text` with every value (in each form) replaced by `***`."""
-        size = self._size()
-        if not size or not text:
+        if not text or not self._built():
             return text
-        pattern = self._pattern
-        if pattern is None or self._built_for != size:
-            pattern = self._pattern = _alternation(self._forms())
-            self._built_for = size
-        return pattern.sub(MASK, text)
+        if CUT in text:  # pieces first: a shorter value must not hide a longer one's piece
+            parts = text.split(CUT)
+            for i, part in enumerate(parts[:-1]):
+                parts[i] = self._mask_cut_end(part, shortest=MIN_SCRUB_CHARS)
+            text = CUT.join(parts)
+        return self._pattern.sub(MASK, text)
 
     def excerpt(self, text: str, limit: int, *, truncated: bool = False) -> str:
         """`text` scrubbed whole, then cut to its first `limit` characters.
@@ -144,21 +217,35 @@ class Scrubber:
             text: The full text (never cut it first: a value across the cut would leak).
             limit: Characters kept, >= 0.
             truncated: `text` is only the start of something longer (a body read in
-                part), so it may end inside a value: a trailing piece of any form is
-                masked as well.
+                part), so it may end inside a value: a trailing piece of any form, however
+                short, is masked as well.
         """
+        if truncated and text and self._built():
+            text = self._mask_cut_end(text, shortest=1)
+        return self.scrub(text)[:limit]
+
+    def _mask_cut_end(self, text: str, *, shortest: int) -> str:
+        """`text` with its longest ending that is a form or begins one (>= `shortest`
+        characters) masked: the text may have been cut inside a secret."""
+        for size in range(min(self._longest_piece, len(text)), shortest - 1, -1):
+            if text[len(text) - size :] in self._pieces:
+                return text[: len(text) - size] + MASK
+        return text
+
+    def _built(self) -> bool:
+        """Whether there is anything to mask; (re)builds the regex and the pieces first
+        when values were added since the last call."""
         size = self._size()
-        if not truncated or not size or not text:
-            return self.scrub(text)[:limit]
-        pattern = self._tail
-        if pattern is None or self._tail_built_for != size:
-            forms = self._forms()
-            pieces = {(re.escape(f[:k]) + r"\Z", k) for f in forms for k in range(1, len(f))}
-            whole = {(re.escape(f), len(f)) for f in forms}
-            ordered = sorted(whole | pieces, key=lambda item: item[1], reverse=True)
-            pattern = self._tail = re.compile("|".join(regex for regex, _ in ordered))
-            self._tail_built_for = size
-        return pattern.sub(MASK, text)[:limit]
+        if size and self._built_for != size:
+            values = sorted(self._all_values(), key=len, reverse=True)
+            urls = sorted({f for v in values for f in _url_forms(v)} - set(values), key=len)
+            regexes = [re.escape(f) for f in reversed(urls)]
+            self._pattern = re.compile("|".join([*map(_escaped_any_depth, values), *regexes]))
+            forms = {f for v in values for f in _forms(v)}
+            self._pieces = frozenset(f[:k] for f in forms for k in range(1, len(f) + 1))
+            self._longest_piece = max((len(p) for p in self._pieces), default=0)
+            self._built_for = size
+        return size > 0
 
     def _size(self) -> int:
         """Grows whenever a value is added here or to a parent (sets only grow)."""
@@ -167,20 +254,14 @@ class Scrubber:
     def _all_values(self) -> set[str]:
         return self._values | (self._parent._all_values() if self._parent else set())
 
-    def _forms(self) -> set[str]:
-        return {f for v in self._all_values() for f in _forms(v) if f}
-
-
-def _alternation(forms: set[str]) -> re.Pattern[str]:
-    return re.compile("|".join(map(re.escape, sorted(forms, key=len, reverse=True))))
-
 
 class Secrets:
     """Secret values for `{{secrets.NAME}}`, and the scrubbing that keeps them out of output.
 
     Prefer `Secrets.load()`; `Secrets({"BOT_KEY": "k"})` is handy in tests. Safe to share by
-    every target and conversation of a run. Only values looked up with `get` and at least
-    `MIN_SCRUB_CHARS` long are scrubbed (see the module docstring).
+    every target and conversation of a run. Only values looked up with `get`, and the
+    models' API keys, are scrubbed, when at least `MIN_SCRUB_CHARS` long (see the module
+    docstring).
 
     Args:
         env: Values that win (normally the process environment).
@@ -198,17 +279,31 @@ class Secrets:
         self._env = dict(env or {})
         self._file_values = dict(file_values or {})
         self._file = file
-        self._scrubber = Scrubber()
+        self._scrubber = Scrubber(self._env.get(name, "") for name in MODEL_KEY_VARIABLES)
 
     @classmethod
-    def load(cls, *, env: Mapping[str, str] | None = None, file: Path | None = None) -> Secrets:
+    def load(
+        cls,
+        *,
+        env: Mapping[str, str] | None = None,
+        file: Path | None = None,
+        api_key: str | None = None,
+    ) -> Secrets:
         """Read secrets from `env` (default: `os.environ`) and, when given, a dotenv `file`.
+
+        Args:
+            env: Values that win over the file; their `MODEL_KEY_VARIABLES` are scrubbed.
+            file: A dotenv-style secrets file (`secrets_file` setting, --secrets-file).
+            api_key: The `api_key` setting (a model's key), scrubbed when given.
 
         Raises:
             ConfigError: `file` cannot be read or has a malformed line.
         """
         file_values = read_secrets_file(file) if file is not None else {}
-        return cls(os.environ if env is None else env, file_values=file_values, file=file)
+        secrets = cls(os.environ if env is None else env, file_values=file_values, file=file)
+        if api_key:
+            secrets._scrubber.add(api_key)
+        return secrets
 
     def get(self, name: str) -> str:
         """The value of secret `name` (environment first, then the file); from now on it is

@@ -78,6 +78,25 @@ ResponsePathText = Annotated[str, AfterValidator(_check_response_path)]
 a wrong path is reported with the test file's line, not on the first reply."""
 
 
+_FRAMING_HEADERS = ("content-length", "transfer-encoding")
+
+
+def _check_headers(headers: dict[str, str]) -> dict[str, str]:
+    for name in headers:
+        if name.strip().lower() in _FRAMING_HEADERS:
+            raise ValueError(
+                f"header {name!r} cannot be set: the HTTP client sets it from the body "
+                "each request sends (a fixed value would not match the filled-in "
+                "body_template); remove it from `headers`"
+            )
+    return headers
+
+
+Headers = Annotated[dict[str, str], AfterValidator(_check_headers)]
+"""The `headers` of a target: sent with every request; may use `{{secrets.NAME}}`. The
+headers that frame the body (`Content-Length`, `Transfer-Encoding`) are refused at load."""
+
+
 class HttpTargetSpec(BaseModel):
     """An agent behind a JSON-over-HTTP endpoint (DESIGN.md section 4, `http`).
 
@@ -91,7 +110,7 @@ class HttpTargetSpec(BaseModel):
     type: Literal["http"] = "http"
     url: HttpAddress
     method: Literal["POST", "PUT", "PATCH", "GET", "HEAD"] = "POST"
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: Headers = Field(default_factory=dict[str, str])
     body_template: JsonValue = Field(default_factory=lambda: {"message": "{{input}}"})
     response_path: ResponsePathText = "$"
     tool_calls_path: ResponsePathText | None = None
@@ -111,7 +130,7 @@ class OpenAIChatTargetSpec(BaseModel):
     model: str
     api_key: str = "{{secrets.OPENAI_API_KEY}}"
     system_prompt: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: Headers = Field(default_factory=dict[str, str])
     temperature: float | None = None
     timeout_s: float = Field(default=60, gt=0, le=3600)
 
@@ -144,7 +163,7 @@ class A2ATargetSpec(BaseModel):
     type: Literal["a2a"]
     url: HttpAddress
     card_path: str = "/.well-known/agent-card.json"
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: Headers = Field(default_factory=dict[str, str])
     streaming: bool = False
     tool_calls_path: ResponsePathText | None = None
     timeout_s: float = Field(default=60, gt=0, le=3600)
@@ -181,7 +200,7 @@ class ParlantTargetSpec(BaseModel):
     url: HttpAddress
     agent_id: str = Field(min_length=1)
     customer_id: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: Headers = Field(default_factory=dict[str, str])
     timeout_s: float = Field(default=60, gt=0, le=3600)
 
 

@@ -10,13 +10,79 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, JsonValue
-from pydantic_core import PydanticSerializationError
+from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
 
 Role = Literal["user", "agent", "system", "tool"]
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of arrays and objects accepted in JSON a target or model sends."""
 
 
-class ToolCall(BaseModel):
+class JsonTooDeep(ValueError):
+    """JSON nested deeper than `MAX_JSON_DEPTH` (no report could hold it)."""
+
+    def __init__(self) -> None:
+        super().__init__(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
+
+
+def parse_json(text: str | bytes) -> JsonValue:
+    """`json.loads` (of text, or UTF-8 bytes) that keeps `NaN`, `Infinity` and `-Infinity`
+    as strings (so a report holding the value stays strict JSON) and refuses nesting deeper
+    than `MAX_JSON_DEPTH`.
+
+    Raises:
+        JsonTooDeep: nested deeper than `MAX_JSON_DEPTH` (check it before ValueError).
+        ValueError: not JSON (`json.JSONDecodeError`, or `UnicodeDecodeError` for bytes).
+    """
+    try:
+        value: JsonValue = json.loads(text, parse_constant=str)
+    except RecursionError:
+        raise JsonTooDeep() from None
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            item = list(cast(dict[str, Any], item).values())
+        if isinstance(item, list):
+            if depth > MAX_JSON_DEPTH:
+                raise JsonTooDeep()
+            pending.extend((child, depth + 1) for child in cast(list[Any], item))
+    return value
+
+
+def valid_text(text: str) -> str:
+    """`text` with lone UTF-16 surrogates (which no UTF-8 file or terminal can hold)
+    replaced by U+FFFD; `text` itself when it has none."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
+
+
+def valid_unicode(value: Any) -> Any:
+    """`value` with `valid_text` applied to every string in it, keys included, through
+    dicts, lists and tuples; anything else as it is."""
+    return _clean_strings(value, None)
+
+
+class Record(BaseModel):
+    """Base of the models that end up in reports (transcripts, results): every string given
+    to them, from an agent, a model, a test file or a Python test, is made valid Unicode
+    (`valid_unicode`) when the model is built, so no report writer or console can fail on
+    it. Nested models are repaired when they are built themselves."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_unicode(cls, data: Any) -> Any:
+        try:
+            return valid_unicode(data)
+        except RecursionError:  # pydantic refuses such nesting anyway: say why
+            raise ValueError("the value is nested too deeply to keep in a report") from None
+
+
+class ToolCall(Record):
     """One tool call the agent made.
 
     `arguments_raw` is the arguments text exactly as the target sent it; `arguments` is its
@@ -46,10 +112,8 @@ class ToolCall(BaseModel):
             return cls(name=name, arguments_raw="{}", arguments={}, id=id, result=result)
         if isinstance(arguments, str):
             try:
-                parsed: JsonValue = (
-                    json.loads(arguments, parse_constant=str) if arguments.strip() else {}
-                )
-            except json.JSONDecodeError as e:
+                parsed: JsonValue = parse_json(arguments) if arguments.strip() else {}
+            except ValueError as e:
                 return cls(
                     name=name,
                     arguments_raw=arguments,
@@ -63,7 +127,7 @@ class ToolCall(BaseModel):
         return cls(name=name, arguments_raw=raw, arguments=arguments, id=id, result=result)
 
 
-class StatusEvent(BaseModel):
+class StatusEvent(Record):
     """A state the agent reported while it worked on a reply: an A2A task state
     (`working`, `input-required`, `completed`, ...), a Parlant status (`acknowledged`,
     `processing`, `typing`, `ready`), or a framework's progress event.
@@ -78,7 +142,7 @@ class StatusEvent(BaseModel):
     at_ms: float | None = None
 
 
-class Message(BaseModel):
+class Message(Record):
     """One message in a conversation.
 
     `latency_ms` is the target's reply time in milliseconds (agent messages only); `raw` is
@@ -102,7 +166,7 @@ class Message(BaseModel):
     status_events: tuple[StatusEvent, ...] = ()
 
 
-class Transcript(BaseModel):
+class Transcript(Record):
     """An ordered, immutable list of messages; `with_message` returns a new transcript."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -149,13 +213,10 @@ def sanitized(message: Message, scrub: Callable[[str], str] | None) -> Message:
     """`message` made safe to keep and report: every text in it (content, tool calls, raw
     payload) with secret values masked (DESIGN.md section 5) and lone UTF-16 surrogates
     replaced, so every report stays valid UTF-8. Only string values change, never the
-    structure, and the message is returned as is when nothing changed."""
-    try:  # fast path: one Rust dump shows there is nothing to replace or mask
-        text = message.model_dump_json()
-        if scrub is None or scrub(text) == text:
-            return message
-    except PydanticSerializationError:
-        pass  # lone surrogates: the walk below replaces them
+    structure, and the message is returned as is when nothing changed.
+
+    Each string is scrubbed on its own, never a JSON dump of the message: a dump escapes
+    every string once more, so a secret the agent sent already escaped would be missed."""
     data = message.model_dump()
     clean = _clean_strings(data, scrub)
     return message if clean == data else Message.model_validate(clean)
@@ -163,10 +224,7 @@ def sanitized(message: Message, scrub: Callable[[str], str] | None) -> Message:
 
 def _clean_strings(value: Any, scrub: Callable[[str], str] | None) -> Any:
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            value = value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        value = valid_text(value)
         return scrub(value) if scrub is not None else value
     if isinstance(value, dict):
         return {

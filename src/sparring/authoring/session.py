@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
@@ -512,13 +513,11 @@ async def open_session(
     Raises:
         UserError: a target or model that cannot be used.
     """
-    from sparring.secrets import Secrets
-
     async with AsyncExitStack() as stack:
         current = current_trial()
         judge_model = await resolve_judge_model(model, stack, fallback=current is None)
         built = coerce_target(target, timeout_s=response_timeout)
-        secrets = Secrets.load()
+        secrets = load_secrets()
         if not isinstance(built, Target):
             built = await _built(built, stack, current, secrets)
         if current is None:  # the judge and the record see secrets masked, as in a run
@@ -537,6 +536,22 @@ async def open_session(
             )
         async with Session(built, trial=trial) as session:
             yield session
+
+
+def load_secrets(secrets_file: str | Path | None = None) -> Secrets:
+    """The secrets of a run outside `sparring run`: the environment, and `secrets_file`
+    or else the configured `secrets_file` setting (SPARRING_SECRETS_FILE,
+    `[tool.sparring]`), with the `api_key` setting scrubbed as a secret.
+
+    Raises:
+        UserError: invalid settings, or a secrets file that cannot be read.
+    """
+    from sparring.config import load_settings
+    from sparring.secrets import Secrets
+
+    settings = load_settings({})
+    file = secrets_file or settings.secrets_file
+    return Secrets.load(file=Path(file) if file else None, api_key=settings.api_key)
 
 
 async def resolve_judge_model(

@@ -40,6 +40,7 @@ from sparring.authoring.session import (
     Session,
     TargetLike,
     coerce_target,
+    load_secrets,
     open_session,
     resolve_judge_model,
     session_for,
@@ -61,6 +62,7 @@ from sparring.runner.context import (
     current_trial,
 )
 from sparring.scenario import parse_threshold
+from sparring.transcript import valid_text
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -297,20 +299,21 @@ class Suite:
         pattern: str | None = None,
         settings: RunSettings | None = None,
         observer: Observer | None = None,
+        secrets_file: str | Path | None = None,
     ) -> RunResult:
         """Run every test (those whose name matches the regex `pattern`) and return the
-        result; reports are rendered from it (`sparring.reports`).
+        result; reports are rendered from it (`sparring.reports`). `{{secrets.NAME}}` is
+        filled from the environment and `secrets_file` (default: the `secrets_file`
+        setting).
 
         Raises:
             UserError: misconfiguration (bad pattern, target, model).
             HookError: an after_all hook raised or did not return in time; `error.result`
                 holds the run's result, whose `hook_errors` and `exit_code` (3) say so too.
         """
-        from sparring.secrets import Secrets
-
         run = SuiteRun([self])
         scenarios = run.scenarios(pattern=pattern)
-        secrets = Secrets.load()
+        secrets = load_secrets(secrets_file)
         async with AsyncExitStack() as stack:
             judge = await resolve_judge_model(self.model, stack, fallback=True)
             pool = await stack.enter_async_context(TargetPool(secrets=secrets))
@@ -324,9 +327,9 @@ class Suite:
                     observer=observer,
                     scrub=secrets.scrub,
                 )
-        result.hook_errors.extend(run.hook_errors)
+        result.hook_errors.extend(secrets.scrub(e) for e in run.hook_errors)
         if run.hook_errors:
-            raise _hook_failure(run.hook_errors, result)
+            raise _hook_failure(result.hook_errors, result)
         return result
 
     def run(
@@ -335,6 +338,7 @@ class Suite:
         pattern: str | None = None,
         settings: RunSettings | None = None,
         observer: Observer | None = None,
+        secrets_file: str | Path | None = None,
     ) -> RunResult:
         """`arun` from synchronous code. Inside a running event loop (Jupyter, an async
         test, a web app) the run goes to a worker thread with its own loop, so the caller's
@@ -342,7 +346,9 @@ class Suite:
 
         def go() -> RunResult:
             return anyio.run(
-                lambda: self.arun(pattern=pattern, settings=settings, observer=observer)
+                lambda: self.arun(
+                    pattern=pattern, settings=settings, observer=observer, secrets_file=secrets_file
+                )
             )
 
         if not _loop_running():
@@ -609,6 +615,6 @@ class SuiteRun:
                         limit="the longest timeout_s of the suite's tests",
                     )
                 except HookError as e:
-                    self.hook_errors.append(str(e))
+                    self.hook_errors.append(valid_text(str(e)))
         self._started.clear()
         self._failed.clear()

@@ -20,8 +20,12 @@ from sparring.scenario import AnyScenario
 
 if TYPE_CHECKING:
     from sparring.authoring.suite import SuiteRun
+    from sparring.secrets import Secrets
 
-EXIT_REPORT_FAILED = 2
+EXIT_REPORT_FAILED = 3
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Signals that stop a run as Ctrl-C does: SIGTERM is how CI systems cancel a job, SIGHUP
+what a closed terminal or SSH session sends."""
 DEFAULT_TESTS = "tests/conversations"
 _SETTING_OPTIONS = (
     "model",
@@ -75,7 +79,7 @@ def run_command(
     # Signals are ignored outside the event loop's own handlers (see `_stop_on_signal`), so
     # a second Ctrl-C or SIGTERM cannot break off the reports of an interrupted run.
     # An interrupted run keeps ignoring them until the process exits.
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in _STOP_SIGNALS}
     run_settings = RunSettings.from_settings(
         settings, fail_fast=fail_fast, fail_on_skip=fail_on_skip
     )
@@ -84,7 +88,7 @@ def run_command(
         scenarios,
         suites,
         pattern,
-        settings.secrets_file,
+        _secrets(settings),
         run_settings,
         user_model,
         judge_model,
@@ -101,7 +105,9 @@ def run_command(
     else:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    return result.exit_code if written or result.exit_code else EXIT_REPORT_FAILED
+    if not written and result.exit_code != 130:
+        return EXIT_REPORT_FAILED
+    return result.exit_code
 
 
 def _load(
@@ -167,11 +173,24 @@ def _resolve_models(settings: Settings) -> tuple[Model | None, Model | None]:
     return user, judge
 
 
+def _secrets(settings: Settings) -> Secrets:
+    """The run's secrets: the environment and the `secrets_file` setting; the models' keys
+    (the `api_key` setting too) are masked like them.
+
+    Raises:
+        ConfigError: the secrets file cannot be read or has a malformed line.
+    """
+    from sparring.secrets import Secrets
+
+    file = Path(settings.secrets_file) if settings.secrets_file else None
+    return Secrets.load(file=file, api_key=settings.api_key)
+
+
 async def _run(
     scenarios: list[AnyScenario],
     suites: SuiteRun,
     pattern: str | None,
-    secrets_file: str | None,
+    secrets: Secrets,
     run_settings: RunSettings,
     user_model: Model | None,
     judge_model: Model | None,
@@ -180,9 +199,7 @@ async def _run(
     """The run, with a live view; Ctrl-C or SIGTERM stops it and returns what finished
     (`RunResult.interrupted`)."""
     from sparring.reports.console import ConsoleView
-    from sparring.secrets import Secrets
 
-    secrets = Secrets.load(file=Path(secrets_file) if secrets_file else None)
     finished: list[RunResult] = []
     try:
         async with TargetPool(secrets=secrets) as pool:
@@ -211,7 +228,7 @@ async def _run(
                         )
                         tg.cancel_scope.cancel()  # done: stop listening for signals
                 # after_all hooks ran as `active` closed; the summary is printed after this
-                finished[-1].hook_errors.extend(suites.hook_errors)
+                finished[-1].hook_errors.extend(secrets.scrub(e) for e in suites.hook_errors)
     finally:
         with anyio.CancelScope(shield=True):
             for model in {id(m): m for m in (user_model, judge_model) if m}.values():
@@ -220,15 +237,15 @@ async def _run(
 
 
 async def _stop_on_signal(scope: anyio.CancelScope) -> None:
-    """Cancel the run on SIGINT or SIGTERM (how CI systems cancel jobs), also when the shell
-    started sparring with SIGINT ignored. Outside this receiver both signals are ignored
-    until the reports are written (`run_command`), so a second one changes nothing."""
+    """Cancel the run on SIGINT, SIGTERM or SIGHUP (`_STOP_SIGNALS`), also when the shell
+    started sparring with SIGINT ignored. Outside this receiver they are ignored until the
+    reports are written (`run_command`), so a second one changes nothing."""
     try:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        with anyio.open_signal_receiver(*_STOP_SIGNALS) as signals:
             async for _ in signals:
                 scope.cancel()
     finally:  # leaving the receiver restores the default handlers, not the ignored ones
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in _STOP_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
 
 
@@ -250,7 +267,8 @@ def _check_writable(path: Path) -> None:
 
 
 def _write_reports(result: RunResult, reports: dict[str, str | None]) -> bool:
-    """Write every requested report; False (after saying why) if any could not be written."""
+    """Write every requested report, each whatever happens to the others; False (after
+    saying which and why) if any could not be written."""
     from sparring.reports.json import write_json
     from sparring.reports.junit import write_junit
     from sparring.reports.markdown import write_markdown
@@ -262,9 +280,10 @@ def _write_reports(result: RunResult, reports: dict[str, str | None]) -> bool:
             continue
         try:
             writers[label](result, Path(path))
-        except OSError as e:
+        except Exception as e:  # one failed report must not lose the others
+            why = e.strerror or e if isinstance(e, OSError) else f"{type(e).__name__}: {e}"
             click.secho(
-                f"error: could not write the {label} report to {path}: {e.strerror or e}",
+                f"error: could not write the {label} report to {path}: {why}",
                 fg="red",
                 err=True,
             )

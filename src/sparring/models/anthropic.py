@@ -22,6 +22,7 @@ from sparring.errors import ModelError, UserError
 from sparring.models._retries import retries_text
 from sparring.models.base import ChatMessage, Completion
 from sparring.secrets import Scrubber, mask_url, url_credentials
+from sparring.transcript import parse_json
 
 try:
     import anthropic
@@ -161,8 +162,8 @@ class AnthropicModel:
         # back as bytes and is checked here (the typed call would not validate it).
         data = await self._client.post("/v1/messages", body=body, cast_to=bytes)
         try:
-            answer = json.loads(data)
-        except (ValueError, UnicodeDecodeError):
+            answer = parse_json(data)
+        except ValueError:  # not JSON, not UTF-8, or nested too deeply (JsonTooDeep)
             answer = None
         if not isinstance(answer, dict) or not isinstance(
             content := cast(dict[str, Any], answer).get("content"), list

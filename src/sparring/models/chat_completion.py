@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, cast
 
+from sparring.transcript import JsonTooDeep, parse_json
+
 _EXCERPT_CHARS = 4000
 """Excerpts in errors are long on purpose: callers scrub secrets first, then cut them short,
 so no secret is ever half-cut here and left unrecognisable."""
@@ -70,7 +72,9 @@ def parse_chat_completion(data: bytes) -> ChatAnswer:
             parts is joined into the message text, other parts are ignored).
     """
     try:
-        body: object = json.loads(data, parse_constant=str)
+        body: object = parse_json(data)
+    except JsonTooDeep as e:
+        raise MalformedCompletion(f"the body is {e}") from None
     except ValueError:  # UnicodeDecodeError is a ValueError too
         excerpt = data[:_EXCERPT_CHARS].decode("utf-8", errors="replace")
         raise MalformedCompletion(f"the body is not JSON: {excerpt!r}") from None

@@ -125,7 +125,10 @@ async def _run_scenario(
     from sparring.runner import RunSettings, TargetPool, run_scenarios
     from sparring.secrets import Secrets
 
-    secrets = Secrets.load(file=Path(settings.secrets_file) if settings.secrets_file else None)
+    secrets = Secrets.load(
+        file=Path(settings.secrets_file) if settings.secrets_file else None,
+        api_key=settings.api_key,
+    )
     try:
         async with TargetPool(secrets=secrets) as pool:
             run = await run_scenarios(
@@ -251,8 +254,12 @@ class SuiteTestItem(pytest.Item):
 
         from sparring.runner import RunSettings
 
-        settings = RunSettings.from_settings(plugin_state(self.config).settings)
-        result = self.suite.run(pattern=f"^{re.escape(self.name)}$", settings=settings)
+        configured = plugin_state(self.config).settings
+        result = self.suite.run(
+            pattern=f"^{re.escape(self.name)}$",
+            settings=RunSettings.from_settings(configured),
+            secrets_file=configured.secrets_file,  # as every other sparring test reads it
+        )
         conclude(self, result.scenarios[0])
 
     @property

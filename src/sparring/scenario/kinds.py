@@ -58,7 +58,12 @@ def parse_threshold(value: Any) -> float:
             raise ValueError(f"threshold {value!r} is not a number like 0.8 or '80%'") from None
     if not isinstance(value, int | float):
         raise ValueError(f"threshold must be a number such as 0.8 or '80%', got {value!r}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too large for a float (10**400)
+        raise ValueError(
+            "threshold is a number far out of range: use a fraction 0-1 or a percent 0-100"
+        ) from None
     if 0 <= number <= 1:
         return number
     if 1 < number < 10 and number.is_integer():

@@ -5,7 +5,8 @@ checks the HTTP status first (>= 400 and redirects are errors; redirects are nev
 followed), then reads the reply: `text/event-stream` replies are assembled event by event as
 they arrive (an `error` event fails the turn), JSON bodies go through `response_path` (a body
 sent as JSON that does not parse is an error), and any other body is the reply text.
-`NaN` / `Infinity` in JSON are kept as strings, so `raw` is always strict JSON.
+`NaN` / `Infinity` in JSON are kept as strings, so `raw` is always strict JSON; JSON nested
+deeper than `MAX_JSON_DEPTH` is an error (no report could hold it).
 The target is stateless: every turn sends the message plus the history before it.
 """
 
@@ -38,7 +39,15 @@ from sparring.targets.templates import (
     secret_names,
     tool_calls_from,
 )
-from sparring.transcript import Message, ToolCall, Transcript, content_text
+from sparring.transcript import (
+    MAX_JSON_DEPTH,
+    JsonTooDeep,
+    Message,
+    ToolCall,
+    Transcript,
+    content_text,
+    parse_json,
+)
 
 _EXCERPT_CHARS = 300
 _NO_BODY = frozenset({"GET", "HEAD"})
@@ -255,7 +264,7 @@ class HttpTarget:
             ):
                 return _Reply("", (), "")  # no body by definition
             try:
-                data = _loads(text)
+                data = self._loads(text)
             except ValueError as e:
                 raise self._invalid_json(media_type, text, e) from None
         else:
@@ -263,11 +272,27 @@ class HttpTarget:
             if not stripped or stripped[0] not in "{[":
                 return _Reply(text, (), text)  # a non-JSON body is the reply text
             try:
-                data = _loads(text)
+                data = self._loads(text)
             except ValueError:
                 return _Reply(text, (), text)
         value = self._extract(data)
         return _Reply(render_reply(value), self._tool_calls(data), data)
+
+    def _loads(self, text: str) -> JsonValue:
+        """`parse_json(text)`.
+
+        Raises:
+            TargetError: nested deeper than `MAX_JSON_DEPTH`.
+            ValueError: not JSON.
+        """
+        try:
+            return parse_json(text)
+        except JsonTooDeep:
+            raise TargetError(
+                f"{self._shown_url} answered JSON nested more than {MAX_JSON_DEPTH} levels "
+                "deep, which sparring does not read; check that the agent's reply is what "
+                "it means to send"
+            ) from None
 
     def _invalid_json(self, media_type: str, text: str, error: ValueError) -> TargetError:
         reason = "the body is empty" if not text.strip() else str(error)
@@ -325,7 +350,7 @@ class HttpTarget:
             if kind == "error":
                 raise self._agent_error(data or "(no data)", streamed=True)
             try:
-                event = _loads(data)
+                event = self._loads(data)
             except ValueError:
                 pieces.append(data)
                 events.append(data)
@@ -472,16 +497,6 @@ def _is_json_rpc(data: JsonValue) -> bool:
 def _is_json_type(media_type: str) -> bool:
     """`application/json`, `text/json` or any `+json` type, e.g. `application/problem+json`."""
     return media_type in ("application/json", "text/json") or media_type.endswith("+json")
-
-
-def _loads(text: str) -> JsonValue:
-    """`json.loads` that keeps `NaN`, `Infinity` and `-Infinity` as strings, so the raw body
-    in the report stays strict JSON.
-
-    Raises:
-        ValueError: not JSON.
-    """
-    return json.loads(text, parse_constant=str)
 
 
 async def _read_start(response: httpx.Response) -> tuple[str, bool]:

@@ -47,7 +47,10 @@ def doctor_command(
             scenario in it, a secret the target uses is not set (exit code 2).
     """
     settings = load_settings({"secrets_file": secrets_file})
-    secrets = Secrets.load(file=Path(settings.secrets_file) if settings.secrets_file else None)
+    secrets = Secrets.load(
+        file=Path(settings.secrets_file) if settings.secrets_file else None,
+        api_key=settings.api_key,
+    )
     spec, source = load_target(file, scenario_id=scenario)
     console = _console(_ScrubbedStdout(sys.stdout, secrets))
     console.print(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 
@@ -105,7 +105,7 @@ class Recorder:
             status=response.status_code,
             reason=response.reason_phrase,
             response_headers=self._headers(response.headers),
-            response_body=scrub(_decoded(response, bytes(record.raw))),
+            response_body=_shown_body(_decoded(response, bytes(record.raw)), scrub),
             body_complete=record.finished,
         )
 
@@ -115,6 +115,20 @@ class Recorder:
         return tuple(
             (name, self._secrets.scrub(_mask_credential(name, value))) for name, value in pairs
         )
+
+
+_SPLIT_SECRET = (
+    "(the stream is left out: its events hold a secret value split across them, which "
+    "cannot be masked event by event)"
+)
+
+
+def _shown_body(body: str, scrub: Callable[[str], str]) -> str:
+    """`body` scrubbed; a server-sent-event stream whose `data:` lines hold a secret once
+    joined is left out whole (a piece of a secret split across events would show)."""
+    data = [line[5:].removeprefix(" ") for line in body.splitlines() if line.startswith("data:")]
+    joined = "".join(data)
+    return _SPLIT_SECRET if data and scrub(joined) != joined else scrub(body)
 
 
 def _decoded(response: httpx.Response, raw: bytes) -> str:
