@@ -52,7 +52,5 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """Load a public name from `sparring.api` on first use (PEP 562)."""
     if name in __all__ and name != "__version__":
-        value = getattr(import_module("sparring.api"), name)
-        globals()[name] = value
-        return value
+        return getattr(import_module("sparring.api"), name)
     raise AttributeError(f"module 'sparring' has no attribute {name!r}")

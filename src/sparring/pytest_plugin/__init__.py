@@ -22,16 +22,18 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pytest
 
 from sparring.pytest_plugin.fixtures import sparring
 
 if TYPE_CHECKING:
+    import asyncio
+
     from sparring.config import Settings
     from sparring.gates import GateReport, Outcome, TestRecord
     from sparring.results import ScenarioResult
@@ -46,6 +48,7 @@ NO_MODEL_HINT = (
     "SPARRING_MODEL"
 )
 _SUFFIXES = (".yaml", ".yml", ".json")
+T = TypeVar("T")
 # what the plugin puts in `report.user_properties` for the controller (xdist)
 TAGS_PROPERTY = "sparring.tags"
 MARKERS_PROPERTY = "sparring.markers"
@@ -143,6 +146,7 @@ class SparringState:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self._settings: Settings | None = None
+        self._loop: asyncio.Runner | None = None
         from sparring.config import find_settings_dir
 
         project = find_settings_dir(config.invocation_params.dir)
@@ -196,6 +200,22 @@ class SparringState:
         if settings.resolved_user_model is None or settings.resolved_judge_model is None:
             return f"sparring: {NO_MODEL_HINT}"
         return None
+
+    def run_async(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+        """`await fn(*args)` on the session's one event loop, made on first use and closed
+        when pytest ends: a target module that made an async client at import (bound to the
+        loop that first used it) works for every test, not only the first."""
+        import asyncio
+
+        if self._loop is None:
+            self._loop = asyncio.Runner()
+        return self._loop.run(fn(*args))
+
+    def pytest_unconfigure(self) -> None:
+        """Close the session's event loop, if a sparring test made one."""
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
 
     def pytest_collect_file(
         self, file_path: Path, parent: pytest.Collector
@@ -274,6 +294,10 @@ class SparringState:
         report: pytest.TestReport = yield
         if report.failed and call.excinfo is not None and _is_ours(call.excinfo.value):
             report.longrepr = str(call.excinfo.value)  # the message says it all
+        if report.skipped and call.when == "call" and isinstance(report.longrepr, tuple):
+            path, line, _ = item.reportinfo()  # the test's place, not the plugin's
+            where = None if line is None else line + 1
+            report.longrepr = (os.fspath(path), where, report.longrepr[2])
         extra: list[tuple[str, object]] = []
         if call.when == "setup" and self.configured and self.settings.groups:
             extra.append((MARKERS_PROPERTY, sorted({m.name for m in item.iter_markers()})))
@@ -465,7 +489,7 @@ def _live_option(item: pytest.Item) -> bool | None:
         return bool(marker.kwargs.get("live", True))
     items = sys.modules.get("sparring.pytest_plugin.items")
     if items is not None and isinstance(item, items.SuiteTestItem):
-        return True
+        return False  # always runs; its `should`s are skipped unless live (see runtest)
     if "sparring" in getattr(item, "fixturenames", ()):
         return True
     return None
