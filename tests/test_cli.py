@@ -44,9 +44,13 @@ def examples_against(tmp_path: Path, url: str) -> Path:
 
 
 def valid_answer(request: dict[str, Any]) -> Reply:
-    """Answer any structured request of sparring's models with a schema-valid object."""
+    """Answer any structured request of sparring's models with a schema-valid object; the
+    simulated user asks anew each turn (a word for word repeat is never sent)."""
     schema = request.get("response_format", {}).get("json_schema", {}).get("schema", {})
-    return Reply(json.dumps(example_for_schema(schema, text="Where is my order 10234?")))
+    text = "Where is my order 10234?"
+    if "done_reason" in schema.get("properties", {}):
+        text += f" Asking again ({len(request['messages'][-1]['content'])})."
+    return Reply(json.dumps(example_for_schema(schema, text=text)))
 
 
 def test_examples_pass_against_the_demo_agent_without_a_model(tmp_path: Path) -> None:
