@@ -96,6 +96,18 @@ async def test_an_artifact_replaced_in_place_is_the_turns_reply(
     assert second.content == "revised: make it shorter"
 
 
+@pytest.mark.parametrize(("agent", "streaming"), BINDINGS, ids=IDS)
+async def test_parts_appended_to_an_earlier_artifact_are_the_turns_reply(
+    server: A2AServer, http: httpx.AsyncClient, agent: str, streaming: bool
+) -> None:
+    """`append: true` on an artifact of an earlier turn: only the new parts are this turn's."""
+    first, second = await converse(
+        http, server.url(agent), "log packed the tent", "drove north", streaming=streaming
+    )
+    assert first.parts == ("packed the tent", "Go on?")
+    assert second.content == "then: drove north"
+
+
 async def test_the_raw_reply_is_still_the_whole_task(
     server: A2AServer, http: httpx.AsyncClient
 ) -> None:

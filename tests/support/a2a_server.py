@@ -33,6 +33,9 @@ does (the rest, `ARG`, is the text it answers with):
                      message `Shall I change it?`); the next user message replaces that
                      artifact in place (same id, `append` false) with `revised: TEXT` and
                      completes
+    `log ARG`        an artifact with id `log` and one part `ARG`, then input-required
+                     (`Go on?`); the next user message appends a part `then: TEXT` to it
+                     (`append` true) and completes
     `fail ARG` / `reject ARG` / `cancel ARG` / `auth ARG`
                      failed / rejected / canceled / auth-required with ARG as the message
     `message ARG`    no task: a direct agent message ARG
@@ -139,6 +142,9 @@ class ScriptedExecutor(AgentExecutor):
         elif command == "revise":
             await updater.add_artifact([_text_part(f"first: {arg}")], artifact_id="answer")
             await updater.requires_input(reply("Shall I change it?"))
+        elif command == "log":
+            await updater.add_artifact([_text_part(arg)], artifact_id="log")
+            await updater.requires_input(reply("Go on?"))
         elif command == "working":
             await updater.start_work(reply(arg))
         elif command == "status":
@@ -163,9 +169,13 @@ class ScriptedExecutor(AgentExecutor):
 
     async def _continue(self, updater: TaskUpdater, task: Task, text: str) -> None:
         """The next user message of an input-required task (module docstring)."""
-        if any(a.artifact_id == "answer" for a in task.artifacts):
+        ids = {a.artifact_id for a in task.artifacts}
+        if ids & {"answer", "log"}:
+            revised = "answer" in ids
             await updater.add_artifact(
-                [_text_part(f"revised: {text}")], artifact_id="answer", append=False
+                [_text_part(f"revised: {text}" if revised else f"then: {text}")],
+                artifact_id="answer" if revised else "log",
+                append=not revised,
             )
             await updater.complete()
             return
