@@ -85,10 +85,11 @@ async def _bench(args: argparse.Namespace, model: Model) -> None:
         scenarios, targets=lambda s: target, user_model=model, judge_model=model, settings=settings
     )
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    await model.aclose()
     ideal = (args.turns + 1) * args.latency_ms / 1000
     statuses = {s.status for s in result.scenarios}
-    calls = sum(t.usage.model_calls for s in result.scenarios for t in s.trials)
-    calls /= args.conversations
+    total_calls = sum(t.usage.model_calls for s in result.scenarios for t in s.trials)
+    calls = total_calls / args.conversations
     turns_run = sum(t.transcript.user_turns for s in result.scenarios for t in s.trials)
     print(
         f"conversations     {args.conversations} x {args.turns} turns, "
@@ -99,7 +100,10 @@ async def _bench(args: argparse.Namespace, model: Model) -> None:
         f"wall time         {wall:.3f} s  (ideal {ideal:.3f} s, ratio {wall / ideal:.3f}, bar 1.10)"
     )
     print(f"model calls/conv  {calls:.2f}  (turns + 1 = {args.turns + 1})")
-    print(f"CPU time          {cpu:.3f} s total, {cpu / turns_run * 1e6:.0f} us per turn")
+    print(
+        f"CPU time          {cpu:.3f} s total, {cpu / turns_run * 1e6:.0f} us per turn, "
+        f"{cpu / total_calls * 1e6:.0f} us per model call (bar 1000 over HTTP)"
+    )
 
 
 def main() -> None:

@@ -234,3 +234,22 @@ async def test_the_first_try_alone_happens_only_until_json_schema_was_answered()
     assert (first.requests, second.requests) == (2, 2)
     assert [h["x-stainless-retry-count"] for h in server.headers] == ["0", "0", "0", "1"]
     assert model.native_json_schema is True
+
+
+async def test_without_aiohttp_the_sdk_default_transport_is_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import openai
+
+    class Missing:  # what the SDK offers when its aiohttp extra is not installed
+        def __init__(self, **options: object) -> None:
+            raise RuntimeError("To use the aiohttp client you must have installed ...")
+
+    monkeypatch.setattr(openai, "DefaultAioHttpClient", Missing)
+    with ScriptedOpenAIServer([Reply("hello")]) as server:
+        model = _model(server)
+        try:
+            completion = await model.complete(PROMPT, temperature=0)
+        finally:
+            await model.aclose()
+    assert (completion.text, completion.requests) == ("hello", 1)

@@ -5,7 +5,7 @@ limit, whichever models use it: a simulated user and a judge on the same server 
 connections. The client is made at the first call in a loop (HTTP connections belong to the
 loop that opened them) and closed when the last model using it is closed.
 
-Where aiohttp is installed (`pip install "sparring[fast]"`, which is the openai SDK's
+Where aiohttp is installed (`pip install "sparring[aiohttp]"`, which is the openai SDK's
 `aiohttp` extra) the client runs on the SDK's aiohttp transport: measured with
 `bench/run_bench.py --http`, it costs about half the CPU per call of the default httpx one.
 
