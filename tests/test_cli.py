@@ -272,6 +272,8 @@ def _ignore_sigint() -> None:
         (signal.SIGTERM, True, 1),
         (signal.SIGINT, False, 3),
         (signal.SIGTERM, False, 3),
+        (signal.SIGHUP, False, 1),  # the terminal or SSH session closed
+        (signal.SIGHUP, False, 3),
     ],
 )
 def test_interrupt_keeps_the_trials_that_finished(

@@ -50,14 +50,15 @@ def parse_json(text: str | bytes) -> JsonValue:
 
 
 def valid_text(text: str) -> str:
-    """`text` with lone UTF-16 surrogates (which no UTF-8 file or terminal can hold)
-    replaced by U+FFFD; `text` itself when it has none."""
+    """`text` with each lone UTF-16 surrogate (which no UTF-8 file or terminal can hold)
+    replaced by one U+FFFD, and a high and low surrogate side by side joined into the
+    character they encode; `text` itself when it has none."""
     if text.isascii():
         return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
 
 
