@@ -266,7 +266,8 @@ def test_every_report_shows_invalid_trials_apart() -> None:
     assert "1 passed, 1 invalid" in text and "exit code 3" in text
 
     markdown = render_markdown(result)
-    assert "### Trial 2 of 2: ⛔ invalid" in markdown
+    assert "⛔ invalid" in markdown
+    assert "invalid: the simulated user wrote no usable message" in markdown
     assert "1 invalid trial (the simulated user failed)" in markdown
 
     suite = ET.fromstring(render_junit(result)).find("testsuite")
