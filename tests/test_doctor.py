@@ -284,7 +284,7 @@ scenarios:
     assert doctor(str(file), "--scenario", "greeting").exit_code == 0
     other = doctor(str(file), "--scenario", "other")
     assert other.exit_code == 3
-    assert f"(from {file}:5)" in other.output
+    assert f"(target: {file}:6)" in other.output  # the line of the scenario's `target:`
 
 
 # --- the usual mistakes -------------------------------------------------------------------

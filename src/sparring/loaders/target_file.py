@@ -8,11 +8,12 @@ problem reported at `path:line:column`.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from pydantic import BaseModel, ValidationError
 
 from sparring.errors import ConfigError, UserError
-from sparring.loaders._parse import parse_documents
+from sparring.loaders._parse import Document, Loc, is_mapping, parse_documents
 from sparring.loaders.errors import config_error, validation_problems
 from sparring.loaders.yaml import load_text
 from sparring.scenario import AnyScenario
@@ -38,7 +39,7 @@ def load_target(file: str, *, scenario_id: str | None) -> tuple[AnyTargetSpec, s
             different targets.
 
     Returns:
-        The target spec and where it came from (`path:line`).
+        The target spec and where it came from: `path:line` of its `target:` key.
 
     Raises:
         UserError: the file is missing or is a Python file, `scenario_id` is not in it, or
@@ -65,7 +66,8 @@ def load_target(file: str, *, scenario_id: str | None) -> tuple[AnyTargetSpec, s
     documents = parse_documents(text, path=file)
     data = documents[0].data if len(documents) == 1 else None
     if not (isinstance(data, dict) and data.keys() == {"target"}):
-        return _scenario_target(load_text(text, path=file), file, scenario_id)
+        spec, scenario = _scenario_target(load_text(text, path=file), file, scenario_id)
+        return spec, _target_place(documents, scenario, file)
     if scenario_id is not None:
         raise UserError(
             f"{file} holds only a target, no scenario {scenario_id!r}; leave out --scenario"
@@ -81,7 +83,7 @@ def load_target(file: str, *, scenario_id: str | None) -> tuple[AnyTargetSpec, s
 
 def _scenario_target(
     found: list[AnyScenario], file: str, scenario_id: str | None
-) -> tuple[AnyTargetSpec, str]:
+) -> tuple[AnyTargetSpec, AnyScenario]:
     if scenario_id is not None:
         chosen = [s for s in found if s.id == scenario_id]
         if not chosen:
@@ -99,4 +101,19 @@ def _scenario_target(
         )
     first = next(iter(targets.values()))
     assert first.target is not None  # the loader rejects scenarios without a target
-    return first.target, first.source or file
+    return first.target, first
+
+
+def _target_place(documents: list[Document], scenario: AnyScenario, file: str) -> str:
+    """`path:line` of the `target:` key `scenario` takes its target from: its own, else
+    its document's (the scenario's own `path:line` when neither is found)."""
+    line = (scenario.source or "").rpartition(":")[2]
+    for doc in documents:
+        entries: object = doc.data.get("scenarios") if is_mapping(doc.data) else None
+        count = len(cast(list[object], entries)) if isinstance(entries, list) else None
+        spots: list[Loc] = [()] if count is None else [("scenarios", i) for i in range(count)]
+        for here in spots:
+            if str(doc.position(here)[0]) == line:
+                own: Loc = (*here, "target")
+                return f"{file}:{doc.position(own if own in doc.keys else ('target',))[0]}"
+    return scenario.source or file

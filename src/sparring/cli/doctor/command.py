@@ -47,15 +47,12 @@ def doctor_command(
             scenario in it, a secret the target uses is not set (exit code 2).
     """
     settings = load_settings({"secrets_file": secrets_file})
-    secrets = Secrets.load(
-        file=Path(settings.secrets_file) if settings.secrets_file else None,
-        api_key=settings.api_key,
-    )
+    secrets = Secrets.load(file=settings.secrets_file, api_key=settings.api_key)
     spec, source = load_target(file, scenario_id=scenario)
     console = _console(_ScrubbedStdout(sys.stdout, secrets))
     console.print(
         Text.assemble(
-            ("sparring doctor: ", "bold"), f"{_describe(spec)}  ", (f"(from {source})", "dim")
+            ("sparring doctor: ", "bold"), f"{_describe(spec)}  ", (f"(target: {source})", "dim")
         )
     )
     console.print(Text(f"Sending one user message: {message!r}"))
@@ -63,7 +60,7 @@ def doctor_command(
     findings = diagnose(result)
     _print_exchanges(console, result)
     _print_result(console, result)
-    _print_findings(console, findings)
+    _print_findings(console, findings, source)
     return EXIT_OK if is_healthy(findings) else EXIT_TARGET_FAILED
 
 
@@ -193,7 +190,9 @@ def _print_result(console: Console, result: Probe) -> None:
         )
 
 
-def _print_findings(console: Console, findings: list[Finding]) -> None:
+def _print_findings(console: Console, findings: list[Finding], source: str) -> None:
+    """The findings; when one has a fix, where the target to edit is (`source`,
+    `path:line` of its `target:`)."""
     console.rule("Diagnosis", align="left")
     for finding in findings:
         console.print(
@@ -203,3 +202,5 @@ def _print_findings(console: Console, findings: list[Finding]) -> None:
         )
         if finding.fix:
             console.print(Text(f"  fix: {finding.fix}"))
+    if any(f.fix for f in findings):
+        console.print(Text(f"The target is at {source}.", style="dim"))

@@ -6,152 +6,31 @@ plain sentence of what happened and what to change in the test file, for the usu
 mistakes: nothing listening, a timeout, a redirect, an HTTP error, a web page instead of an
 API, an http target pointed at an A2A agent or a Parlant server (which have target types of
 their own), a wrong `response_path` (with the paths of the strings that are in the body), an
-empty reply, tool calls the target does not read. Nothing here sends anything, so every rule is
-testable with hand-made probes.
+empty reply, a Parlant reply that is only the agent's preamble, tool calls the target does not
+read (with the `tool_calls_path` that reads them). The data is in `records.py`, the looking
+into bodies in `bodies.py`. Nothing here sends anything, so every rule is testable with
+hand-made probes.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
-from typing import Literal
 
 import httpx
 from pydantic import JsonValue
 
-from sparring.targets.response_paths import ResponsePath, ResponsePathError
-from sparring.transcript import Message
-
-Severity = Literal["ok", "note", "warning", "problem"]
-"""`problem`: the target cannot work as configured; `warning`: it works, but probably not
-as meant; `note`: worth knowing; `ok`: the target answered."""
-Failure = Literal["timeout", "response_path", "error"]
-"""How the target's send failed: no reply in time, `response_path` not in the reply, any
-other target error."""
-TransportError = Literal[
-    "refused", "dns", "connect", "connect_timeout", "timeout", "closed", "other"
-]
-"""Why an HTTP request got no response: connection refused, host name not found, another
-connect error, connecting timed out, reading timed out, the server closed the connection
-without answering, anything else."""
-
-EXCERPT_CHARS = 300
-"""Characters of a body quoted in a finding."""
-_REPLY_KEYS = (
-    "reply",
-    "response",
-    "answer",
-    "output",
-    "text",
-    "content",
-    "message",
-    "completion",
-    "generated_text",
-    "result",
+from sparring.cli.doctor.bodies import (
+    excerpt,
+    json_body,
+    json_documents,
+    reply_candidates,
+    tool_call_paths,
 )
-_NOT_REPLIES = frozenset(
-    {
-        "assistant",
-        "user",
-        "system",
-        "agent",
-        "tool",
-        "bot",
-        "stop",
-        "completed",
-        "ok",
-        "success",
-        "true",
-        "false",
-        "null",
-    }
-)
-_ID_LIKE = re.compile(r"^(?=\S*\d)[\w\-:.+/]+$")
-"""One token with a digit in it (an id, a date, a version): not a reply."""
+from sparring.cli.doctor.records import Exchange, Finding, Probe
+from sparring.targets.parlant_events import PREAMBLE_TAG
+from sparring.transcript import Message, content_text
 
-
-@dataclass(frozen=True, slots=True)
-class Exchange:
-    """One HTTP request a target sent and what came of it; secret values already masked.
-
-    Attributes:
-        method: `GET`, `POST`, ...
-        url: As sent.
-        request_headers: `(name, value)` pairs as sent; credentials shown as `***`.
-        request_body: The body as text (`""` for none).
-        status: The response's HTTP status; `None` when no response came.
-        reason: The status's reason phrase, e.g. `Not Found`.
-        response_headers: `(name, value)` pairs of the response.
-        response_body: The body as text, as far as it was read.
-        body_complete: False when reading the body was cut off (a timeout mid-body).
-        error: Why no response came (see `TransportError`); `None` when one came or the
-            request was abandoned by a timeout around it.
-        error_detail: The HTTP library's message for `error`.
-        elapsed_ms: From sending the request to the response headers, in milliseconds.
-    """
-
-    method: str
-    url: str
-    request_headers: tuple[tuple[str, str], ...] = ()
-    request_body: str = ""
-    status: int | None = None
-    reason: str = ""
-    response_headers: tuple[tuple[str, str], ...] = ()
-    response_body: str = ""
-    body_complete: bool = True
-    error: TransportError | None = None
-    error_detail: str = ""
-    elapsed_ms: float | None = None
-
-    def header(self, name: str) -> str | None:
-        """The first response header called `name` (any case), or None."""
-        wanted = name.lower()
-        return next((v for k, v in self.response_headers if k.lower() == wanted), None)
-
-    @property
-    def media_type(self) -> str:
-        """The response's Content-Type without parameters, lower case (`""` when absent)."""
-        return (self.header("content-type") or "").split(";", 1)[0].strip().lower()
-
-
-@dataclass(frozen=True, slots=True)
-class Probe:
-    """One message sent to a target: everything `diagnose` looks at.
-
-    Attributes:
-        target_type: `http`, `openai_chat`, `callable`, `a2a`, `parlant`.
-        message: The user message sent.
-        exchanges: The target's HTTP exchanges in order (none for `callable`).
-        answered_after: How many of `exchanges` came before the reply or the failure (the
-            rest ended the conversation); `None`: all of them.
-        reply: The agent's reply, when the target produced one.
-        failure: How sending failed; `None` when `reply` is set.
-        error: The target's error message (secrets masked); `""` without a failure.
-        timeout_s: The target's `timeout_s`, in seconds.
-        response_path: The http target's `response_path`; `None` for other types.
-        tool_calls_path: The http target's `tool_calls_path`, when set.
-    """
-
-    target_type: str
-    message: str
-    exchanges: tuple[Exchange, ...] = ()
-    answered_after: int | None = None
-    reply: Message | None = None
-    failure: Failure | None = None
-    error: str = ""
-    timeout_s: float = 60
-    response_path: str | None = None
-    tool_calls_path: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One conclusion: what happened, and what to change (`""` when nothing)."""
-
-    severity: Severity
-    what: str
-    fix: str = ""
+__all__ = ["Exchange", "Finding", "Probe", "diagnose", "is_healthy", "reply_candidates"]
 
 
 def diagnose(probe: Probe) -> list[Finding]:
@@ -322,9 +201,9 @@ _STATUS_FIXES = {
 
 def _http_error(exchange: Exchange, target_type: str) -> Finding:
     status = exchange.status or 0
-    excerpt = _excerpt(exchange.response_body)
+    start = excerpt(exchange.response_body)
     what = f"the agent answered HTTP {status} {exchange.reason}".rstrip()
-    what += f"; body starts: {excerpt!r}" if excerpt else " with an empty body"
+    what += f"; body starts: {start!r}" if start else " with an empty body"
     if status == 404 and target_type in _OWN_404_FIXES:
         fix = _OWN_404_FIXES[target_type]
     elif status in _STATUS_FIXES:
@@ -342,7 +221,7 @@ def _http_error(exchange: Exchange, target_type: str) -> Finding:
 
 
 def _wrong_path(probe: Probe, exchange: Exchange) -> Finding:
-    body = _json_body(exchange)
+    body = json_body(exchange)
     what = f"`response_path: {probe.response_path}` is not in the reply"
     if isinstance(body, dict):
         what += f"; keys at the top of the body: {', '.join(body) or '(none)'}"
@@ -357,8 +236,8 @@ def _path_fix(body: JsonValue, message: str) -> str:
             "holds it ('$' takes the whole body)"
         )
     best, value = candidates[0]
-    others = "; ".join(f"{p} = {_excerpt(v, 60)!r}" for p, v in candidates[1:4])
-    return f"set `response_path: {best}` (it holds {_excerpt(value, 80)!r})" + (
+    others = "; ".join(f"{p} = {excerpt(v, 60)!r}" for p, v in candidates[1:4])
+    return f"set `response_path: {best}` (it holds {excerpt(value, 80)!r})" + (
         f"; other texts in the body: {others}" if others else ""
     )
 
@@ -374,7 +253,7 @@ def _other_protocol(probe: Probe, last: Exchange | None) -> Finding | None:
     API that asks for `agent_id`. `None` for anything else."""
     if probe.target_type != "http" or last is None or last.status is None:
         return None
-    body = _json_body(last)
+    body = json_body(last)
     if not isinstance(body, dict):
         return None
     url = httpx.URL(last.url).copy_with(query=None, fragment=None)
@@ -400,7 +279,7 @@ def _other_protocol(probe: Probe, last: Exchange | None) -> Finding | None:
 
 
 def _json_rpc_error(exchange: Exchange, error: dict[str, JsonValue], url: httpx.URL) -> Finding:
-    said = f"{error.get('code')}: {_excerpt(str(error.get('message', '')), 160)}"
+    said = f"{error.get('code')}: {excerpt(str(error.get('message', '')), 160)}"
     a2a = (
         f"`type: a2a` with `url:` the agent's base address, the one whose "
         f"{_CARD_PATHS[0]} serves its card (often this url: `url: {url}`)"
@@ -444,7 +323,9 @@ def _agent_card(card: dict[str, JsonValue], url: httpx.URL) -> Finding:
 def _reply_findings(probe: Probe, reply: Message, last: Exchange | None) -> list[Finding]:
     if last is not None and _is_web_page(last):
         return [_web_page(last)]
-    body = _json_body(last) if last is not None else None
+    if probe.target_type == "parlant" and (preamble := _preamble(reply)) is not None:
+        return [preamble]
+    body = json_body(last) if last is not None else None
     if not reply.content.strip():
         if reply.tool_calls:
             return [Finding("note", "the reply has tool calls but no text")]
@@ -521,15 +402,26 @@ def _web_page(exchange: Exchange) -> Finding:
 
 
 def _tool_call_notes(probe: Probe, last: Exchange | None) -> list[Finding]:
-    """An http target without `tool_calls_path` whose JSON body has a tool-call list."""
-    if probe.target_type != "http" or probe.tool_calls_path is not None or last is None:
+    """An http target without `tool_calls_path` whose JSON body (or one of its events)
+    holds a list of tool calls: the path to read them at; else a key named like tool calls
+    (`tool_calls`, `function_call`, ...), which may be empty this time."""
+    if probe.target_type != "http" or probe.tool_calls_path is not None:
         return []
-    body = _json_body(last)
-    if not isinstance(body, dict):
-        return []
+    documents = json_documents(last)
+    path = next((p for d in documents for p in tool_call_paths(d)), None)
+    if path is not None:
+        return [
+            Finding(
+                "note",
+                f"tool calls found at `{path}`, but the target does not read tool calls",
+                f"add `tool_calls_path: {path}` to the target so tool checks can see them",
+            )
+        ]
     keys = [
         k
-        for k, v in body.items()
+        for d in documents
+        if isinstance(d, dict)
+        for k, v in d.items()
         if isinstance(v, list | dict) and ("tool" in k.lower() or "function_call" in k.lower())
     ]
     if not keys:
@@ -543,86 +435,43 @@ def _tool_call_notes(probe: Probe, last: Exchange | None) -> list[Finding]:
     ]
 
 
-# --- looking into bodies ------------------------------------------------------------------
+# --- Parlant ------------------------------------------------------------------------------
 
 
-def reply_candidates(body: JsonValue, *, message: str = "") -> list[tuple[str, str]]:
-    """The non-empty strings in `body` that may be the agent's reply, best first, as
-    `(response path, value)`; every path extracts its value again (`ResponsePath`).
-
-    Left out: the user's own `message` echoed back, roles and states (`assistant`,
-    `completed`, ...) and single tokens with a digit (ids, dates). Ranked by a reply-like key
-    (`reply`, `answer`, `content`, ...) at the end of the path, then texts of several words,
-    then length.
-    """
-    found = [
-        (p, v)
-        for p, v in string_leaves(body)
-        if v.strip()
-        and v.strip() != message.strip()
-        and v.strip().lower() not in _NOT_REPLIES
-        and not _ID_LIKE.match(v.strip())
-    ]
-
-    def rank(item: tuple[str, str]) -> tuple[int, int, int]:
-        last = re.split(r"[.\[]", item[0])[-1].strip("]'\"").lower()
-        return (0 if last in _REPLY_KEYS else 1, 0 if " " in item[1].strip() else 1, -len(item[1]))
-
-    ranked = sorted(found, key=rank)
-    return [(p, v) for p, v in ranked if _extracts(p, body, v)]
-
-
-def string_leaves(body: JsonValue, path: str = "") -> list[tuple[str, str]]:
-    """Every string in `body` with its response path, in document order (at most 200).
-
-    Keys that are plain words are written `a.b`; others `["odd key"]`; list items `[0]`.
-    """
-    out: list[tuple[str, str]] = []
-    stack: list[tuple[str, JsonValue]] = [(path, body)]
-    while stack and len(out) < 200:
-        where, value = stack.pop()
-        if isinstance(value, str):
-            out.append((where or "$", value))
-        elif isinstance(value, dict):
-            stack += [(_key_path(where, k), v) for k, v in reversed(list(value.items()))]
-        elif isinstance(value, list):
-            stack += [(f"{where}[{i}]", v) for i, v in reversed(list(enumerate(value)))]
-    return out
-
-
-def _key_path(where: str, key: str) -> str:
-    if re.fullmatch(r"[A-Za-z_][\w-]*", key):
-        return f"{where}.{key}" if where else key
-    return f"{where}[{json.dumps(key)}]"
-
-
-def _extracts(path: str, body: JsonValue, value: str) -> bool:
-    try:
-        return ResponsePath(path).extract(body) == value
-    except ResponsePathError:
-        return False
-
-
-def _json_body(exchange: Exchange | None) -> JsonValue:
-    """The response body parsed as JSON; for a server-sent event stream, its first JSON
-    event; `None` when there is none."""
-    if exchange is None:
+def _preamble(reply: Message) -> Finding | None:
+    """A Parlant reply that is, or starts with, the agent's preamble (a message tagged
+    `__preamble__`, which Parlant sends while the agent works): what the reply holds."""
+    said = _agent_messages(reply.raw)
+    preambles = [text for text, is_preamble in said if is_preamble]
+    if not preambles:
         return None
-    texts = [exchange.response_body]
-    if exchange.media_type == "text/event-stream":
-        texts = [
-            line[5:].strip()
-            for line in exchange.response_body.splitlines()
-            if line.startswith("data:")
-        ]
-    for text in texts:
-        try:
-            return json.loads(text, parse_constant=str)
-        except ValueError:
+    if len(preambles) == len(said):
+        return Finding(
+            "problem",
+            f"the agent sent only its preamble ({preambles[0]!r}), no answer: Parlant's last "
+            "`ready` came without a reply",
+            "see the Parlant server's logs: the agent found nothing to say, or a tool or the "
+            "model failed after the preamble",
+        )
+    return Finding(
+        "note",
+        f"the reply starts with the agent's preamble ({preambles[0]!r}), which Parlant sends "
+        "while the agent works; the answer follows it, and checks see both",
+    )
+
+
+def _agent_messages(events: JsonValue) -> list[tuple[str, bool]]:
+    """The agent's messages among Parlant `events`, as `(text, is a preamble)`."""
+    said: list[tuple[str, bool]] = []
+    for event in events if isinstance(events, list) else []:
+        if not isinstance(event, dict) or (event.get("kind"), event.get("source")) != (
+            "message",
+            "ai_agent",
+        ):
             continue
-    return None
-
-
-def _excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "..."
+        data = event.get("data")
+        body = data if isinstance(data, dict) else {}
+        tags = body.get("tags")
+        preamble = isinstance(tags, list) and PREAMBLE_TAG in tags
+        said.append((content_text(body.get("message")), preamble))
+    return said

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 import anyio
 import httpx
 
-from sparring.cli.doctor.diagnosis import Exchange, Failure, Probe, TransportError
+from sparring.cli.doctor.records import Exchange, Failure, Probe, TransportError
 from sparring.errors import TARGET_TIMEOUT_HINT, RunError, TargetTimeout
 from sparring.secrets import MASK, Secrets
 from sparring.target_specs import HttpTargetSpec, OpenAIChatTargetSpec
