@@ -24,6 +24,9 @@ _EXCERPT_CHARS = 300
 _MAX_TRACEBACK_CHARS = 100_000
 """Longer `exception` texts are shown as they are, not parsed."""
 _CUSTOMER_SOURCES = frozenset({"customer", "customer_ui", "user", "user_ui"})
+PREAMBLE_TAG = "__preamble__"
+"""The tag on a preamble message's `data.tags`: a short message Parlant sends while the agent
+works, before its answer."""
 
 
 @dataclass
