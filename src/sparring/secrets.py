@@ -286,21 +286,23 @@ class Secrets:
         cls,
         *,
         env: Mapping[str, str] | None = None,
-        file: Path | None = None,
+        file: str | Path | None = None,
         api_key: str | None = None,
     ) -> Secrets:
         """Read secrets from `env` (default: `os.environ`) and, when given, a dotenv `file`.
 
         Args:
             env: Values that win over the file; their `MODEL_KEY_VARIABLES` are scrubbed.
-            file: A dotenv-style secrets file (`secrets_file` setting, --secrets-file).
+            file: A dotenv-style secrets file (`secrets_file` setting, --secrets-file);
+                `None` or `""` for none.
             api_key: The `api_key` setting (a model's key), scrubbed when given.
 
         Raises:
             ConfigError: `file` cannot be read or has a malformed line.
         """
-        file_values = read_secrets_file(file) if file is not None else {}
-        secrets = cls(os.environ if env is None else env, file_values=file_values, file=file)
+        path = Path(file) if file else None
+        file_values = read_secrets_file(path) if path is not None else {}
+        secrets = cls(os.environ if env is None else env, file_values=file_values, file=path)
         if api_key:
             secrets._scrubber.add(api_key)
         return secrets

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
@@ -511,13 +510,18 @@ async def open_session(
     SPARRING_MODEL / `[tool.sparring]`; with none, `should` verdicts are `skipped`).
 
     Raises:
-        UserError: a target or model that cannot be used.
+        UserError: a target or model that cannot be used, invalid settings, or a secrets
+            file that cannot be read.
     """
+    from sparring.config import load_settings
+    from sparring.secrets import Secrets
+
     async with AsyncExitStack() as stack:
         current = current_trial()
         judge_model = await resolve_judge_model(model, stack, fallback=current is None)
         built = coerce_target(target, timeout_s=response_timeout)
-        secrets = load_secrets()
+        settings = load_settings({})  # the secrets file and model key, as a run reads them
+        secrets = Secrets.load(file=settings.secrets_file, api_key=settings.api_key)
         if not isinstance(built, Target):
             built = await _built(built, stack, current, secrets)
         if current is None:  # the judge and the record see secrets masked, as in a run
@@ -536,22 +540,6 @@ async def open_session(
             )
         async with Session(built, trial=trial) as session:
             yield session
-
-
-def load_secrets(secrets_file: str | Path | None = None) -> Secrets:
-    """The secrets of a run outside `sparring run`: the environment, and `secrets_file`
-    or else the configured `secrets_file` setting (SPARRING_SECRETS_FILE,
-    `[tool.sparring]`), with the `api_key` setting scrubbed as a secret.
-
-    Raises:
-        UserError: invalid settings, or a secrets file that cannot be read.
-    """
-    from sparring.config import load_settings
-    from sparring.secrets import Secrets
-
-    settings = load_settings({})
-    file = secrets_file or settings.secrets_file
-    return Secrets.load(file=Path(file) if file else None, api_key=settings.api_key)
 
 
 async def resolve_judge_model(

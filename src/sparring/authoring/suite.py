@@ -40,7 +40,6 @@ from sparring.authoring.session import (
     Session,
     TargetLike,
     coerce_target,
-    load_secrets,
     open_session,
     resolve_judge_model,
     session_for,
@@ -311,9 +310,15 @@ class Suite:
             HookError: an after_all hook raised or did not return in time; `error.result`
                 holds the run's result, whose `hook_errors` and `exit_code` (3) say so too.
         """
+        from sparring.config import load_settings
+        from sparring.secrets import Secrets
+
         run = SuiteRun([self])
         scenarios = run.scenarios(pattern=pattern)
-        secrets = load_secrets(secrets_file)
+        configured = load_settings({})
+        secrets = Secrets.load(
+            file=secrets_file or configured.secrets_file, api_key=configured.api_key
+        )
         async with AsyncExitStack() as stack:
             judge = await resolve_judge_model(self.model, stack, fallback=True)
             pool = await stack.enter_async_context(TargetPool(secrets=secrets))

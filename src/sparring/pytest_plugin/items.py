@@ -125,10 +125,7 @@ async def _run_scenario(
     from sparring.runner import RunSettings, TargetPool, run_scenarios
     from sparring.secrets import Secrets
 
-    secrets = Secrets.load(
-        file=Path(settings.secrets_file) if settings.secrets_file else None,
-        api_key=settings.api_key,
-    )
+    secrets = Secrets.load(file=settings.secrets_file, api_key=settings.api_key)
     try:
         async with TargetPool(secrets=secrets) as pool:
             run = await run_scenarios(

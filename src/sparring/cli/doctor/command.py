@@ -15,7 +15,6 @@ import io
 import json
 import os
 import sys
-from pathlib import Path
 from typing import IO, TextIO, cast
 
 import anyio
