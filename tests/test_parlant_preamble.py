@@ -170,6 +170,16 @@ async def test_an_error_status_is_named_by_its_exception_not_its_traceback(
     ]
 
 
+async def test_an_error_after_the_preamble_fails_the_turn(
+    serve: Any, http: httpx.AsyncClient
+) -> None:
+    """The preamble is no answer: the `error` right after the completed `ready` is read."""
+    server = serve(Say(preamble="Let me check.", error="the order service is down"))
+    session = await open_session(server, http)
+    with pytest.raises(TargetError, match="'RuntimeError: the order service is down'"):
+        await converse(session, "Where is 10234?")
+
+
 async def test_someone_else_posting_while_the_agent_works_cancels_the_turn(
     serve: Any, http: httpx.AsyncClient
 ) -> None:

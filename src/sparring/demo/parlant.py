@@ -36,7 +36,8 @@ A customer message starts a processing run in a background thread that emits wha
 A customer message posted while a run is still preparing (steps 1-4) cancels it, as
 Parlant's `BackgroundTaskService.restart` does: `cancelled` `{}` and a completed `ready`
 for the old run, then a new run that answers both messages. An agent that raises gets the
-completed `ready`, then an `error` status whose `exception` is the formatted traceback.
+completed `ready`, then, a moment later, an `error` status whose `exception` is the formatted
+traceback.
 With `completed_stage=False` the server is a Parlant 3.0 / 3.1 one: its last `ready` has no
 `stage` and looks like the early one. Errors are answered like Parlant's (FastAPI):
 `{"detail": "..."}`.
@@ -65,6 +66,8 @@ PREAMBLE_TAG = "__preamble__"
 """The tag Parlant puts on a preamble message's `data.tags`."""
 _SOURCES = ("customer", "human_agent_on_behalf_of_ai_agent")
 _MAX_WAIT_S = 60.0
+_ERROR_DELAY_S = 0.1
+"""From a failed run's last `ready` to its `error` status, in seconds."""
 _PREAMBLE_TURNS = 3
 """Parlant's basic policy asks for a preamble while at most 2 customer waits came before."""
 _ID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-"
@@ -404,12 +407,7 @@ class ParlantApi:
         try:
             turn = agent.reply(history)
         except Exception as e:  # the agent failed: Parlant says ready, then error
-            with self._changed:
-                if not run.cancelled:
-                    self._status(session, run, "ready", self._completed())
-                    exception = pformat(traceback.format_exception(e))
-                    self._status(session, run, "error", {"exception": exception})
-                    session.run = None
+            self._fail(session, run, pformat(traceback.format_exception(e)))
             return
         with self._changed:
             if not run.cancelled:
@@ -432,6 +430,17 @@ class ParlantApi:
             return not self._changed.wait_for(
                 lambda: run.cancelled or self._closed, timeout=self._indicator_delay_s
             )
+
+    def _fail(self, session: _Session, run: _Run, exception: str) -> None:
+        """A failed run: its completed `ready`, then (a moment later, from the engine's
+        `process()`) the `error` status."""
+        with self._changed:
+            if run.cancelled:
+                return
+            self._status(session, run, "ready", self._completed())
+            session.run = None
+            self._changed.wait_for(lambda: self._closed, timeout=_ERROR_DELAY_S)
+            self._status(session, run, "error", {"exception": exception})
 
     def _emit_answer(self, session: _Session, run: _Run, turn: AgentTurn) -> None:
         """Tool events and messages of a run, then its last `ready` (lock held)."""

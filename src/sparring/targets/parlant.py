@@ -20,8 +20,8 @@ Speaks Parlant's session REST API under the spec's `url`:
 - Every agent message of the turn (a preamble, tagged `__preamble__`, then the answer) is
   one part of the reply; `tool` events give the tool calls with their results; an `error`
   status (its `exception` is a formatted traceback: its last line is kept) or `cancelled`
-  fails the turn. A turn without any message is waited on for `_QUIET_S` more, because
-  Parlant reports a failed reply as `ready` first and `error` right after.
+  fails the turn. A turn without any message but a preamble is waited on for `_QUIET_S`
+  more, because Parlant reports a failed reply as `ready` first and `error` right after.
 - `preload`: `PATCH /sessions/{id}` `{mode: "manual"}` (Parlant's engine does not answer
   in manual mode), the history posted as events (user messages from `customer`, agent
   messages from `human_agent_on_behalf_of_ai_agent`, which never triggers the agent), then
@@ -323,7 +323,7 @@ class ParlantSession:
             turn = Turn(sent=event_time(posted))
             offset = await self._read_turn(session_id, turn, event_offset(posted) + 1)
             latency_ms = ((turn.ready_at or time.perf_counter()) - start) * 1000
-            if not turn.parts and turn.failure is None:
+            if not turn.answered and turn.failure is None:
                 await self._poll(session_id, turn, offset, _QUIET_S)
             if turn.failure is not None:
                 raise target.agent_error(*turn.failure)

@@ -34,7 +34,8 @@ class Turn:
     """The agent's answer to one customer message, built event by event.
 
     `sent` is the customer event's server time; `failure` is `(status, data)` of an `error`
-    or `cancelled` status; `streaming` holds the offsets of messages still being streamed.
+    or `cancelled` status; `streaming` holds the offsets of messages still being streamed,
+    `preambles` those of preamble messages.
     `completed`: the run's last `ready` (stage `completed`) came; `working`: a `processing`
     status came (the preamble phase is over); `maybe_over`: the latest event is a `ready`
     without stage after `working`, the end of the turn on a server that does not mark it.
@@ -47,6 +48,7 @@ class Turn:
     calls: list[ToolCall] = field(default_factory=list[ToolCall])
     statuses: list[StatusEvent] = field(default_factory=list[StatusEvent])
     streaming: set[int] = field(default_factory=set[int])
+    preambles: set[int] = field(default_factory=set[int])
     completed: bool = False
     working: bool = False
     maybe_over: bool = False
@@ -57,6 +59,11 @@ class Turn:
     def parts(self) -> list[str]:
         """The agent's messages, in offset order."""
         return [self.texts[k] for k in sorted(self.texts)]
+
+    @property
+    def answered(self) -> bool:
+        """The agent sent a message other than a preamble."""
+        return any(offset not in self.preambles for offset in self.texts)
 
     @property
     def over(self) -> bool:
@@ -106,6 +113,9 @@ class Turn:
         if not text and isinstance(chunks, list):
             text = "".join(c for c in cast(list[Any], chunks) if isinstance(c, str))
         self.texts[offset] = text if isinstance(text, str) else content_text(data)
+        tags = body.get("tags")
+        if isinstance(tags, list) and PREAMBLE_TAG in tags:
+            self.preambles.add(offset)
         if isinstance(chunks, list) and chunks and chunks[-1] is not None:
             self.streaming.add(offset)  # the stream ends with a null chunk
         else:
