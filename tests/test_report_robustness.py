@@ -30,7 +30,14 @@ from sparring.scenario import ScriptedScenario, parse_threshold
 from sparring.secrets import Secrets
 from sparring.target_specs import HttpTargetSpec
 from sparring.targets.http import HttpTarget
-from sparring.transcript import MAX_JSON_DEPTH, Message, ToolCall, Transcript
+from sparring.transcript import (
+    MAX_JSON_DEPTH,
+    JsonTooDeep,
+    Message,
+    ToolCall,
+    Transcript,
+    parse_json,
+)
 from tests.support.echo_server import Answer, EchoRequest, EchoServer
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
@@ -265,6 +272,14 @@ async def test_deeply_nested_json_from_an_http_target_is_a_target_error(path: st
     trial = result.scenarios[0].trials[0]
     assert (trial.status, trial.end_reason) == ("error", "target_error")
     assert "nested more than" in (trial.error or "")
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 900, 100_000])
+def test_parse_json_refuses_nesting_deeper_than_reports_can_hold(depth: int) -> None:
+    assert parse_json("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH) is not None
+    assert parse_json('{"a": NaN}') == {"a": "NaN"}
+    with pytest.raises(JsonTooDeep):
+        parse_json('{"a": ' * depth + "1" + "}" * depth)
 
 
 def test_deeply_nested_tool_arguments_are_an_arguments_error_not_a_crash() -> None:

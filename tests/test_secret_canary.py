@@ -329,3 +329,41 @@ async def test_a_model_error_quoting_the_key_holds_no_canary() -> None:
             await model.complete([{"role": "user", "content": "hi"}], temperature=0)
         await model.aclose()
     assert_no_canary("ModelError", f"{info.value} {info.value!r}")
+
+
+# --- the forms, one by one ------------------------------------------------------------------
+
+
+def _escaped(value: str, depth: int, *, ascii_only: bool) -> str:
+    for _ in range(depth):
+        value = json.dumps({"echo": value}, ensure_ascii=ascii_only)
+    return value
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_a_secret_is_masked_however_deep_it_is_json_escaped(depth: int, ascii_only: bool) -> None:
+    secrets = Secrets({"CANARY": CANARY})
+    secrets.get("CANARY")
+    text = _escaped(CANARY, depth, ascii_only=ascii_only)
+    assert_no_canary("scrubbed", secrets.scrub(text))
+    assert_no_canary("scrubbed repr", secrets.scrub(repr({"text": text})))
+    assert_no_canary("scrubbed ascii", secrets.scrub(ascii([text])))
+
+
+def test_url_encoded_forms_and_pieces_cut_by_an_ellipsis_are_masked() -> None:
+    secrets = Secrets({"CANARY": CANARY})
+    secrets.get("CANARY")
+    for form in (quote(CANARY, safe=""), quote_plus(CANARY), quote(CANARY)):
+        assert secrets.scrub(f"?key={form}&x=1") == "?key=***&x=1"
+        assert_no_canary("cut", secrets.scrub(f'said: "{form[:12]}…"'))
+    assert secrets.scrub(f"{json.dumps(CANARY)[1:9]}… more") == "***… more"
+    assert secrets.scrub("a normal text… that was cut") == "a normal text… that was cut"
+
+
+def test_the_models_api_keys_are_secrets_from_the_environment_and_the_settings() -> None:
+    env = {"OPENAI_API_KEY": "sk-env-key-123", "ANTHROPIC_API_KEY": "ant-key-456"}
+    secrets = Secrets.load(env=env, api_key="setting-key-789")
+    said = "sk-env-key-123, ant-key-456 and setting-key-789"
+    assert secrets.scrub(said) == "***, *** and ***"
+    assert Secrets.load(env={}).scrub(said) == said  # no key set: nothing to mask
