@@ -6,9 +6,9 @@ Every `POST .../chat/completions` is answered after `--latency-ms` with JSON mat
 request's `response_format` schema (strings hold a quote of `AGENT_REPLY`, so a judge's
 evidence is found in the transcript; a simulated user's `message` is numbered, so no two
 are alike; enums take their first value: `met`, `done: false`). `GET /stats` returns what was
-received: requests, prompt characters by purpose (`user` for the simulated user's
-`user_turn` schema, `judge` for every other schema), the monotonic time of the first request,
-and the most requests in flight at once.
+received since the last `GET /stats`: requests, prompt characters by purpose (`user` for the
+simulated user's `user_turn` schema, `judge` for every other schema), the monotonic time of
+the first request, and the most requests in flight at once.
 
 Kept to the standard library on purpose: it is the model's side, not sparring's, and it
 must stay cheap on a 2-core machine where it shares the CPU with the process measured.
@@ -121,6 +121,7 @@ async def _serve_connection(
                 return
             if method == "GET" and path.endswith("/stats"):
                 writer.write(_response(200, stats.as_json()))
+                stats.__init__()  # counts start again from zero
                 continue
             stats.requests += 1
             if stats.first_request is None:
