@@ -52,7 +52,7 @@ from tests.support.openai_server import Reply, ScriptedOpenAIServer
 delay = float(sys.argv[1])
 def answer(request):
     schema = request["response_format"]["json_schema"]["schema"]
-    return Reply(json.dumps(example_for_schema(schema)), delay_s=delay)
+    return Reply(json.dumps(example_for_schema(schema, text="Sorry about that")), delay_s=delay)
 with ScriptedOpenAIServer([answer] * 1_000_000) as server:
     print(server.base_url, flush=True)
     sys.stdin.read()
@@ -118,7 +118,7 @@ def main() -> None:
     args = parser.parse_args()
     if not args.http:
         model = ScriptedModel(
-            handler=lambda messages, schema: example_for_schema(schema or {}),
+            handler=lambda _, schema: example_for_schema(schema or {}, text="Sorry about that"),
             latency_seconds=args.latency_ms / 1000,
             name="scripted-bench",
         )

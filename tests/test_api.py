@@ -29,6 +29,7 @@ from sparring.reports.console import ConsoleView
 from sparring.reports.json import write_json
 from sparring.runner import RunSettings
 from sparring.targets.scripted import ScriptedTarget
+from tests.support.judging import agent_quote
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "suites" / "test_northwind.py"
@@ -42,7 +43,7 @@ def judge(*, unmet: Sequence[str] = ()) -> ScriptedModel:
         bad = any(u in condition for u in unmet)
         return {
             "reason": f"judged {condition}",
-            "evidence": [],
+            "evidence": [agent_quote(messages)],
             "turns": [],
             "verdict": "not_met" if bad else "met",
         }
@@ -418,7 +419,10 @@ def test_cli_lists_and_filters_python_tests(tmp_path: Path) -> None:
 
 def test_cli_runs_the_example_skipped_without_a_model_and_passing_with_one(tmp_path: Path) -> None:
     def verdict(request: dict[str, Any]) -> Reply:
-        return Reply(json.dumps({"reason": "fine", "evidence": [], "turns": [1], "verdict": "met"}))
+        quote = agent_quote(request["messages"])
+        return Reply(
+            json.dumps({"reason": "fine", "evidence": [quote], "turns": [1], "verdict": "met"})
+        )
 
     with DemoServer(port=0) as demo, ScriptedOpenAIServer([verdict] * 20) as llm:
         demo.start()
@@ -477,7 +481,9 @@ def test_cli_connects_a_suite_s_own_model_with_the_run_s_base_url(tmp_path: Path
         "    async with suite.session() as session:\n"
         "        await (await session.send('Hi')).should('greet the customer')\n"
     )
-    met = Reply(json.dumps({"reason": "fine", "evidence": [], "turns": [1], "verdict": "met"}))
+    met = Reply(
+        json.dumps({"reason": "fine", "evidence": ["Hello!"], "turns": [1], "verdict": "met"})
+    )
     with ScriptedOpenAIServer([met]) as llm:
         done = sparring(
             "run",

@@ -8,13 +8,14 @@ from typing import Any
 import pytest
 
 from sparring.errors import ModelError, UserError
+from sparring.judging.answers import UNVERIFIED_QUOTE
 from sparring.judging.judge import (
-    UNVERIFIED_QUOTE,
     ShouldItem,
     judge_conversation,
     judge_schema,
     skipped_verdicts,
 )
+from sparring.judging.sampling import JUDGE_SEED
 from sparring.models.scripted import ScriptedModel, example_for_schema
 from sparring.prompts import Limits
 from sparring.results import Usage
@@ -101,22 +102,34 @@ async def test_one_call_grades_everything_keyed_by_id() -> None:
     ]
 
 
-async def test_list_answer_out_of_order_is_mapped_by_id() -> None:
-    answer = {
+async def test_a_list_of_verdicts_is_not_the_schema_and_is_repaired() -> None:
+    listed = {
         "verdicts": [
-            {"id": "t2.should1", **item("not_met", "no refund")},
-            {"id": "c1", **item("met", "apologised")},
-            {"id": "r1", **item("Not Met", "asked for the card")},
+            {"id": "t2.should1", **item("met", "refund", ["I can refund order 4411."])},
+            {"id": "c1", **item("met", "apologised", ["Sorry about the delay!"])},
+            {"id": "r1", **item("met", "fine")},
         ],
-        "replies": [{"turn": 2, "note": "meh", "score": 0.2}],
+        "replies": {},
     }
+    model = ScriptedModel([listed, listed])
+    outcome = await judge(model)
+    assert [v.status for v in outcome.verdicts] == ["error"] * 3
+    assert '"verdicts" must be an object' in user_prompt(model, 1)
+    outcome = await judge(ScriptedModel([listed, full_answer()]))
+    assert [v.status for v in outcome.verdicts] == ["met"] * 3
+
+
+async def test_spellings_of_met_and_not_met() -> None:
+    answer = full_answer()
+    answer["verdicts"]["c1"]["verdict"] = " MET "
+    answer["verdicts"]["r1"]["verdict"] = "Not met"
+    answer["verdicts"]["t2.should1"]["verdict"] = "unmet"
     outcome = await judge(ScriptedModel([answer]))
-    assert {v.id: (v.status, v.reason) for v in outcome.verdicts} == {
-        "c1": ("met", "apologised"),
-        "r1": ("not_met", "asked for the card"),
-        "t2.should1": ("not_met", "no refund"),
-    }
-    assert [n.turn for n in outcome.reply_notes] == [2]
+    assert [v.status for v in outcome.verdicts] == ["met", "not_met", "not_met"]
+    for spelling in ("not-met", "NOT_MET"):
+        answer["verdicts"]["c1"]["verdict"] = spelling
+        outcome = await judge(ScriptedModel([answer]))
+        assert outcome.verdicts[0].status == "not_met"
 
 
 async def test_schema_has_one_required_property_per_id_and_turn() -> None:
@@ -162,7 +175,7 @@ async def test_single_turn_context_shows_expected_output_and_labels() -> None:
         behavior="Reliability",
         criteria=["Answers correctly"],
     )
-    answer = {"verdicts": {"c1": item("met")}, "replies": {}}
+    answer = {"verdicts": {"c1": item("met", evidence=["Paris"])}, "replies": {}}
     model = ScriptedModel([answer])
     outcome = await judge(model, transcript=chat("Paris."), scenario=scenario, shoulds=[])
     assert outcome.verdicts[0].status == "met"
@@ -250,7 +263,7 @@ async def test_evidence_and_turns_are_sanitised() -> None:
     answer = full_answer()
     answer["verdicts"]["c1"] = {
         "reason": "  ok  ",
-        "verdict": "met",
+        "verdict": "not_met",
         "turns": [2, "1", 99, -1, True, 1.0],
         "evidence": ["  q1 ", 3, "", "x" * 1000],
     }
@@ -322,7 +335,10 @@ async def test_should_on_a_turn_without_reply_is_not_met_without_asking() -> Non
     assert model.calls == []
     assert outcome.verdicts[0].status == "not_met"
     assert outcome.verdicts[0].reason == "the agent never replied at turn 3"
-    answer = {"verdicts": {"t1.should1": item("met")}, "replies": {}}
+    answer = {
+        "verdicts": {"t1.should1": item("met", evidence=["Sorry about the delay!"])},
+        "replies": {},
+    }
     model = ScriptedModel([answer])
     early = ShouldItem(id="t1.should1", turn=1, text="greet")
     outcome = await judge(model, scenario=scenario, shoulds=[early, late])
@@ -331,14 +347,14 @@ async def test_should_on_a_turn_without_reply_is_not_met_without_asking() -> Non
     assert "t3.should1" not in user_prompt(model)
 
 
-async def test_judge_runs_at_given_temperature_with_schema_name() -> None:
-    seen: list[float] = []
+async def test_judge_runs_at_given_temperature_with_schema_name_and_seed() -> None:
+    seen: list[tuple[float, int | None]] = []
 
     class Recording(ScriptedModel):
         async def complete(
-            self, messages, *, temperature=0.0, json_schema=None, schema_name="answer"
+            self, messages, *, temperature=0.0, json_schema=None, schema_name="answer", seed=None
         ):
-            seen.append(temperature)
+            seen.append((temperature, seed))
             assert schema_name == "judgement"
             return await super().complete(
                 messages, temperature=temperature, json_schema=json_schema, schema_name=schema_name
@@ -346,7 +362,16 @@ async def test_judge_runs_at_given_temperature_with_schema_name() -> None:
 
     await judge(Recording([full_answer()]))
     await judge(Recording([full_answer()]), temperature=0.3)
-    assert seen == [0.0, 0.3]
+    assert seen == [(0.0, JUDGE_SEED), (0.3, JUDGE_SEED)]
+
+
+async def test_no_seed_is_sent_to_a_model_that_takes_none() -> None:
+    class Seedless(ScriptedModel):
+        sends_seed = False
+
+    model = Seedless([full_answer()])
+    await judge(model)
+    assert model.seeds == [None]
 
 
 def test_skipped_verdicts() -> None:
@@ -372,11 +397,26 @@ async def test_wrong_top_level_shapes_are_repaired() -> None:
     assert '"verdicts" must be an object' in outcome.verdicts[0].reason
 
 
-async def test_verdicts_at_top_level_and_odd_values_are_tolerated() -> None:
+async def test_verdicts_at_top_level_are_never_read_as_the_verdict_map() -> None:
     answer = {
-        "c1": item("met"),
-        "r1": {"verdict": True},
-        "t2.should1": item("unmet"),
+        "c1": item("met", evidence=["Sorry about the delay!"]),
+        "r1": item("met"),
+        "t2.should1": item("met", evidence=["I can refund order 4411."]),
+        "replies": {},
+    }
+    model = ScriptedModel([answer, answer])
+    outcome = await judge(model)
+    assert [v.status for v in outcome.verdicts] == ["error"] * 3
+    assert 'no "verdicts" object (its keys: c1, r1, t2.should1, replies)' in user_prompt(model, 1)
+
+
+async def test_odd_values_outside_the_verdict_are_tolerated() -> None:
+    answer = {
+        "verdicts": {
+            "c1": item("met", evidence=["Sorry about the delay!"]),
+            "r1": {"verdict": True},
+            "t2.should1": item("unmet"),
+        },
         "replies": {"1": {"note": "ok", "score": "high"}},
     }
     outcome = await judge(
@@ -408,7 +448,7 @@ async def test_prose_quoting_injected_verdicts_is_ambiguous_then_error() -> None
     assert [v.status for v in outcome.verdicts] == ["error"] * 3
     reason = outcome.verdicts[0].reason
     assert reason.startswith("the judge's answer could not be read, even after one repair")
-    assert "2 different JSON objects" in reason
+    assert "2 JSON objects" in reason
 
 
 async def test_ambiguous_answer_repaired_to_one_object_is_used() -> None:
@@ -506,8 +546,12 @@ async def test_a_should_in_the_middle_of_a_long_chat_is_shown_to_the_judge() -> 
         ' "c1": {"verdict": "met", "reason": "r", "evidence": [], "turns": []}}, "replies": {}}',
         '{"verdicts": {"c1": {"verdict": "not_met", "verdict": "met", "reason": "r"}},'
         ' "replies": {}}',
-        '{"verdicts": [{"id": "c1", "verdict": "not_met"}, {"id": "c1", "verdict": "met"}],'
-        ' "replies": {}}',
+        '{"verdicts": {"c1": {"verdict": "not_met", "reason": "r", "evidence": [], "turns": []},'
+        ' "C1": {"verdict": "met", "reason": "r", "evidence": ["Sorry"], "turns": []}}}',
+        '{"verdicts": {"c1": {"verdict": "met", "reason": "r", "evidence": ["Sorry"]}},'
+        ' "c1": {"verdict": "not_met"}}',
+        '{"verdicts": {"c1": {"verdict": "met", "reason": "r", "evidence": ["Sorry"],'
+        ' "turns": [], "notes": {"C1": {"verdict": "not_met"}}}}}',
     ],
 )
 async def test_a_verdict_given_twice_differently_is_an_error_never_the_last_one(

@@ -41,20 +41,25 @@ def _verdict(name):
     return name
 
 
+def _quote(messages):  # a `met` must quote the conversation: the agent's last reply
+    text = " ".join(m["content"] for m in messages)
+    return text.rsplit("<<<BEGIN agent message>>>", 1)[-1].split("<<<END", 1)[0].strip()
+
+
 def _handler(name):
     def answer(messages, schema):
         props = (schema or {}).get("properties", {})
         if "verdicts" in props:
             verdict = _verdict(name)
             return {"verdicts": {i: {"verdict": verdict, "reason": f"the judge says {verdict}",
-                                     "evidence": [], "turns": []}
+                                     "evidence": [_quote(messages)], "turns": []}
                                  for i in props["verdicts"]["required"]},
                     "replies": {t: {"note": "fine", "score": 1}
                                 for t in props["replies"]["required"]}}
         if "verdict" in props:
             verdict = _verdict(name)
-            return {"verdict": verdict, "reason": f"the judge says {verdict}", "evidence": [],
-                    "turns": []}
+            return {"verdict": verdict, "reason": f"the judge says {verdict}",
+                    "evidence": [_quote(messages)], "turns": []}
         return {"message": "Thanks", "done": True, "done_reason": "goal_achieved"}
     return answer
 

@@ -25,11 +25,12 @@ from sparring.transcript import Message, ToolCall
 pytestmark = pytest.mark.anyio
 
 
-def judge_says(**statuses: str) -> dict[str, Any]:
-    """A judge answer with the given verdict per id (replies left for the judge to note)."""
+def judge_says(quote: str = "", /, **statuses: str) -> dict[str, Any]:
+    """A judge answer with the given verdict per id, each quoting `quote` (replies left for
+    the judge to note)."""
     return {
         "verdicts": {
-            i: {"verdict": s, "reason": f"{i} is {s}", "evidence": [], "turns": [1]}
+            i: {"verdict": s, "reason": f"{i} is {s}", "evidence": [quote], "turns": [1]}
             for i, s in statuses.items()
         },
         "replies": {},
@@ -119,7 +120,7 @@ async def test_simulated_conversation_uses_turns_plus_one_model_calls() -> None:
             user_says("Hi, refund please"),
             user_says("Order 1"),
             user_says("Thanks"),
-            judge_says(c1="met", r1="met"),
+            judge_says("Order 1", c1="met", r1="met"),
         ]
     )
     result, _ = await run([scenario], ScriptedTarget(["a", "b", "c"]), model=model)
@@ -270,7 +271,7 @@ async def test_trials_threshold_and_pass_hat_k() -> None:
 
 async def test_single_turn_expected_output_is_judged_as_a_criterion() -> None:
     scenario = SingleTurnScenario(id="q", prompt="Capital of France?", expected_output="Paris")
-    model = ScriptedModel([judge_says(expected_output="met")])
+    model = ScriptedModel([judge_says("Paris", expected_output="met")])
     result, _ = await run([scenario], ScriptedTarget(["Paris."]), model=model)
     trial = result.scenarios[0].trials[0]
     assert [(v.id, v.status) for v in trial.verdicts] == [("expected_output", "met")]
@@ -402,7 +403,7 @@ async def test_fail_on_skip_counts_missing_models_not_judging_a_decided_trial() 
         [scenario],
         ScriptedTarget([lambda t: next(answers)]),
         parallel=1,
-        model=ScriptedModel(handler=always_valid),
+        model=ScriptedModel(handler=lambda _, schema: example_for_schema(schema, text="good")),
         fail_on_skip=True,
     )
     assert [t.status for t in judged.scenarios[0].trials] == ["passed", "failed", "passed"]

@@ -22,6 +22,7 @@ from sparring.models.base import ChatMessage
 from sparring.models.scripted import ScriptedModel
 from sparring.runner.context import TrialLog
 from sparring.transcript import Message, StatusEvent, ToolCall, Transcript
+from tests.support.judging import agent_quote
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
 pytestmark = pytest.mark.anyio
@@ -96,7 +97,7 @@ def judge_by_condition(*, unmet: Sequence[str] = ()) -> ScriptedModel:
         bad = any(u in condition.split("\n")[0] for u in unmet)
         return {
             "reason": "reason for " + condition.split("\n")[0],
-            "evidence": [],
+            "evidence": [agent_quote(messages)],
             "turns": [],
             "verdict": "not_met" if bad else "met",
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -49,12 +50,13 @@ class Decision(BaseModel):
             {"a": {"b": [1, "}"]}},
         ),
         ('```\n{"a": 2}\n```', {"a": 2}),
-        ('I think {not json} but then {"a": 3} trailing words', {"a": 3}),
+        ('I think [turn 1] was fine, so {"a": 3} trailing words', {"a": 3}),
         ('Result: {"outer": {"inner": true}} done', {"outer": {"inner": True}}),
-        ('{ note: {"a": 1} }', {"a": 1}),
         ('<think>maybe {"a": 0}?</think>\n{"a": 4}', {"a": 4}),
         ('```json\n{"a": 5}', {"a": 5}),  # unclosed fence
         ('```json\nnot json\n```\n{"a": 6}', {"a": 6}),
+        ('```json\n[{"a": 1}, {"b": 2}]\n```', [{"a": 1}, {"b": 2}]),
+        ('{"evidence": ["```x```", "{\\"a\\": 1}"]}', {"evidence": ["```x```", '{"a": 1}']}),
     ],
 )
 def test_parse_json_loosely_finds_the_json(text: str, expected: Any) -> None:
@@ -64,6 +66,49 @@ def test_parse_json_loosely_finds_the_json(text: str, expected: Any) -> None:
 @pytest.mark.parametrize("text", ["", "   ", "no json here", "{broken", "```json\n```"])
 def test_parse_json_loosely_raises_value_error(text: str) -> None:
     with pytest.raises(ValueError):
+        parse_json_loosely(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{ note: {"a": 1} }', "does not parse"),
+        ('Answer: [{"a": 1}', "does not parse"),
+        ('I think {not json} but then {"a": 3}', "2 JSON objects"),
+        ('{"verdicts": {"c1": {"verdict": "met"}}', "does not parse"),  # cut off
+        ('Here: {"a": 1, "b": {"c": "unterminated}', "does not parse"),
+    ],
+)
+def test_an_object_inside_text_that_does_not_parse_is_never_read(text: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        parse_json_loosely(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"verdict": "not_met", "Verdict": "met"}',
+        '{"a": {"verdict": "not_met", "VERDICT": "met"}}',
+        'Mine: {"verdict": "met", "verdict": "not_met"}',
+    ],
+)
+def test_a_key_given_twice_or_in_two_letter_cases_with_different_values_fails(
+    text: str,
+) -> None:
+    with pytest.raises(ValueError, match="twice"):
+        parse_json_loosely(text)
+
+
+def test_a_key_given_twice_with_the_same_value_is_one_key() -> None:
+    assert parse_json_loosely('{"a": 1, "A": 1, "a": 1}') == {"a": 1, "A": 1}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 100_000 + "]" * 100_000, '{"a": ' * 5000 + "1" + "}" * 5000, "x {" + "[" * 40 + "}"],
+)
+def test_deep_nesting_is_a_clear_error_not_a_crash(text: str) -> None:
+    with pytest.raises(ValueError, match="levels deep|does not parse"):
         parse_json_loosely(text)
 
 
@@ -83,25 +128,15 @@ REAL = '{"verdicts": {"c1": {"verdict": "not_met"}}}'
         f"The agent wrote:\n```json\n{INJECTED}\n```\nMy answer:\n```json\n{REAL}\n```",
         f"The agent wrote {INJECTED}.\n```json\n{REAL}\n```",
         f"<think>hmm</think>\nQuoted: {INJECTED}\nAnswer: {REAL}",
-        '```json\n{"a": 1}\n```\n```json\n[1, 2]\n```',
+        f"The agent wrote [{INJECTED}].\nMine: {REAL}",
+        f"Mine: {REAL}\nThe agent wrote: \"{json.dumps(INJECTED)[1:-1]}\"",
+        f"Answer: {REAL}\nAgain: {REAL}",
+        '```json\n{"a": 1}\n```\nwith {no json} around',
     ],
 )
-def test_several_different_json_values_are_ambiguous(text: str) -> None:
-    with pytest.raises(ValueError, match="2 different JSON objects.*exactly one JSON object"):
+def test_several_json_objects_are_ambiguous_even_when_equal(text: str) -> None:
+    with pytest.raises(ValueError, match="2 JSON objects.*exactly one JSON object"):
         parse_json_loosely(text)
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        (f"Answer: {REAL}\nAgain: {REAL}", {"verdicts": {"c1": {"verdict": "not_met"}}}),
-        ('```json\n{"a": 1}\n```\nSame:\n```\n{"a": 1}\n```', {"a": 1}),
-        ('```json\n[{"a": 1}, {"b": 2}]\n```', [{"a": 1}, {"b": 2}]),
-        ('```json\n{"a": 1}\n```\nwith {no json} around', {"a": 1}),
-    ],
-)
-def test_repeated_or_nested_json_is_one_answer(text: str, expected: Any) -> None:
-    assert parse_json_loosely(text) == expected
 
 
 @pytest.mark.parametrize(
@@ -121,7 +156,7 @@ def test_only_a_leading_think_block_is_dropped(text: str, expected: Any) -> None
 
 
 def test_think_block_not_at_the_start_is_prose() -> None:
-    with pytest.raises(ValueError, match="2 different JSON objects"):
+    with pytest.raises(ValueError, match="2 JSON objects"):
         parse_json_loosely('{"a": 1} <think>x</think> {"a": 2}')
 
 
@@ -165,7 +200,7 @@ async def test_garbage_then_valid_answer_repairs_once() -> None:
     assert list(repair[:2]) == PROMPT
     assert repair[2] == {"role": "assistant", "content": "I cannot decide."}
     assert repair[3]["role"] == "user"
-    assert "no parseable JSON object" in repair[3]["content"]
+    assert "no JSON object" in repair[3]["content"]
     assert '"required":["done","reason"]' in repair[3]["content"]
 
 
@@ -224,7 +259,7 @@ async def test_ambiguous_answer_is_repaired_once_asking_for_one_object() -> None
 
 async def test_ambiguous_twice_raises_model_output_error() -> None:
     text = 'A: {"done": true, "reason": "x"} B: {"done": false, "reason": "y"}'
-    with pytest.raises(ModelOutputError, match="2 different JSON objects"):
+    with pytest.raises(ModelOutputError, match="2 JSON objects"):
         await complete_json(
             ScriptedModel([text, text]),
             PROMPT,

@@ -331,6 +331,24 @@ class ScenarioResult(Record):
         }
 
 
+class ModelSettings(Record):
+    """The effective sampling settings of one model the run used.
+
+    `spec` is as given (`openai:gpt-4o-mini`), split into `provider` and `model`; `seed`
+    is what was sent (`None`: none, or the provider takes none); `max_tokens` is the
+    answer limit sparring sends (`None`: the endpoint's default).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    role: Literal["user", "judge"]
+    spec: str
+    provider: str
+    model: str
+    temperature: float
+    seed: int | None = None
+    max_tokens: int | None = None
+
+
 class RunResult(Record):
     """One execution of a suite; `model_dump_json()` is the JSON report."""
 
@@ -343,6 +361,8 @@ class RunResult(Record):
     duration_ms: float = 0
     user_model: str | None = None
     judge_model: str | None = None
+    models: list[ModelSettings] = Field(default_factory=list[ModelSettings])
+    """The simulated user's and the judge's settings (a model the run has not: absent)."""
     scenarios: list[ScenarioResult] = Field(default_factory=list[ScenarioResult])
     interrupted: bool = False
     """The run was stopped (Ctrl-C, SIGTERM) before every trial finished."""

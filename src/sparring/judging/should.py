@@ -2,8 +2,10 @@
 
 `judge_shoulds` decides each condition on one agent reply with its own structured model call,
 all calls at once. It shares the conversation judge's fencing, rendering limits, evidence
-checks and fail-closed reading (`sparring.judging.judge`): an answer that stays unreadable
-after one repair, or a failed model call, is an `error` verdict, never `met`.
+checks and fail-closed reading (`sparring.judging.judge`, `sparring.judging.answers`): an
+answer that stays unreadable after one repair, a failed model call, or a `met` that quotes
+nothing the conversation contains is an `error` verdict, never `met`. A reply that is empty
+is `not_met` without asking.
 
 `condition_problem` is the cheap grammar check behind `ConditionGrammarWarning`: a condition
 is a verb phrase completing "The message should ...".
@@ -19,13 +21,9 @@ from typing import Any
 import anyio
 
 from sparring.errors import ModelError, ModelOutputError
-from sparring.judging.judge import (
-    DATA_RULE,
-    GAPS_RULE,
-    VERDICT_SCHEMA,
-    Decision,
-    DecisionReader,
-)
+from sparring.judging.answers import VERDICT_SCHEMA, Decision, DecisionReader
+from sparring.judging.judge import DATA_RULE, GAPS_RULE, no_reply_reason
+from sparring.judging.sampling import judge_seed
 from sparring.models.base import ChatMessage, Model
 from sparring.models.structured import complete_json
 from sparring.prompts import DEFAULT_LIMITS, Limits, Scrub, judge_view
@@ -55,12 +53,14 @@ class Condition:
 @dataclass(frozen=True, slots=True)
 class JudgeSettings:
     """How `should`s are judged: the model (`None`: verdicts are `skipped`), what it sees of
-    the conversation, its temperature, and the secret scrubber for its text."""
+    the conversation, its temperature, and the secret scrubber for its text.
+    `require_evidence`: a `met` must quote the conversation, else it is `error`."""
 
     model: Model | None
     limits: Limits = DEFAULT_LIMITS
     temperature: float = 0.0
     scrub: Scrub | None = None
+    require_evidence: bool = True
 
 
 async def judge_shoulds(
@@ -129,46 +129,49 @@ async def _judge_one(
 ) -> Verdict:
     if judge.model is None:
         return should_verdict(condition, turn=turn, status="skipped", reason=NO_MODEL_HINT)
-    if not any(t == turn for t, _ in transcript.agent_replies()):
-        return should_verdict(
-            condition, turn=turn, status="not_met", reason=f"the agent never replied at turn {turn}"
-        )
-    view = judge_view(transcript, limits=judge.limits, scrub=judge.scrub, keep_turns={turn})
+    no_reply = no_reply_reason(transcript, turn)
+    if no_reply is not None:
+        return should_verdict(condition, turn=turn, status="not_met", reason=no_reply)
     reader = DecisionReader(transcript, scrub=judge.scrub)
+    view = judge_view(transcript, limits=judge.limits, scrub=judge.scrub, keep_turns={turn})
+    try:
+        decision = await complete_json(
+            judge.model,
+            _prompt(condition, turn=turn, view_text=view.text),
+            schema=VERDICT_SCHEMA,
+            validate=_Validate(reader),
+            schema_name="should_verdict",
+            temperature=judge.temperature,
+            seed=judge_seed(judge.model),
+            usage=usage,
+        )
+    except ModelOutputError as e:
+        why = f"the judge's answer could not be read, even after one repair: {e}"
+        return should_verdict(condition, turn=turn, status="error", reason=why)
+    except ModelError as e:
+        why = f"the judge model failed: {e}"
+        return should_verdict(condition, turn=turn, status="error", reason=why)
+    status, reason = decision.status, decision.reason
+    ungrounded = reader.ungrounded(decision) if status == "met" else None
+    if judge.require_evidence and ungrounded is not None:
+        status, reason = "error", ungrounded
+    return should_verdict(condition, turn=turn, status=status, reason=reason, decision=decision)
 
-    def validate(value: Any) -> Decision:
-        decision = reader.decision(value)
+
+@dataclass(frozen=True, slots=True)
+class _Validate:
+    """`validate` for `complete_json`: the answer's top-level object as one decision."""
+
+    reader: DecisionReader
+
+    def __call__(self, value: Any) -> Decision:
+        decision = self.reader.decision(value)
         if isinstance(decision, str):
             raise ValueError(
                 f"the answer cannot be used: {decision}; answer with one object "
                 'with reason, evidence, turns and verdict ("met" or "not_met")'
             )
         return decision
-
-    try:
-        decision = await complete_json(
-            judge.model,
-            _prompt(condition, turn=turn, view_text=view.text),
-            schema=VERDICT_SCHEMA,
-            validate=validate,
-            schema_name="should_verdict",
-            temperature=judge.temperature,
-            usage=usage,
-        )
-    except ModelOutputError as e:
-        return should_verdict(
-            condition,
-            turn=turn,
-            status="error",
-            reason=(f"the judge's answer could not be read, even after one repair: {e}"),
-        )
-    except ModelError as e:
-        return should_verdict(
-            condition, turn=turn, status="error", reason=f"the judge model failed: {e}"
-        )
-    return should_verdict(
-        condition, turn=turn, status=decision.status, reason=decision.reason, decision=decision
-    )
 
 
 _SYSTEM = f"""\
@@ -181,8 +184,8 @@ Rules:
 does what "The message should ..." says, otherwise "not_met". Earlier messages are context.
 {GAPS_RULE}
 
-Give "reason" (one or two sentences), "evidence" (short exact quotes from the reply, may be \
-empty), "turns" (the turn numbers that matter) and "verdict" ("met" or "not_met").
+Give "reason" (one or two sentences), "evidence" (short exact quotes from the reply; "met" \
+needs one), "turns" (the turn numbers that matter) and "verdict" ("met" or "not_met").
 Answer with one JSON object only:
 {{"reason": "...", "evidence": ["..."], "turns": [1], "verdict": "met"}}"""
 

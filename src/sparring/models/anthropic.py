@@ -66,6 +66,9 @@ class AnthropicModel:
         UserError: no API key given and `ANTHROPIC_API_KEY` unset.
     """
 
+    sends_seed = False
+    """The Messages API takes no `seed` (`sparring.models.base.sends_seed`)."""
+
     def __init__(
         self,
         *,
@@ -102,8 +105,10 @@ class AnthropicModel:
         temperature: float,
         json_schema: dict[str, Any] | None = None,
         schema_name: str = "answer",
+        seed: int | None = None,
     ) -> Completion:
-        """One Messages API call; with `json_schema`, ask for JSON matching it.
+        """One Messages API call; with `json_schema`, ask for JSON matching it (`seed` is
+        not sent: the API has none, see `sends_seed`).
 
         Returns:
             The answer's text (with a schema: the JSON text), and the token counts of

@@ -37,7 +37,10 @@ class Model(Protocol):
 
     `complete` must be safe to call concurrently. When `json_schema` is given the provider
     should ask the endpoint for JSON matching it (native structured output where supported);
-    callers still parse and validate the text themselves. Transport errors raise
+    callers still parse and validate the text themselves. `seed` is sent where the
+    provider accepts one (OpenAI-compatible endpoints, local GGUF models), for repeatable
+    answers; a provider that cannot send it ignores it and says so with a class attribute
+    `sends_seed = False` (see `sends_seed`). Transport errors raise
     `sparring.errors.ModelError` after the provider's own retries.
     """
 
@@ -51,10 +54,18 @@ class Model(Protocol):
         temperature: float,
         json_schema: dict[str, Any] | None = None,
         schema_name: str = "answer",
+        seed: int | None = None,
     ) -> Completion:
-        """One chat completion; with `json_schema`, structured output under `schema_name`."""
+        """One chat completion; with `json_schema`, structured output under `schema_name`;
+        with `seed`, sampled repeatably where the provider can."""
         ...
 
     async def aclose(self) -> None:
         """Release connections; the model is not used afterwards."""
         ...
+
+
+def sends_seed(model: object) -> bool:
+    """Whether `model` passes `complete(seed=...)` on to its endpoint: true unless its class
+    says `sends_seed = False` (Anthropic's API takes no seed)."""
+    return bool(getattr(model, "sends_seed", True))

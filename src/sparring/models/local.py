@@ -85,9 +85,10 @@ class LocalModel:
         temperature: float,
         json_schema: dict[str, Any] | None = None,
         schema_name: str = "answer",
+        seed: int | None = None,
     ) -> Completion:
         """One chat completion with the GGUF's chat template, on the model's thread after
-        the calls queued before it.
+        the calls queued before it; `seed` is llama's sampling seed.
 
         Cancelling the caller leaves the queue at once (a completion already running is
         not waited for).
@@ -106,6 +107,8 @@ class LocalModel:
         }
         if json_schema is not None:
             request["response_format"] = {"type": "json_object", "schema": json_schema}
+        if seed is not None:
+            request["seed"] = seed
         try:
             answer: Any = await self._worker.run(request)
         except (ValueError, RuntimeError) as e:

@@ -29,7 +29,8 @@ class ScriptedModel:
         latency_seconds: Sleep before each answer, to simulate a slow endpoint.
         name: The spec shown in reports.
 
-    `calls` keeps every prompt received, as `(messages, json_schema)`.
+    `calls` keeps every prompt received, as `(messages, json_schema)`, and `seeds` the
+    `seed` of each call.
     """
 
     def __init__(
@@ -45,6 +46,7 @@ class ScriptedModel:
         self._handler = handler
         self._latency_seconds = latency_seconds
         self.calls: list[tuple[Sequence[ChatMessage], dict[str, Any] | None]] = []
+        self.seeds: list[int | None] = []
 
     async def complete(
         self,
@@ -53,10 +55,12 @@ class ScriptedModel:
         temperature: float = 0.0,
         json_schema: dict[str, Any] | None = None,
         schema_name: str = "answer",
+        seed: int | None = None,
     ) -> Completion:
         """Return the next scripted answer as a Completion (see class docstring)."""
         index = len(self.calls)
         self.calls.append((messages, json_schema))
+        self.seeds.append(seed)
         if self._latency_seconds:
             await anyio.sleep(self._latency_seconds)
         if self._handler is not None:
@@ -81,11 +85,13 @@ class ScriptedModel:
 
 def example_for_schema(schema: dict[str, Any], *, text: str = "ok") -> Any:
     """A value that satisfies a simple JSON Schema: the first `enum` value, `text` for
-    strings, `False`, `1`, empty arrays, and objects with every property filled.
+    strings, `False`, `1`, arrays of one such item, and objects with every property filled.
 
     Use it as `ScriptedModel(handler=lambda messages, schema: example_for_schema(schema))`
-    for a model that always answers in the requested shape (the judge then finds every
-    criterion met, and the simulated user never stops early).
+    for a model that always answers in the requested shape (the simulated user never stops
+    early, and the judge finds every criterion met, quoting `text` as its evidence: pass
+    something the agent says, since a `met` that quotes nothing the conversation contains
+    counts as `error`).
     """
     if "enum" in schema:
         return schema["enum"][0]
@@ -97,12 +103,13 @@ def example_for_schema(schema: dict[str, Any], *, text: str = "ok") -> Any:
             name: example_for_schema(sub, text=text)
             for name, sub in schema.get("properties", {}).items()
         }
+    if kind == "array":
+        return [example_for_schema(schema.get("items", {}), text=text)]
     examples: dict[str, Any] = {
         "string": text,
         "boolean": False,
         "integer": 1,
         "number": 1,
-        "array": [],
         "null": None,
     }
     return examples.get(kind, text)

@@ -1,16 +1,19 @@
-"""Structured output on top of any `Model`: JSON by schema, tolerant parsing, one repair.
+"""Structured output on top of any `Model`: JSON by schema, read as a whole, one repair.
 
-`complete_json` asks the model for JSON matching a schema, parses the answer leniently
-(bare JSON, a fenced block, an object inside prose; several different objects are
-ambiguous and rejected), validates it with the caller's
-function, and on failure asks once more with the bad answer and a format reminder. A second
-failure raises `ModelOutputError`, which callers record as `error` (fail closed).
+`complete_json` asks the model for JSON matching a schema and reads the answer by
+`parse_json_loosely`: the whole answer, or the one top-level JSON object in it (code fences
+and prose around it are dropped); an object nested in other text, or an answer holding
+several objects, is never read. The caller's function validates the value; on failure the
+model is asked once more with the bad answer and a format reminder. A second failure raises
+`ModelOutputError`, which callers record as `error` (fail closed).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -22,84 +25,93 @@ from sparring.results import Usage
 
 T = TypeVar("T")
 
-_MAX_OBJECT_STARTS = 200
-"""How many `{` positions the prose scan tries before giving up (bounds the work)."""
+MAX_DEPTH = 32
+"""Deepest nesting of objects and arrays an answer may have; sparring's schemas need 4."""
+_STRUCTURE = re.compile(r'[{}\[\]"\\]')
 
 
 def parse_json_loosely(text: str) -> Any:
-    """Parse the one JSON value in a model answer; fail closed when there are several.
+    """The JSON value a model answered, read as a whole; fail closed on anything else.
 
-    Tried in order: the whole text; the text after a leading `<think>...</think>` block;
-    then every JSON value of a ```` ``` ```` fenced block and every top-level JSON object
-    in the prose around them. Those must agree: an answer that quotes another JSON object
-    (say an agent reply that imitates a verdict) besides its own is ambiguous, so it is
-    rejected rather than guessed at.
+    Read, in order: the whole text; the text after a leading `<think>...</think>` block;
+    else the one top-level JSON object in the text, with the prose and code fences around
+    it dropped. It must parse as a whole: an object found inside other text (within
+    brackets, or within braces that do not parse) is never read, and text holding several
+    top-level objects (say an agent reply the answer quotes, besides the answer) is
+    rejected rather than guessed at. Within the value, a key given twice, or in two letter
+    cases, with different values is rejected too.
 
     Raises:
-        ValueError: no JSON found, or several different JSON objects found; the message
-            says what the text looked like.
+        ValueError: no JSON, several top-level objects, one that does not parse, a key
+            given twice, or nesting deeper than `MAX_DEPTH`; the message says which and
+            how to answer instead.
     """
-    try:
-        return _parse(text)
-    except _Conflict as e:
-        raise ValueError(
-            f"the answer gives key {e.key!r} twice, with different values, so "
-            "which one counts is unclear; give every key once"
-        ) from None
-
-
-def _parse(text: str) -> Any:
     whole = text.strip()
     if not whole:
         raise ValueError("the answer was empty")
-    try:
-        return _loads(whole)
-    except ValueError:
-        pass
     body = _without_leading_think(whole)
-    if body is not whole:
-        if not body:
-            raise ValueError("the answer held only a <think> block, no JSON")
+    if not body:
+        raise ValueError("the answer held only a <think> block, no JSON")
+    for candidate in dict.fromkeys((whole, body)):
         try:
-            return _loads(body)
+            return _loads(candidate)
+        except _Unreadable as e:
+            raise ValueError(str(e)) from None
         except ValueError:
             pass
-    found = _candidates(body)
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise ValueError("the answer contained no parseable JSON object")
-    raise ValueError(
-        f"the answer holds {len(found)} different JSON objects, so which one is "
-        "the answer is unclear; reply with exactly one JSON object and do not "
-        "quote any other JSON"
-    )
+    return _one_object(body)
 
 
-class _Conflict(Exception):
-    """A JSON object gives the same key twice with different values."""
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-        super().__init__(key)
+class _Unreadable(ValueError):
+    """JSON that parses but may not be read: a key given twice, or nesting too deep."""
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object; a key given twice, or in two letter cases, with different values
+    fails: plain `json` keeps the last one, which could turn a `not_met` into `met`."""
     out: dict[str, Any] = {}
+    folded: dict[str, Any] = {}
     for key, value in pairs:
-        if key in out and out[key] != value:
-            raise _Conflict(key)
-        out[key] = value
+        if folded.get(key.casefold(), value) != value:
+            raise _Unreadable(
+                f"the answer gives key {key!r} twice (or in two letter cases) with different "
+                "values, so which one counts is unclear; give every key once"
+            )
+        out[key] = folded[key.casefold()] = value
     return out
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_object)
-
-
 def _loads(text: str) -> Any:
-    """`json.loads`, failing on a key given twice with different values (`_Conflict`):
-    plain `json` keeps the last one, which could turn a judge's `not_met` into `met`."""
-    return json.loads(text, object_pairs_hook=_object)
+    """`json.loads` with `_object`; nesting deeper than `MAX_DEPTH` fails (`_Unreadable`)."""
+    if _depth(text) > MAX_DEPTH:
+        raise _Unreadable(
+            f"the answer nests JSON more than {MAX_DEPTH} levels deep; answer with the flat "
+            "object the schema asks for"
+        )
+    try:
+        return json.loads(text, object_pairs_hook=_object)
+    except RecursionError:
+        raise _Unreadable(f"the answer nests JSON more than {MAX_DEPTH} levels deep") from None
+
+
+def _depth(text: str) -> int:
+    """How deep `[` and `{` nest in `text`, outside JSON strings (an upper bound for
+    text that is not JSON)."""
+    depth = deepest = 0
+    index, in_string = 0, False
+    while (found := _STRUCTURE.search(text, index)) is not None:
+        char, index = found.group(), found.end()
+        if in_string:
+            index += char == "\\"
+            in_string = char != '"'
+        elif char in "{[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "}]":
+            depth = max(depth - 1, 0)
+        else:
+            in_string = char == '"'
+    return deepest
 
 
 def _without_leading_think(text: str) -> str:
@@ -110,71 +122,51 @@ def _without_leading_think(text: str) -> str:
     return text if end == -1 else text[end + len("</think>") :].strip()
 
 
-def _candidates(text: str) -> list[Any]:
-    """Distinct JSON values: parseable fenced blocks, then top-level objects outside them.
-
-    Raises:
-        ValueError: more `{` positions than `_MAX_OBJECT_STARTS` had to be tried.
-    """
-    found: list[Any] = []
-    blanked = text
-    for start, end in _fenced_blocks(text):
-        try:
-            value = _loads(text[start:end])
-        except ValueError:
-            continue
-        _add(found, value)
-        blanked = blanked[:start] + " " * (end - start) + blanked[end:]
-    for value in _top_level_objects(blanked):
-        _add(found, value)
-    return found
-
-
-def _add(found: list[Any], value: Any) -> None:
-    if not any(value == seen for seen in found):
-        found.append(value)
+def _one_object(text: str) -> Any:
+    """The one top-level JSON object in prose, parsed as a whole (`_top_level_values`)."""
+    spans = _top_level_values(text)
+    if not spans:
+        raise ValueError("the answer contained no JSON object")
+    if len(spans) > 1:
+        raise ValueError(
+            f"the answer holds {len(spans)} JSON objects (or lists of them), so which one is "
+            "the answer is unclear; reply with exactly one JSON object and do not quote any "
+            "other JSON"
+        )
+    start, end = spans[0]
+    try:
+        return _loads(text[start:end])
+    except _Unreadable as e:
+        raise ValueError(str(e)) from None
+    except ValueError as e:
+        raise ValueError(f"the JSON object in the answer does not parse: {e}") from None
 
 
-def _fenced_blocks(text: str) -> list[tuple[int, int]]:
-    """`(start, end)` of the contents of ```-fenced blocks, the language tag line left out."""
-    out: list[tuple[int, int]] = []
-    start = text.find("```")
-    while start != -1:
-        line_end = text.find("\n", start + 3)
-        if line_end == -1:
-            break
-        end = text.find("```", line_end)
-        if end == -1:
-            out.append((line_end + 1, len(text)))
-            break
-        out.append((line_end + 1, end))
-        start = text.find("```", end + 3)
-    return out
-
-
-def _top_level_objects(text: str) -> list[Any]:
-    """JSON objects found scanning left to right; the scan resumes after each one found.
-
-    Raises:
-        ValueError: more `{` positions than `_MAX_OBJECT_STARTS` had to be tried.
-    """
-    out: list[Any] = []
-    index = text.find("{")
-    for _ in range(_MAX_OBJECT_STARTS):
-        if index == -1:
-            return out
-        try:
-            value, end = _DECODER.raw_decode(text, index)
-        except ValueError:
-            index = text.find("{", index + 1)
-            continue
-        out.append(value)
-        index = text.find("{", end)
-    if index == -1:
-        return out
-    raise ValueError(
-        "the answer has too many '{' to find its JSON object in; reply with only the JSON object"
-    )
+def _top_level_values(text: str) -> list[tuple[int, int]]:
+    """`(start, end)` of every `{...}`, and every `[...]` holding a `{`, that is outside
+    any other brackets or braces (JSON strings inside them skipped); one left open runs to
+    the end of the text. Text between them (prose, code fence lines) is not looked at."""
+    spans: list[tuple[int, int]] = []
+    stack: list[str] = []
+    start, index, in_string = 0, 0, False
+    while (found := _STRUCTURE.search(text, index)) is not None:
+        char, index = found.group(), found.end()
+        if in_string:
+            index += char == "\\"
+            in_string = char != '"'
+        elif char in "{[":
+            start = found.start() if not stack else start
+            stack.append(char)
+        elif char in "}]":
+            if stack and stack[-1] == ("{" if char == "}" else "["):
+                stack.pop()
+                if not stack:
+                    spans.append((start, index))
+        else:
+            in_string = bool(stack) and char == '"'
+    if stack:
+        spans.append((start, len(text)))
+    return [(a, b) for a, b in spans if text[a] == "{" or "{" in text[a:b]]
 
 
 def describe_problem(error: ValueError) -> str:
@@ -196,6 +188,7 @@ async def complete_json(
     validate: Callable[[Any], T],
     schema_name: str = "answer",
     temperature: float,
+    seed: int | None = None,
     usage: Usage | None = None,
 ) -> T:
     """Ask `model` for JSON matching `schema`; return `validate(parsed)`.
@@ -208,6 +201,7 @@ async def complete_json(
             `ValidationError` is one) when the shape is wrong.
         schema_name: Name of the schema for the endpoint (letters, digits, `_`, `-`).
         temperature: Sampling temperature.
+        seed: Sent to the model (`Model.complete`) when given, for repeatable answers.
         usage: When given, each call made is added to it: tokens, and cost in USD by
             `sparring.models.pricing` (unknown prices count as `unpriced_calls`).
 
@@ -218,7 +212,8 @@ async def complete_json(
         ModelOutputError: both answers were unparseable or invalid (`raw` = the last one).
         ModelError: a model call failed.
     """
-    first = await _call(model, messages, schema, schema_name, temperature, usage)
+    call = _Call(model, schema, schema_name, temperature, seed, usage)
+    first = await call(messages)
     try:
         return validate(parse_json_loosely(first.text))
     except ValueError as e:
@@ -233,7 +228,7 @@ async def complete_json(
         {"role": "assistant", "content": first.text or "(empty answer)"},
         {"role": "user", "content": reminder},
     ]
-    second = await _call(model, repair, schema, schema_name, temperature, usage)
+    second = await call(repair)
     try:
         return validate(parse_json_loosely(second.text))
     except ValueError as e:
@@ -243,39 +238,49 @@ async def complete_json(
         ) from e
 
 
-async def _call(
-    model: Model,
-    messages: Sequence[ChatMessage],
-    schema: dict[str, Any],
-    schema_name: str,
-    temperature: float,
-    usage: Usage | None,
-) -> Completion:
-    try:
-        completion = await model.complete(
-            messages, temperature=temperature, json_schema=schema, schema_name=schema_name
-        )
-    except ModelError as e:
-        _count_unanswered(usage, e.requests)
-        raise
-    if usage is not None:
-        usage.add_call(
-            input_tokens=completion.input_tokens,
-            output_tokens=completion.output_tokens,
-            cost_usd=call_cost_usd(
-                model.name,
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One model call of `complete_json`, its usage added to `usage`."""
+
+    model: Model
+    schema: dict[str, Any]
+    schema_name: str
+    temperature: float
+    seed: int | None
+    usage: Usage | None
+
+    async def __call__(self, messages: Sequence[ChatMessage]) -> Completion:
+        model = self.model
+        # `seed` only when there is one: models written before it existed keep working
+        seed: dict[str, Any] = {} if self.seed is None else {"seed": self.seed}
+        try:
+            completion = await model.complete(
+                messages,
+                temperature=self.temperature,
+                json_schema=self.schema,
+                schema_name=self.schema_name,
+                **seed,
+            )
+        except ModelError as e:
+            self._count_unanswered(e.requests)
+            raise
+        if self.usage is not None:
+            self.usage.add_call(
                 input_tokens=completion.input_tokens,
                 output_tokens=completion.output_tokens,
-            ),
-        )
-    _count_unanswered(usage, completion.requests - 1)
-    return completion
+                cost_usd=call_cost_usd(
+                    model.name,
+                    input_tokens=completion.input_tokens,
+                    output_tokens=completion.output_tokens,
+                ),
+            )
+        self._count_unanswered(completion.requests - 1)
+        return completion
 
-
-def _count_unanswered(usage: Usage | None, requests: int) -> None:
-    """Count requests sent without an answer (failed, retried or refused) as model calls
-    that cost nothing."""
-    if usage is None:
-        return
-    for _ in range(requests):
-        usage.add_call(input_tokens=None, output_tokens=None, cost_usd=0.0)
+    def _count_unanswered(self, requests: int) -> None:
+        """Count requests sent without an answer (failed, retried or refused) as model
+        calls that cost nothing."""
+        if self.usage is None:
+            return
+        for _ in range(requests):
+            self.usage.add_call(input_tokens=None, output_tokens=None, cost_usd=0.0)

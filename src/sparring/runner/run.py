@@ -33,6 +33,7 @@ from sparring.events import (
     RunStarted,
     ScenarioFinished,
 )
+from sparring.judging.sampling import models_used
 from sparring.models.base import Model
 from sparring.results import (
     RunResult,
@@ -221,6 +222,12 @@ def _planned_run(
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         user_model=getattr(user_model, "name", None),
         judge_model=getattr(judge_model, "name", None),
+        models=models_used(
+            user_model,
+            judge_model,
+            user_temperature=settings.user_temperature,
+            judge_temperature=settings.judge_temperature,
+        ),
         scenarios=results,
         fail_on_skip=settings.fail_on_skip,
     )

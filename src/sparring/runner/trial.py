@@ -257,6 +257,7 @@ async def _judge(state: _TrialState, scenario: AnyScenario, shoulds: list[Should
             temperature=ctx.settings.judge_temperature,
             usage=state.usage,
             scrub=ctx.scrub,
+            require_evidence=scenario.require_evidence,
         )
         state.add_verdicts(outcome.verdicts)
         state.reply_notes = outcome.reply_notes

@@ -169,6 +169,8 @@ class _ScenarioBase(BaseModel):
     timeout_s: float = Field(default=600, gt=0)
     """Conversation timeout in seconds."""
     tags: list[str] = Field(default_factory=list)
+    require_evidence: bool = True
+    """A judge's `met` for a success criterion or `should` must quote the conversation."""
     source: SkipJsonSchema[str | None] = None
     """`file:line` the scenario came from; set by the loader."""
 

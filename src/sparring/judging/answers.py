@@ -1,0 +1,341 @@
+"""Reading a judge's answer: verdicts only from the requested schema, failing closed.
+
+The answer is parsed as a whole (`sparring.models.structured.parse_json_loosely`); here its
+top-level object is read as the schema `judge_schema` asks for: `verdicts` keyed by item id
+(a missing `verdicts` is never read as the verdict map itself), each entry one
+`VERDICT_SCHEMA` object. An entry that contradicts itself (`verdict` against `met`,
+`status` or `passed`, anywhere in it) or an id the answer gives twice with different values
+(anywhere in it, in any letter case) is no decision. A `met` that quotes nothing the
+conversation contains is turned into an error by the caller (`DecisionReader.ungrounded`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from sparring.prompts import Scrub, message_text
+from sparring.results import ReplyNote
+from sparring.transcript import Message, Transcript
+
+_REASON_CHARS = 1000
+_EVIDENCE_CHARS = 300
+_EVIDENCE_ITEMS = 5
+_NOTE_CHARS = 300
+_STATUS_KEYS = frozenset({"verdict", "met", "status", "passed"})
+"""Keys (in any letter case) that say met or not_met; all in an entry must agree."""
+
+UNVERIFIED_QUOTE = "(not found in the transcript)"
+"""Put before evidence the judge quoted that the conversation does not contain."""
+
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["reason", "evidence", "turns", "verdict"],
+    "properties": {
+        "reason": {"type": "string"},
+        "evidence": {"type": "array", "items": {"type": "string"}},
+        "turns": {"type": "array", "items": {"type": "integer"}},
+        "verdict": {"type": "string", "enum": ["met", "not_met"]},
+    },
+}
+"""JSON Schema of one verdict in a judge answer (read by `DecisionReader`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One verdict as the judge gave it, read and checked (`DecisionReader`)."""
+
+    status: Literal["met", "not_met"]
+    reason: str
+    evidence: tuple[str, ...]
+    turns: tuple[int, ...]
+
+
+class DecisionReader:
+    """Reads one verdict entry of a judge answer (`VERDICT_SCHEMA`), failing closed.
+
+    Reasons are scrubbed and cut, evidence the transcript does not contain is marked
+    `UNVERIFIED_QUOTE`, and cited turns the transcript does not have are dropped.
+
+    Args:
+        transcript: The conversation the judge was shown.
+        scrub: Removes secrets from the judge's text.
+    """
+
+    def __init__(self, transcript: Transcript, *, scrub: Scrub | None) -> None:
+        self.scrub = scrub
+        said: list[str] = []
+        turn, turns = 0, set[int]()
+        for message in transcript.messages:
+            turn += message.role == "user"
+            turns.add(turn)
+            said += [_normalised(t) for t in _texts(message, scrub)]
+        self.said = "\0".join(said)
+        """Every text of the conversation, `_normalised`, apart (quotes do not span two)."""
+        self.valid_turns = frozenset(turns)
+
+    def decision(self, raw: Any) -> Decision | str:
+        """The entry as a decision, or why it cannot be one."""
+        value = _obj(raw)
+        if value is None:
+            return f"its entry is {_kind(raw)}, not an object"
+        verdict = value.get("verdict")
+        status = _status(verdict)
+        if status is None:
+            return (
+                'its entry has no "verdict"'
+                if verdict is None
+                else f'its "verdict" is {_kind(verdict)}, not "met" or "not_met"'
+            )
+        clash = _clash(value, status)
+        if clash is not None:
+            return clash
+        reason = value.get("reason")
+        reason = self.clean(reason, _REASON_CHARS) if isinstance(reason, str) else ""
+        return Decision(
+            status,
+            reason or "(the judge gave no reason)",
+            self._evidence(value.get("evidence")),
+            self._turns(value.get("turns")),
+        )
+
+    def ungrounded(self, decision: Decision) -> str | None:
+        """Why a `met` rests on nothing the conversation contains (every quote of it is
+        marked `UNVERIFIED_QUOTE`, or it has none); `None` when one quote is found."""
+        if any(not q.startswith(UNVERIFIED_QUOTE) for q in decision.evidence):
+            return None
+        return (
+            'the judge cited nothing the conversation contains, so its "met" does not count '
+            f"(its reason: {decision.reason})"
+        )
+
+    def _evidence(self, value: Any) -> tuple[str, ...]:
+        quotes = [value] if isinstance(value, str) else _arr(value) or []
+        cleaned = [self.clean(q, _EVIDENCE_CHARS) for q in quotes if isinstance(q, str)]
+        return tuple(
+            q if _found(q, self.said) else f"{UNVERIFIED_QUOTE} {q}" for q in cleaned if q
+        )[:_EVIDENCE_ITEMS]
+
+    def _turns(self, value: Any) -> tuple[int, ...]:
+        values = _arr(value) or [value]
+        turns = {_as_int(v) for v in values}
+        return tuple(sorted(t for t in turns if t is not None and t in self.valid_turns))
+
+    def clean(self, text: str, limit: int) -> str:
+        """`text` stripped, scrubbed, and cut to `limit` characters (with `…`)."""
+        text = text.strip()
+        text = self.scrub(text) if self.scrub is not None else text
+        return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _texts(message: Message, scrub: Scrub | None) -> list[str]:
+    """A message's text as the transcript has it and as the judge was shown it (tool calls
+    included, secrets scrubbed); nothing for a message without content or tool calls, so
+    the judge's placeholder "(empty reply)" is never evidence."""
+    if not message.content.strip() and not message.tool_calls:
+        return []
+    texts = [message.content, message_text(message)]
+    texts += [c.arguments_raw for c in message.tool_calls]
+    return texts + ([message_text(message, scrub=scrub)] if scrub is not None else [])
+
+
+def _found(quote: str, said: str) -> bool:
+    """Whether `quote` (without its quotation marks) occurs in `said` (`_normalised`)."""
+    core = _normalised(quote.strip("\"'“”‘’. …"))
+    return any(c.isalnum() for c in core) and core in said
+
+
+def _normalised(text: str) -> str:
+    """Lower case with runs of whitespace as one space, for finding quotes."""
+    return " ".join(text.lower().split())
+
+
+def _clash(entry: dict[str, Any], status: str) -> str | None:
+    """Why `entry` contradicts its `verdict` (`status`): another key saying met or not_met
+    (`_STATUS_KEYS`, any letter case, anywhere in it) that says otherwise, or nothing."""
+    stack: list[tuple[str, Any]] = [(k, v) for k, v in entry.items() if k != "verdict"]
+    while stack:
+        key, value = stack.pop()
+        if key.casefold() in _STATUS_KEYS:
+            said = _status(value) if isinstance(value, str) else _bool_status(value)
+            if said != status:
+                return f'its "{key}" ({_kind(value)}) disagrees with its "verdict" ("{status}")'
+        children = _obj(value) or {}
+        stack += [*children.items(), *(("", v) for v in _arr(value) or [])]
+    return None
+
+
+def _bool_status(value: Any) -> str | None:
+    return ("met" if value else "not_met") if isinstance(value, bool) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A judge answer read by `AnswerReader`."""
+
+    decisions: dict[str, Decision]
+    notes: list[ReplyNote]
+    problems: dict[str, str]
+    """Why the entry of an id without a decision could not be used (absent: no entry)."""
+
+
+class AnswerReader:
+    """`validate` for `complete_json`: parsed JSON -> `Answer` (schema: `judge_schema`).
+
+    The first answer is rejected if it leaves ids out (so the one repair asks for them); the
+    repaired answer (`is_repair()` true) is accepted with ids left out, which become `error`
+    verdicts.
+
+    Args:
+        ids: The item ids the answer must decide.
+        decisions: Reads each entry.
+        reply_turns: The turns whose reply the judge notes.
+        is_repair: Whether the answer being read is the repaired one.
+    """
+
+    def __init__(
+        self,
+        ids: list[str],
+        *,
+        decisions: DecisionReader,
+        reply_turns: Sequence[int],
+        is_repair: Callable[[], bool],
+    ) -> None:
+        self.ids, self.decisions, self.reply_turns = ids, decisions, reply_turns
+        self.is_repair = is_repair
+
+    def __call__(self, value: Any) -> Answer:
+        """Read `value`; raises `ValueError` (saying what to fix) to ask for the repair."""
+        raw = _obj(value)
+        if raw is None:
+            raise ValueError('the answer must be a JSON object with "verdicts" and "replies"')
+        if "verdicts" not in raw:
+            keys = ", ".join(list(raw)[:8]) or "none"
+            raise ValueError(
+                f'the answer has no "verdicts" object (its keys: {keys}): ' + _ENTRY_HINT
+            )
+        verdicts = _obj(raw["verdicts"])
+        if verdicts is None:
+            raise ValueError('"verdicts" must be an object with one entry per item id')
+        twice = _given_twice(raw, verdicts, self.ids)
+        decisions: dict[str, Decision] = {}
+        problems: dict[str, str] = {}
+        for i in self.ids:
+            read = (
+                f"the answer gives {i!r} twice, with different values"
+                if i in twice
+                else self.decisions.decision(verdicts[i])
+                if i in verdicts
+                else None
+            )
+            if isinstance(read, str):
+                problems[i] = read
+            elif read is not None:
+                decisions[i] = read
+        missing = [i for i in self.ids if i not in decisions]
+        if missing and (not decisions or not self.is_repair()):
+            raise ValueError(_missing_text(missing, problems))
+        return Answer(decisions, self._notes(raw.get("replies")), problems)
+
+    def _notes(self, value: Any) -> list[ReplyNote]:
+        notes = _obj(value) or {}
+        out: list[ReplyNote] = []
+        for turn in self.reply_turns:
+            entry = _obj(notes.get(str(turn)))
+            if entry is None:
+                continue
+            note = entry.get("note")
+            note = self.decisions.clean(note, _NOTE_CHARS) if isinstance(note, str) else ""
+            score = _score(entry.get("score"))
+            if note or score is not None:
+                out.append(ReplyNote(turn=turn, note=note, score=score))
+        return out
+
+
+_ENTRY_HINT = 'give each id an object with reason, evidence, turns and verdict ("met" or "not_met")'
+
+
+def _given_twice(raw: dict[str, Any], verdicts: dict[str, Any], ids: list[str]) -> set[str]:
+    """The ids the answer gives a value somewhere besides `verdicts[id]` (a key equal to the
+    id in any letter case, at any depth) that differs from `verdicts[id]`. The turn keys of
+    `replies` are not ids."""
+    replies = raw.get("replies")
+    by_fold = {i.casefold(): i for i in ids}
+    twice: set[str] = set()
+    stack: list[Any] = [raw]
+    while stack:
+        value = stack.pop()
+        stack += _arr(value) or []
+        obj = _obj(value) or {}
+        for key, child in obj.items():
+            stack.append(child)
+            i = by_fold.get(key.casefold())
+            if i is None or obj is replies or (obj is verdicts and key == i):
+                continue
+            if i in verdicts and child != verdicts[i]:
+                twice.add(i)
+    return twice
+
+
+def _missing_text(missing: list[str], problems: dict[str, str]) -> str:
+    """Why the answer lacks a usable verdict for `missing` ids, for the repair or the error."""
+    why = "; ".join(f"{i}: {p}" for i, p in list(problems.items())[:5])
+    return (
+        '"verdicts" has no valid entry for '
+        + ", ".join(missing)
+        + (f" ({why})" if why else "")
+        + ": "
+        + _ENTRY_HINT
+    )
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value[:60], ensure_ascii=False)
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _obj(value: Any) -> dict[str, Any] | None:
+    """`value` as a JSON object, or `None` when it is not an object."""
+    return cast(dict[str, Any], value) if isinstance(value, dict) else None
+
+
+def _arr(value: Any) -> list[Any] | None:
+    return cast(list[Any], value) if isinstance(value, list) else None
+
+
+def _status(value: Any) -> Literal["met", "not_met"] | None:
+    """`met` / `not_met` in any letter case, with a space or `-` for `_`; `unmet` too."""
+    if not isinstance(value, str):
+        return None
+    normal = value.strip().lower().replace("-", "_").replace(" ", "_")
+    if normal == "met":
+        return "met"
+    if normal in ("not_met", "unmet"):
+        return "not_met"
+    return None
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def _score(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 <= value <= 1 else None
