@@ -113,6 +113,14 @@ def test_correct_placeholders_are_never_reported_as_typos() -> None:
     assert misspelt_placeholders(template) == []
 
 
+def test_common_typos_of_message_and_secrets_get_the_fix() -> None:
+    assert misspelt_placeholders(["{{mesage}}", "{{Message}}", "{{secrest.KEY}}"]) == [
+        "{{Message}} (did you mean {{message}}?)",
+        "{{mesage}} (did you mean {{message}}?)",
+        "{{secrest.KEY}} (did you mean {{secrets.KEY}}?)",
+    ]
+
+
 def _transcript(*turns: tuple[str, str]) -> Transcript:
     return Transcript(messages=tuple(Message(role=r, content=c) for r, c in turns))  # type: ignore[arg-type]
 
@@ -127,8 +135,9 @@ def test_the_history_sent_to_a_target_is_every_turn_before_the_last_message() ->
 
 def test_a_transcript_ending_with_the_agents_reply_is_refused() -> None:
     transcript = _transcript(("system", "s"), ("user", "a"), ("agent", "b"))
-    with pytest.raises(ValueError, match="ending with a user message"):
+    with pytest.raises(ValueError) as info:
         last_user_message(transcript)
+    assert str(info.value) == "a target session is sent a transcript ending with a user message"
 
 
 def test_tool_call_args_alias_result_and_id() -> None:
