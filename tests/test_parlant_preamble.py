@@ -136,19 +136,32 @@ async def test_a_server_without_completion_marks_ends_the_turn_when_the_agent_is
     serve: Any, http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Parlant 3.0 / 3.1 send the same stage-less `ready` after the preamble and after the
-    answer: the turn ends at a `ready` after `processing`, once the agent is quiet."""
+    answer: the turn ends at a `ready` after `processing` or after an answer, once the agent
+    is quiet. From the fourth message on there is no preamble phase, and no `processing`."""
     monkeypatch.setattr(parlant, "_IDLE_S", 1)
-    server = serve(
-        Say("It shipped.", preamble="One moment.", tools=[LOOKUP], delay_s=0.3),
+    canned = serve(
+        Say("It shipped.", "Anything else?", preamble="One moment.", tools=[LOOKUP], delay_s=0.3),
         Say("Bye!"),
-        completed_stage=False,
+        version=(3, 1),
     )
-    first, second = await converse(await open_session(server, http), "Where is it?", "Thanks")
-    assert first.parts == ("One moment.", "It shipped.") and len(first.tool_calls) == 1
-    assert second.content == "Bye!"
-    events = await session_events(server, http)
-    assert ("cancelled", None) not in statuses(events)
-    assert ("ready", "completed") not in statuses(events)
+    first, second = await converse(await open_session(canned, http), "Where is it?", "No")
+    assert first.parts == ("One moment.", "It shipped.", "Anything else?")
+    assert len(first.tool_calls) == 1 and second.content == "Bye!"
+    states = statuses(await session_events(canned, http))
+    assert ("cancelled", None) not in states and ("ready", "completed") not in states
+
+    fluid = serve(
+        Say("It shipped.", tools=[LOOKUP]),
+        Say("Anything else?"),
+        Say("Sure."),
+        Say("Bye!", delay_s=0.3),
+        version=(3, 1),
+        canned=False,
+    )
+    replies = await converse(await open_session(fluid, http), "Where?", "Ok", "Thanks", "Bye")
+    assert [r.content for r in replies] == ["It shipped.", "Anything else?", "Sure.", "Bye!"]
+    assert [s.state for s in replies[3].status_events] == ["acknowledged", "typing", "ready"]
+    assert ("cancelled", None) not in statuses(await session_events(fluid, http))
 
 
 async def test_an_error_status_is_named_by_its_exception_not_its_traceback(

@@ -96,7 +96,7 @@ class _State:
     require_headers: dict[str, str]
     failures: dict[tuple[str, str], int]
     canned: bool
-    completed_stage: bool
+    version: tuple[int, int]
     indicator_delay_s: float
     requests: list[Request] = field(default_factory=list[Request])
     histories: list[History] = field(default_factory=list[History])
@@ -108,7 +108,7 @@ class _State:
         agent = ParlantAgent(self.agent, self.preamble, canned=self.canned)
         self.api = ParlantApi(
             {self.agent_id: agent},
-            completed_stage=self.completed_stage,
+            version=self.version,
             indicator_delay_s=self.indicator_delay_s,
         )
 
@@ -191,8 +191,8 @@ class ScriptedParlantServer:
         canned: A canned-response agent (preamble messages, a `ready` after each message);
             False: Parlant's default `FLUID` mode (no preamble message, no per-message
             `ready`; the early `ready` still comes).
-        completed_stage: The last `ready` of a reply says `stage: "completed"` (Parlant
-            3.2 and later); False: a Parlant 3.0 / 3.1 server, whose readies all look alike.
+        version: The Parlant version to answer as (`ParlantApi`): `(3, 1)` is a server whose
+            readies all look alike (no `stage: "completed"`).
         indicator_delay_s: The pause after the preamble phase's `ready` (Parlant: 1-2 s).
         require_headers: Headers every request must carry (else HTTP 401 whose body quotes
             the header received, to test that secrets are scrubbed).
@@ -205,7 +205,7 @@ class ScriptedParlantServer:
         *,
         agent_id: str = "agent-1",
         canned: bool = True,
-        completed_stage: bool = True,
+        version: tuple[int, int] = (3, 3),
         indicator_delay_s: float = 0,
         require_headers: Mapping[str, str] | None = None,
         failures: Mapping[tuple[str, str], int] | None = None,
@@ -216,7 +216,7 @@ class ScriptedParlantServer:
             dict(require_headers or {}),
             dict(failures or {}),
             canned,
-            completed_stage,
+            version,
             indicator_delay_s,
         )
         self._server = _Server(("127.0.0.1", 0), _Handler)

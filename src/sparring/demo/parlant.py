@@ -29,7 +29,7 @@ A customer message starts a processing run in a background thread that emits wha
 3. `processing` `{"stage": "Interpreting"}`, then the agent runs (it may take its time; Parlant
    runs it during the preamble phase already, which changes timings only);
 4. when it called tools: `processing` "Considering tools", one `tool` event per call,
-   `processing` "Interpreting" again;
+   `processing` "Interpreting" again (the next preparation iteration);
 5. (canned mode: `processing` "Articulating") `typing` and each message (canned mode: each
    followed by a `ready` `{}`); last, `ready` `{"stage": "completed", ...}`.
 
@@ -38,9 +38,10 @@ Parlant's `BackgroundTaskService.restart` does: `cancelled` `{}` and a completed
 for the old run, then a new run that answers both messages. An agent that raises gets the
 completed `ready`, then, a moment later, an `error` status whose `exception` is the formatted
 traceback.
-With `completed_stage=False` the server is a Parlant 3.0 / 3.1 one: its last `ready` has no
-`stage` and looks like the early one. Errors are answered like Parlant's (FastAPI):
-`{"detail": "..."}`.
+An older `version` answers as that Parlant did (read from its wheel): before 3.3 there is
+no "Considering tools" stage; before 3.2 the last `ready` has no `stage` (it looks like the
+early one), and `processing` comes only after a preamble phase (step 3, once). Errors are
+answered like Parlant's (FastAPI): `{"detail": "..."}`.
 """
 
 from __future__ import annotations
@@ -204,8 +205,8 @@ class ParlantApi:
 
     Args:
         agents: Agent id -> agent; sessions may only be created for these ids.
-        completed_stage: Mark a run's last `ready` with `stage: "completed"`, as Parlant
-            3.2 and later do; False answers like Parlant 3.0 / 3.1 (no marker).
+        version: The Parlant version to answer as, `(major, minor)`: `(3, 3)` and later,
+            `(3, 2)`, or `(3, 1)` / `(3, 0)` (see the module docstring).
         indicator_delay_s: Seconds between the preamble phase's `ready` and the
             `processing` status (Parlant's basic policy waits 1-2 s).
     """
@@ -214,11 +215,11 @@ class ParlantApi:
         self,
         agents: Mapping[str, ParlantAgent] | None = None,
         *,
-        completed_stage: bool = True,
+        version: tuple[int, int] = (3, 3),
         indicator_delay_s: float = 0,
     ) -> None:
         self._agents = dict(agents or {AGENT_ID: DEMO_AGENT})
-        self._completed_stage = completed_stage
+        self._version = version
         self._indicator_delay_s = indicator_delay_s
         self._sessions: dict[str, _Session] = {}
         self._ids = itertools.count(1)
@@ -379,7 +380,7 @@ class ParlantApi:
 
     def _completed(self) -> dict[str, Any]:
         """The data of a run's last `ready`."""
-        if not self._completed_stage:
+        if self._version < (3, 2):
             return {}
         return {
             "stage": "completed",
@@ -403,7 +404,8 @@ class ParlantApi:
         with self._changed:
             if run.cancelled:
                 return
-            self._status(session, run, "processing", {"stage": "Interpreting"})
+            if wants_preamble or self._version >= (3, 2):
+                self._status(session, run, "processing", {"stage": "Interpreting"})
         try:
             turn = agent.reply(history)
         except Exception as e:  # the agent failed: Parlant says ready, then error
@@ -445,11 +447,12 @@ class ParlantApi:
     def _emit_answer(self, session: _Session, run: _Run, turn: AgentTurn) -> None:
         """Tool events and messages of a run, then its last `ready` (lock held)."""
         canned = self._agents[session.agent_id].canned
-        if turn.tool_calls:
+        if turn.tool_calls and self._version >= (3, 3):
             self._status(session, run, "processing", {"stage": "Considering tools"})
-            for call in turn.tool_calls:
-                data = {"tool_calls": [_full_tool_call(call)]}
-                self._emit(session, "ai_agent", "tool", data, run.trace_id)
+        for call in turn.tool_calls:
+            data = {"tool_calls": [_full_tool_call(call)]}
+            self._emit(session, "ai_agent", "tool", data, run.trace_id)
+        if turn.tool_calls and self._version >= (3, 2):
             self._status(session, run, "processing", {"stage": "Interpreting"})
         if canned:
             self._status(session, run, "processing", {"stage": "Articulating"})

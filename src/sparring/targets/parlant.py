@@ -14,9 +14,10 @@ Speaks Parlant's session REST API under the spec's `url`:
   `ready` without a stage while it works: after the preamble phase (with or without a
   preamble message) and, for canned-response agents, after each message; those do not
   end the turn. A server that never marks completion (Parlant 3.0 / 3.1) is read by how it
-  behaves: the turn ends at a `ready` that comes after a `processing` status once the agent
-  has been quiet for `_IDLE_S` (the early `ready` always comes before `processing`). Once a
-  target has seen a completed `ready`, it waits for one on every turn.
+  behaves: the turn ends at a `ready` that comes after a `processing` status or after a
+  message that is no preamble, once the agent has been quiet for `_IDLE_S` (the preamble
+  phase's `ready` comes before both). Once a target has seen a completed `ready`, it waits
+  for one on every turn.
 - Every agent message of the turn (a preamble, tagged `__preamble__`, then the answer) is
   one part of the reply; `tool` events give the tool calls with their results; an `error`
   status (its `exception` is a formatted traceback: its last line is kept) or `cancelled`

@@ -38,7 +38,9 @@ class Turn:
     `preambles` those of preamble messages.
     `completed`: the run's last `ready` (stage `completed`) came; `working`: a `processing`
     status came (the preamble phase is over); `maybe_over`: the latest event is a `ready`
-    without stage after `working`, the end of the turn on a server that does not mark it.
+    without stage after `working` or after an answer (a message that is no preamble): the
+    end of the turn on a server that does not mark it (a preamble phase's `ready` comes
+    before both).
     `ready_at` is when (`time.perf_counter()`) the turn's end was read.
     """
 
@@ -96,7 +98,7 @@ class Turn:
         elif state == "ready" and stage == "completed":
             self.completed = True
         elif state == "ready":
-            self.maybe_over = self.working
+            self.maybe_over = self.working or self.answered
 
     def update(self, events: Sequence[dict[str, Any]]) -> None:
         """Replace the recorded messages with a later reading of the same events."""
