@@ -75,7 +75,7 @@ def test_plain_mode_prints_one_line_per_event_and_the_summary() -> None:
         "<b>early</b>\ufffe"
     ) in lines
     assert (
-        "  refund #2 ⚠ r1 error: Never asks for the card number: judge answer "
+        "  refund #2 ⚠ r1 error: restriction: Never asks for the card number: judge answer "
         "unparseable after one retry"
     ) in lines
     assert "✔ refund: trial 1/3 passed (goal_achieved, 2 turns, 1.2 s)" in lines
@@ -87,7 +87,7 @@ def test_plain_mode_prints_one_line_per_event_and_the_summary() -> None:
         "⚠ refund: trial 3/3 timed out (timeout, 1 turn, 0.0 s): conversation exceeded 600 s"
     ) in lines
     assert "⏭ nomodel: trial 2/2 skipped (skipped, 0 turns, 0.0 s)" in lines
-    assert ("■ refund: failed, pass rate 33.3% (1/3 passed, threshold 80%)") in lines
+    assert ("■ refund: failed, pass rate 33.3% (1 of 3 passed, needs 3; threshold 80%)") in lines
     assert "  pipes #1 t1 agent (40 ms): Done <script> [tools: lookup]" in lines
     assert "  pipes #1 t1 user: a | b second line" in lines
 
@@ -104,7 +104,7 @@ def test_summary_lists_failures_errors_skips_once_and_the_exit_code() -> None:
         "refund",
         "✘ failed",
         "33.3%",
-        "1/3",
+        "1 of 3 (needs 3)",
         "80%",
     ]
     assert "Failures (1)" in summary
@@ -113,9 +113,9 @@ def test_summary_lists_failures_errors_skips_once_and_the_exit_code() -> None:
         "<b>early</b>"
     ) in summary
     assert "Errors (3)" in summary
-    assert "⚠ refund · trial 3 (timeout): conversation exceeded 600 s" in summary
-    assert "⚠ faq · trial 1 (target_error): http://127.0.0.1:9/chat answered HTTP 500" in summary
-    assert "⚠ refund · trial 2 · r1 Never asks for the card number: judge answer" in summary
+    assert "⚠ refund · trial 3: conversation exceeded 600 s" in summary
+    assert "⚠ faq · trial 1: http://127.0.0.1:9/chat answered HTTP 500" in summary
+    assert "⚠ refund · trial 2 · r1 restriction: Never asks for the card number: judge" in summary
     assert text.count(NO_MODEL) == 1  # skipped work is summarised once, never per verdict
     assert f"⏭ skipped 2 trials and 1 verdict: {NO_MODEL}" in summary
     assert (
@@ -252,7 +252,7 @@ def test_a_scenario_cut_off_in_every_trial_shows_as_interrupted() -> None:
         for event in run_events(interrupted_run()):
             view(event)
     text = out.getvalue()
-    assert "■ cut: interrupted, pass rate - (0/3 passed, threshold 100%)" in text
+    assert "■ cut: interrupted, pass rate - (0 of 3 passed, needs 3; threshold 100%)" in text
     row = next(line for line in text.splitlines() if line.startswith("│ cut"))
     assert "⚠ interrupted" in row and " - " in row and "error" not in row
 

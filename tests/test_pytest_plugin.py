@@ -664,7 +664,7 @@ def test_the_markdown_report_has_a_summary_and_every_verdicts_reason(
         report,
     )
     assert re.search(
-        r"\*\*t1\.should1\*\* should \(turn 1\): .*confirm the booking with a "
+        r"\*\*t1\.should1\*\* \(turn 1\) should .*confirm the booking with a "
         r"reference number: the judge says not_met",
         report,
     )
@@ -703,7 +703,7 @@ def test_the_markdown_report_lists_skipped_tests_with_why(pytester: pytest.Pytes
     )
     assert re.search(r"\| test_agent\.py::test_suite_books \| python .* ⏭ skipped \|", report)
     assert (
-        "> **⏭ skipped**: sparring: it calls a model (simulated user or judge), so it runs "
+        ": ⏭ skipped: sparring: it calls a model (simulated user or judge), so it runs "
         "only when asked" in report
     )
     assert re.search(
@@ -712,8 +712,8 @@ def test_the_markdown_report_lists_skipped_tests_with_why(pytester: pytest.Pytes
         report,
     )
     assert (
-        "> **⚠️ error**: @pytest.mark.sparring on test_agent.py::test_a_misspelt_option_is_an_"
-        "error: unknown option 'trails'; did you mean 'trials'?" in report
+        "- trial 1: ⚠️ error: @pytest.mark.sparring on test_agent.py::test_a_misspelt_option_"
+        "is_an_error: unknown option 'trails'; did you mean 'trials'?" in report
     )
     assert "❌ **exit code 1**: at least one test failed" in report
 

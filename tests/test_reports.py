@@ -434,21 +434,32 @@ def test_markdown_summary_table() -> None:
     md = render_markdown(sample_run())
     assert md.startswith("# sparring run, 2024-05-01 12:00 UTC\n")
     assert "❌ **exit code 1**" in md
-    assert "| Scenario | Kind | Trials | Passed | Pass rate | Threshold | Status |" in md
-    assert ("| Refund flow (refund) | simulated | 3 | 1 | 33.3% | 80% | ❌ failed |") in md
-    assert "| faq | single_turn | 1 | 0 | 0% | 100% | ⚠️ error |" in md
-    assert "| Needs a model (nomodel) | simulated | 2 | 0 | - | 50% | ⏭ skipped |" in md
-    assert "| pipes\\|name (pipes) | scripted | 1 | 1 | 100% | 100% | ✅ passed |" in md
+    assert "| Scenario | Kind | Trials | Passed | Pass rate | Threshold | Status | Tags |" in md
+    assert ("| Refund flow (refund) | simulated | 3 | 1 | 33.3% | 80% | ❌ failed |  |") in md
+    assert "| faq | single_turn | 1 | 0 | 0% | 100% | ⚠️ error |  |" in md
+    assert "| Needs a model (nomodel) | simulated | 2 | 0 | - | 50% | ⏭ skipped |  |" in md
+    assert "| pipes\\|name (pipes) | scripted | 1 | 1 | 100% | 100% | ✅ passed |  |" in md
 
 
 def test_markdown_trials_verdicts_and_transcripts() -> None:
     md = render_markdown(sample_run())
+    refund = md[md.index("## ❌ Refund flow") : md.index("- Trial 1 of 3")]
+    assert "pass rate 33.3% (1 of 3 passed, needs 3) · threshold 80%" in refund
+    problems = [line for line in refund.splitlines() if line.startswith("- ")]
+    assert problems[0] == "- trial 3: ⚠️ timed out: conversation exceeded 600 s"
+    assert problems[1].startswith("- trial 2: ❌ **c1** The assistant apologises: Said sorry")
+    assert "late]]> | not &lt;b>early&lt;/b>" in problems[1]
+    assert problems[1].endswith(" (turns 2)")
+    assert problems[2] == (
+        "- trial 2: ⚠️ **r1** restriction: Never asks for the card number: judge answer "
+        "unparseable after one retry"
+    )
+    assert "  > I will not say sorry" in refund
     trial2 = md[md.index("### Trial 2 of 3: ❌ failed") : md.index("### Trial 3 of 3")]
     assert "end reason `max_turns`" in trial2
-    lines = [line for line in trial2.splitlines() if line.startswith("- ")]
-    assert [line.split("**")[1] for line in lines] == ["c1", "r1", "c2"]  # failures first
-    assert "late]]> | not &lt;b>early&lt;/b>" in lines[0]
-    assert "  > I will not say sorry" in trial2
+    assert [line for line in trial2.splitlines() if line.startswith("- ")] == [
+        "- ✅ **c2** Offers a refund"  # its failures are listed above, once
+    ]
     assert "**2 · Agent** · 812 ms" in trial2 and "> (empty reply)" in trial2
     assert "- Trial 1 of 3: ✅ passed · end reason" in md  # passed trials: one line
     detailed = sample_run()  # the same run with every trial failed shows every transcript
@@ -457,11 +468,13 @@ def test_markdown_trials_verdicts_and_transcripts() -> None:
             trial.status = "failed" if trial.status == "passed" else trial.status
     md = render_markdown(detailed)
     assert "_Judge: polite and on topic (score 0.90)_" in md
-    assert "> **⚠️ timed out**: conversation exceeded 600 s" in md
-    assert "> **⚠️ error**: http://127.0.0.1:9/chat answered HTTP 500" in md
+    assert "- trial 3: ⚠️ timed out: conversation exceeded 600 s" in md
+    assert "- trial 1: ⚠️ error: http://127.0.0.1:9/chat answered HTTP 500" in md
     assert "> a | b\n> second line" in md
     assert "Done &lt;script>" in md and 'tool call `lookup({"id": 1})`' in md
-    assert "pass^k k=1: 0.33, k=2: 0.00, k=3: 0.00" in render_markdown(sample_run())
+    assert (
+        "pass^k (the chance that k trials in a row all pass): k=1: 0.33, k=2: 0.00, k=3: 0.00"
+    ) in render_markdown(sample_run())
     assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", md)
 
 
@@ -470,7 +483,7 @@ def test_markdown_counts_sub_tests_and_names_an_undecided_verdict_once() -> None
     assert "end reason `script_done` · 2 sub-tests · 0.0 s" in md
     assert "0 turns" not in md
     assert md.count("unfold1.step4.should1") == 1  # the verdict line, not the trial error too
-    assert "- ⚠️ **unfold1.step4.should1** should" in md
+    assert "- trial 1: ⚠️ **unfold1.step4.should1** should say bye" in md
 
 
 def test_markdown_says_a_sub_test_replayed_its_history() -> None:
@@ -496,8 +509,8 @@ def test_markdown_says_why_trials_did_not_run() -> None:
 
 def test_markdown_shows_a_scenario_cut_off_in_every_trial_as_interrupted() -> None:
     md = render_markdown(interrupted_run())
-    assert "| cut | simulated | 3 | 0 | - | 100% | ⚠️ interrupted |" in md
-    assert "## ⚠️ cut (interrupted)" in md and "pass rate - (0/3)" in md
+    assert "| cut | simulated | 3 | 0 | - | 100% | ⚠️ interrupted |  |" in md
+    assert "## ⚠️ cut (interrupted)" in md and "pass rate - (0 of 3 passed, needs 3)" in md
     assert " 0%" not in md
 
 

@@ -527,6 +527,8 @@ class SuiteRun:
         return out
 
     def _scenario(self, suite: Suite, test: RegisteredTest, model: Model | None) -> CodeScenario:
+        from sparring.loaders.files import shown_source
+
         fn = test.fn
 
         async def body(trial: TrialContext) -> None:
@@ -551,7 +553,7 @@ class SuiteRun:
             display_name=test.name,
             body=body,
             target=suite.target,
-            source=test.source,
+            source=shown_source(test.source),  # relative, like a YAML scenario's
             trials=test.repetitions,
             threshold=test.threshold,
             timeout_s=test.timeout_s,

@@ -29,6 +29,13 @@ def cli() -> None:
 )
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--pattern", "-k", metavar="REGEX", help="Run scenarios whose id or name matches.")
+@click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    metavar="TAG",
+    help="Run scenarios with this tag (repeat for any of several; Python tests have none).",
+)
 @click.option("--parallel", "-p", type=int, help="Trials in flight at once (default 8).")
 @click.option("--trials", type=int, help="Override every scenario's trials.")
 @click.option(
@@ -39,8 +46,17 @@ def cli() -> None:
 )
 @click.option("--user-model", metavar="SPEC", help="Model for the simulated user only.")
 @click.option("--judge-model", metavar="SPEC", help="Model for the judge only.")
-@click.option("--base-url", metavar="URL", help="OpenAI-compatible endpoint for the models.")
-@click.option("--output", "-o", type=click.Path(), help="Write the JSON report here.")
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="Endpoint of openai-compatible: models (openai: and ollama: keep their own).",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(allow_dash=True),
+    help="Write the JSON report here; `-` for standard output (the live view goes to stderr).",
+)
 @click.option("--junit", type=click.Path(), help="Write a JUnit XML report here.")
 @click.option("--markdown", type=click.Path(), help="Write a Markdown report here.")
 @click.option(
@@ -72,6 +88,7 @@ def cli() -> None:
 @click.option(
     "--live/--no-live", default=None, help="Live view (default: when output is a terminal)."
 )
+@click.option("--quiet", "-q", is_flag=True, help="Print one line per scenario, then the summary.")
 def run(**options: Any) -> None:
     """Run the conversation tests in PATHS: YAML/JSON test files and Python files with a
     `sparring.api.Suite` (files or directories; default tests/conversations)."""

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +23,13 @@ from sparring.scenario import AnyScenario
 
 if TYPE_CHECKING:
     from sparring.authoring.suite import SuiteRun
+    from sparring.reports.console import ConsoleView
+    from sparring.runner.code import CodeScenario
     from sparring.secrets import Secrets
 
 EXIT_REPORT_FAILED = 3
+STDOUT = "-"
+"""The report path that means standard output (`--output -`)."""
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """Signals that stop a run as Ctrl-C does: SIGTERM is how CI systems cancel a job, SIGHUP
 what a closed terminal or SSH session sends."""
@@ -44,6 +51,7 @@ def run_command(
     *,
     paths: tuple[str, ...],
     pattern: str | None,
+    tags: tuple[str, ...] = (),
     list_only: bool,
     output: str | None,
     junit: str | None,
@@ -51,6 +59,7 @@ def run_command(
     fail_fast: bool,
     fail_on_skip: bool,
     live: bool | None,
+    quiet: bool = False,
     **options: Any,
 ) -> int:
     """Body of `sparring run`; returns the exit code (see `sparring.cli.main`).
@@ -59,42 +68,121 @@ def run_command(
         UserError: bad test files, settings, model specs or targets (exit code 2).
     """
     settings = load_settings({k: options.get(k) for k in _SETTING_OPTIONS})
-    reports = {"JSON": output, "JUnit": junit, "Markdown": markdown}
-    for path in reports.values():
-        if path:
-            _check_writable(Path(path))
+    reports = _report_paths({"JSON": output, "JUnit": junit, "Markdown": markdown})
     scenarios, suites = _load(paths or _default_paths(), pattern=pattern, settings=settings)
-    listed: list[AnyRunnable] = [*scenarios, *suites.scenarios(pattern=pattern)]
-    if not listed:
-        raise UserError(
-            f"no scenario id or name matches --pattern {pattern!r}; run with --list to see them"
-            if pattern
-            else "the test files hold no "
-            "scenarios (only sparring reports?); give files with `scenarios:`"
-        )
+    scenarios, code = _select(scenarios, suites, pattern=pattern, tags=tags)
     if list_only:
-        _print_list(listed, trials=settings.trials)
+        _print_list([*scenarios, *code], trials=settings.trials)
         return 0
-    user_model, judge_model = _resolve_models(settings)
-    # Signals are ignored outside the event loop's own handlers (see `_stop_on_signal`), so
-    # a second Ctrl-C or SIGTERM cannot break off the reports of an interrupted run.
-    # An interrupted run keeps ignoring them until the process exits.
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in _STOP_SIGNALS}
-    run_settings = RunSettings.from_settings(
-        settings, fail_fast=fail_fast, fail_on_skip=fail_on_skip
+    plan = _Plan(
+        scenarios=scenarios,
+        code_ids=[s.id for s in code],
+        suites=suites,
+        secrets=_secrets(settings),
+        settings=RunSettings.from_settings(
+            settings, fail_fast=fail_fast, fail_on_skip=fail_on_skip
+        ),
+        models=_resolve_models(settings),
+        view=_view(live=live, quiet=quiet, stderr=output == STDOUT),
     )
-    result = anyio.run(
-        _run,
-        scenarios,
-        suites,
-        pattern,
-        _secrets(settings),
-        run_settings,
-        user_model,
-        judge_model,
-        live,
+    previous = _ignore_stop_signals()
+    result = anyio.run(_run, plan)
+    exit_status, gate_lines = _gates(result, settings)
+    plan.view.summary(result, gate_lines=gate_lines, exit_status=exit_status)
+    written = _write_reports(result, reports, exit_status=exit_status, gate_lines=gate_lines)
+    _after_run(result, previous)
+    if not written and result.exit_code != 130:
+        return EXIT_REPORT_FAILED
+    return exit_status[0] if exit_status else result.exit_code
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Plan:
+    """What `_run` runs: the YAML scenarios, the ids of the Python tests chosen, and how."""
+
+    scenarios: list[AnyScenario]
+    code_ids: list[str]
+    suites: SuiteRun
+    secrets: Secrets
+    settings: RunSettings
+    models: tuple[Model | None, Model | None]
+    """The simulated user's and the judge's."""
+    view: ConsoleView
+
+
+def _select(
+    scenarios: list[AnyScenario], suites: SuiteRun, *, pattern: str | None, tags: tuple[str, ...]
+) -> tuple[list[AnyScenario], list[CodeScenario]]:
+    """The YAML scenarios and Python tests to run: those `pattern` matches (applied to the
+    YAML ones when loading) and, with `tags`, only scenarios that have one of them (Python
+    tests have no tags).
+
+    Raises:
+        UserError: nothing is left, with what was asked for.
+    """
+    code = suites.scenarios(pattern=pattern)
+    if tags:
+        scenarios = [s for s in scenarios if set(tags).intersection(s.tags)]
+        code = []
+    if scenarios or code:
+        return scenarios, code
+    asked = [f"--pattern {pattern!r}"] * bool(pattern) + [f"--tag {' or '.join(tags)}"] * bool(tags)
+    if asked:
+        raise UserError(
+            f"no scenario matches {' and '.join(asked)}; run with --list to see the ids and "
+            "tags (Python tests have no tags)"
+        )
+    raise UserError(
+        "the test files hold no scenarios (only sparring reports?); give files with `scenarios:`"
     )
-    written = _write_reports(result, reports)
+
+
+def _view(*, live: bool | None, quiet: bool, stderr: bool) -> ConsoleView:
+    """The live view: on stderr when stdout carries the JSON report (`-o -`)."""
+    from sparring.reports.console import ConsoleView, default_console
+
+    return ConsoleView(
+        console=default_console(stderr=stderr), live=live, quiet=quiet, summary_at_exit=False
+    )
+
+
+def _gates(result: RunResult, settings: Settings) -> tuple[tuple[int, str] | None, list[str]]:
+    """The group gates of `[tool.sparring.groups]` over the run's scenarios, as in the
+    pytest plugin (`sparring.gates`): their summary lines, and `(code, meaning)` when they
+    change the exit code (`None` when there are no gates or they change nothing)."""
+    if not settings.groups:
+        return None, []
+    from sparring.gates import evaluate, gated_exit_code, run_records
+    from sparring.reports import stopped_by_fail_fast
+    from sparring.reports.outcome import exit_meaning
+
+    report = evaluate(
+        settings.groups,
+        run_records(result),
+        stopped_early=stopped_by_fail_fast(result),
+        stopped_by="--fail-fast",
+    )
+    code = gated_exit_code(result, report)
+    lines = report.lines(overridden_to=code)
+    if code == result.exit_code:
+        return None, lines
+    meaning = exit_meaning(result, code) if code else _OVERRIDDEN
+    return (code, f"{meaning} (overridden from {result.exit_code} by the group gates)"), lines
+
+
+_OVERRIDDEN = "every gate is met and every failed scenario belongs to a group"
+
+
+def _ignore_stop_signals() -> dict[signal.Signals, Any]:
+    """Ignore the stop signals outside the event loop's own handlers (see
+    `_stop_on_signal`), so a second Ctrl-C or SIGTERM cannot break off the reports of an
+    interrupted run; returns the handlers to restore (`_after_run`)."""
+    return {s: signal.signal(s, signal.SIG_IGN) for s in _STOP_SIGNALS}
+
+
+def _after_run(result: RunResult, previous: dict[signal.Signals, Any]) -> None:
+    """Say an interrupted run was interrupted (its signals stay ignored until the process
+    exits); else restore the signal handlers `previous`."""
     if result.interrupted:
         click.secho(
             "Interrupted: the reports hold the trials that finished; unfinished ones "
@@ -102,12 +190,9 @@ def run_command(
             fg="yellow",
             err=True,
         )
-    else:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    if not written and result.exit_code != 130:
-        return EXIT_REPORT_FAILED
-    return result.exit_code
+        return
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
 
 
 def _load(
@@ -116,12 +201,17 @@ def _load(
     """YAML scenarios (filtered by `pattern`) and the Python test files' suites (their
     models connected with `settings`)."""
     from sparring.authoring.suite import SuiteRun
+    from sparring.judging.should import ConditionGrammarWarning
     from sparring.loaders.files import split_paths
     from sparring.loaders.python import load_suites
     from sparring.loaders.yaml import load_paths
 
     yaml_files, py_files = split_paths(paths)
-    scenarios = load_paths(yaml_files, pattern=pattern) if yaml_files else []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConditionGrammarWarning)
+        scenarios = load_paths(yaml_files, pattern=pattern) if yaml_files else []
+    for w in caught:  # e.g. a `should` that is not a verb phrase, at its file:line
+        click.secho(f"warning: {w.filename}:{w.lineno}: {w.message}", fg="yellow", err=True)
     return scenarios, SuiteRun(load_suites(py_files, named=paths), settings=settings)
 
 
@@ -135,34 +225,35 @@ def _default_paths() -> tuple[str, ...]:
 
 
 def _print_list(scenarios: list[AnyRunnable], *, trials: int | None) -> None:
+    from sparring.loaders.files import shown_source
+
     for s in scenarios:
         count = trials or s.trials
+        tags = "".join(f", #{t}" for t in getattr(s, "tags", ()))
         click.echo(
-            f"{s.id}  [{s.kind}, {count} trial{'s' if count != 1 else ''}]  "
-            f"{_listed_source(s.source)}"
+            f"{s.id}  [{s.kind}, {count} trial{'s' if count != 1 else ''}{tags}]  "
+            f"{shown_source(s.source) or ''}"
         )
     click.echo(f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}")
 
 
-def _listed_source(source: str | None) -> str:
-    """`source` (`file:line`, YAML or Python) with the file relative to the current
-    directory when it is under it, else as it is; `""` for none."""
-    if not source:
-        return ""
-    file, _, line = source.rpartition(":")
-    if not line.isdigit():
-        file, line = source, ""
-    try:
-        shown = Path(file).resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except (ValueError, OSError):
-        return source
-    return f"{shown}:{line}" if line else shown
-
-
 def _resolve_models(settings: Settings) -> tuple[Model | None, Model | None]:
-    from sparring.models.registry import models_from_settings
+    from sparring.models.registry import (
+        OWN_ENDPOINT_PROVIDERS,
+        models_from_settings,
+        split_model_spec,
+    )
 
     user, judge = models_from_settings(settings)
+    specs = {s for s in (settings.resolved_user_model, settings.resolved_judge_model) if s}
+    elsewhere = sorted(s for s in specs if split_model_spec(s)[0] in OWN_ENDPOINT_PROVIDERS)
+    if settings.base_url and elsewhere:  # said, so a `--base-url` never seems lost
+        click.secho(
+            f"note: base_url is for openai-compatible: models; {', '.join(elsewhere)} "
+            "keeps its provider's own endpoint",
+            fg="yellow",
+            err=True,
+        )
     if user is None or judge is None:
         missing = " and ".join(
             r for r, m in (("simulated user", user), ("judge", judge)) if m is None
@@ -186,52 +277,43 @@ def _secrets(settings: Settings) -> Secrets:
     return Secrets.load(file=file, api_key=settings.api_key)
 
 
-async def _run(
-    scenarios: list[AnyScenario],
-    suites: SuiteRun,
-    pattern: str | None,
-    secrets: Secrets,
-    run_settings: RunSettings,
-    user_model: Model | None,
-    judge_model: Model | None,
-    live: bool | None,
-) -> RunResult:
-    """The run, with a live view; Ctrl-C or SIGTERM stops it and returns what finished
-    (`RunResult.interrupted`)."""
-    from sparring.reports.console import ConsoleView
-
+async def _run(plan: _Plan) -> RunResult:
+    """The run, with a live view; Ctrl-C, SIGTERM or SIGHUP stops it and returns what
+    finished (`RunResult.interrupted`)."""
     finished: list[RunResult] = []
+    user_model, judge_model = plan.models
     try:
-        async with TargetPool(secrets=secrets) as pool:
-            with ConsoleView(live=live) as view:
+        async with TargetPool(secrets=plan.secrets) as pool:
+            with plan.view as view:
 
                 def observe(event: Event) -> None:
                     view(event)
                     if isinstance(event, RunFinished):  # sent even when interrupted
                         finished.append(event.result)
 
-                async with suites.active(client=pool.client) as tests:
-                    code = [tests[s.id] for s in suites.scenarios(pattern=pattern)]
-                    for scenario in [*scenarios, *code]:  # misconfigured targets fail here,
+                async with plan.suites.active(client=pool.client) as tests:
+                    chosen = [*plan.scenarios, *(tests[i] for i in plan.code_ids)]
+                    for scenario in chosen:  # misconfigured targets fail here,
                         if scenario.target is not None:  # not inside the task group
                             pool.for_scenario(scenario)
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(_stop_on_signal, tg.cancel_scope)
                         await run_scenarios(
-                            [*scenarios, *code],
+                            chosen,
                             targets=pool.for_scenario,
                             user_model=user_model,
                             judge_model=judge_model,
-                            settings=run_settings,
+                            settings=plan.settings,
                             observer=observe,
-                            scrub=secrets.scrub,
+                            scrub=plan.secrets.scrub,
                         )
                         tg.cancel_scope.cancel()  # done: stop listening for signals
                 # after_all hooks ran as `active` closed; the summary is printed after this
-                finished[-1].hook_errors.extend(secrets.scrub(e) for e in suites.hook_errors)
+                scrubbed = (plan.secrets.scrub(e) for e in plan.suites.hook_errors)
+                finished[-1].hook_errors.extend(scrubbed)
     finally:
         with anyio.CancelScope(shield=True):
-            for model in {id(m): m for m in (user_model, judge_model) if m}.values():
+            for model in {id(m): m for m in plan.models if m}.values():
                 await model.aclose()
     return finished[-1]
 
@@ -266,19 +348,53 @@ def _check_writable(path: Path) -> None:
         )
 
 
-def _write_reports(result: RunResult, reports: dict[str, str | None]) -> bool:
-    """Write every requested report, each whatever happens to the others; False (after
-    saying which and why) if any could not be written."""
-    from sparring.reports.json import write_json
+def _report_paths(reports: dict[str, str | None]) -> dict[str, str | None]:
+    """`reports` (format -> path), checked before the run: writable, and `-` (standard
+    output) only for the JSON report.
+
+    Raises:
+        UserError: a path that cannot be written, or `-` for another format.
+    """
+    for label, path in reports.items():
+        if path == STDOUT and label != "JSON":
+            raise UserError(
+                f"the {label} report cannot go to standard output (`-`); only the JSON "
+                "report can (`--output -`): give a file name"
+            )
+        if path and path != STDOUT:
+            _check_writable(Path(path))
+    return reports
+
+
+def _write_reports(
+    result: RunResult,
+    reports: dict[str, str | None],
+    *,
+    exit_status: tuple[int, str] | None,
+    gate_lines: list[str],
+) -> bool:
+    """Write every requested report, each whatever happens to the others (the JSON one to
+    standard output for `-`; the Markdown one with the group gates and the exit status
+    they decided); False (after saying which and why) if any could not be written."""
+    from sparring.reports.json import render_json, write_json
     from sparring.reports.junit import write_junit
     from sparring.reports.markdown import write_markdown
 
-    writers = {"JSON": write_json, "JUnit": write_junit, "Markdown": write_markdown}
+    writers: dict[str, Callable[[RunResult, Path], None]] = {
+        "JSON": write_json,
+        "JUnit": write_junit,
+        "Markdown": lambda r, p: write_markdown(
+            r, p, exit_status=exit_status, gate_lines=gate_lines
+        ),
+    }
     ok = True
     for label, path in reports.items():
         if not path:
             continue
         try:
+            if path == STDOUT:
+                click.echo(render_json(result))
+                continue
             writers[label](result, Path(path))
         except Exception as e:  # one failed report must not lose the others
             why = e.strerror or e if isinstance(e, OSError) else f"{type(e).__name__}: {e}"

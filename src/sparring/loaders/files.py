@@ -81,3 +81,19 @@ def _walk(root: Path, *, python: bool) -> Iterator[Path]:
 
 def _is_python_test(name: str) -> bool:
     return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def shown_source(source: str | None) -> str | None:
+    """`source` (`file:line` of a YAML scenario or a Python test) as reports and `--list`
+    show it: the file relative to the current directory when it is under it, else as it
+    is; `None` for none."""
+    if not source:
+        return source
+    file, _, line = source.rpartition(":")
+    if not line.isdigit():
+        file, line = source, ""
+    try:
+        shown = Path(file).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
+        return source
+    return f"{shown}:{line}" if line else shown

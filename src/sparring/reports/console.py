@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -36,58 +37,21 @@ from sparring.events import (
     TrialStarted,
     VerdictAdded,
 )
-from sparring.reports import (
-    EXIT_CODE_MEANING,
-    REPLAYED_HISTORY,
-    one_line,
-    percent,
-    plural,
-    shown_pass_rate,
-    shown_status,
-    stopped_by_fail_fast,
-    trial_size,
-    usage_text,
+from sparring.reports import REPLAYED_HISTORY, one_line, trial_size
+from sparring.reports.console_summary import (
+    ASCII,
+    STYLE,
+    SYMBOLS,
+    VERDICT_SYMBOL,
+    print_summary,
+    scenario_line,
+    status_text,
+    verdict_text,
 )
-from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict, undecided_text
+from sparring.reports.outcome import verdict_what
+from sparring.results import RunResult, TrialResult, Verdict
 from sparring.transcript import Message
 
-_SYMBOLS = {
-    "passed": "✔",
-    "failed": "✘",
-    "error": "⚠",
-    "timed_out": "⚠",
-    "skipped": "⏭",
-    "not_run": "⏭",
-    "invalid": "⊘",
-    "interrupted": "⚠",
-    "start": "▶",
-    "scenario": "■",
-}
-_ASCII = {
-    "passed": "+",
-    "failed": "x",
-    "error": "!",
-    "timed_out": "!",
-    "skipped": "-",
-    "not_run": "-",
-    "invalid": "?",
-    "interrupted": "!",
-    "start": ">",
-    "scenario": "#",
-}
-_VERDICT_SYMBOL = {"met": "passed", "not_met": "failed", "error": "error", "skipped": "skipped"}
-STYLE: dict[str, str] = {
-    "passed": "green",
-    "met": "green",
-    "failed": "red",
-    "not_met": "red",
-    "error": "yellow",
-    "timed_out": "yellow",
-    "skipped": "dim",
-    "not_run": "dim",
-    "invalid": "magenta",
-    "interrupted": "yellow",
-}
 _LINE_CHARS = 160
 _PANEL_LINES = 6
 """Height of one conversation panel: borders, up to 3 messages, the verdict line."""
@@ -105,11 +69,12 @@ class _Running:
     verdicts: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
 
 
-def _default_console() -> Console:
-    """stdout; CI logs (not a terminal, no COLUMNS) get 120 columns instead of rich's 80."""
-    console = Console()
+def default_console(*, stderr: bool = False) -> Console:
+    """A console on stdout (or `stderr`, when stdout carries a report); CI logs (not a
+    terminal, no COLUMNS) get 120 columns instead of rich's 80."""
+    console = Console(stderr=stderr)
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(width=120)
+        console = Console(stderr=stderr, width=120)
     return console
 
 
@@ -121,12 +86,16 @@ class ConsoleView:
     `with`, it prints plain lines and prints the summary when the run finishes.
 
     Args:
-        console: Where to print; default a new `rich.console.Console()` (stdout).
+        console: Where to print; default `default_console()` (stdout).
         live: `None` = live area when the console is an interactive terminal (rich's
             detection; `TTY_INTERACTIVE=0` turns it off); `False` = plain lines always;
             `True` = live area even when rich does not detect a terminal.
         refresh_per_second: Redraws of the live area per second.
         show_messages: Print a plain line per user/agent message (plain mode).
+        quiet: Print only one line per finished scenario, then the summary without its
+            table (no live area).
+        summary_at_exit: Print the summary when the run finishes; `False` when the caller
+            prints it with `summary` (with the group gates).
     """
 
     def __init__(
@@ -136,13 +105,17 @@ class ConsoleView:
         live: bool | None = None,
         refresh_per_second: float = 6,
         show_messages: bool = True,
+        quiet: bool = False,
+        summary_at_exit: bool = True,
     ) -> None:
-        self.console = console or _default_console()
-        self._want_live = self.console.is_interactive if live is None else live
+        self.console = console or default_console()
+        self._want_live = not quiet and (self.console.is_interactive if live is None else live)
         self._refresh_per_second = refresh_per_second
         self._show_messages = show_messages
+        self._quiet = quiet
+        self._summary_at_exit = summary_at_exit
         utf = self.console.encoding.lower().startswith("utf")
-        self._sym = _SYMBOLS if utf else _ASCII
+        self._sym = SYMBOLS if utf else ASCII
         self._lock = threading.Lock()
         self._live: Live | None = None
         self._entered = False
@@ -224,7 +197,7 @@ class ConsoleView:
             case TrialFinished():
                 self._on_trial_finished(event.result)
             case ScenarioFinished():
-                self._emit(self._scenario_line(event.result))
+                self._emit(scenario_line(event.result, self._sym))
             case RunFinished():
                 self._result = event.result
                 if not self._entered:
@@ -239,6 +212,8 @@ class ConsoleView:
             for label, name in (("user", event.user_model), ("judge", event.judge_model))
             if name
         ]
+        if self._quiet:
+            return
         self._emit(
             Text(
                 " · ".join(
@@ -255,7 +230,7 @@ class ConsoleView:
             self._turns[key] = 0
             if self._live is not None:
                 self._running[key] = _Running(event.name, event.trial, event.trials)
-        if self._live is None:
+        if self._plain:
             label = self._trial_label(event.scenario_id, event.trial)
             self._emit(Text(f"{self._sym['start']} {label} started"))
 
@@ -269,7 +244,7 @@ class ConsoleView:
             if running is not None:
                 running.turn = turn
                 running.lines.append((message.role, _message_text(message, turn)))
-        if self._live is None and self._show_messages:
+        if self._plain and self._show_messages:
             prefix = f"  {event.scenario_id} #{event.trial} "
             self._emit(Text(prefix + _message_text(message, turn)))
 
@@ -279,10 +254,10 @@ class ConsoleView:
             running = self._running.get((event.scenario_id, event.trial))
             if running is not None:
                 running.verdicts.append((verdict.id, verdict.status))
-        if self._live is None and verdict.status != "skipped":
-            symbol = self._sym[_VERDICT_SYMBOL[verdict.status]]
+        if self._plain and verdict.status != "skipped":
+            symbol = self._sym[VERDICT_SYMBOL[verdict.status]]
             text = one_line(
-                f"{event.scenario_id} #{event.trial} {symbol} {_verdict_text(verdict)}",
+                f"{event.scenario_id} #{event.trial} {symbol} {_verdict_line(verdict)}",
                 2 * _LINE_CHARS,
             )
             self._emit(Text(f"  {text}", style=STYLE[verdict.status]))
@@ -294,9 +269,11 @@ class ConsoleView:
             self._turns.pop(key, None)
             self._done += 1
             self._counts[trial.status] = self._counts.get(trial.status, 0) + 1
+        if self._quiet:
+            return
         label = self._trial_label(trial.scenario_id, trial.trial)
         facts = f"{trial.end_reason}, {trial_size(trial)}, {trial.duration_ms / 1000:.1f} s"
-        line = f"{self._sym[trial.status]} {label} {_status_text(trial.status)} ({facts})"
+        line = f"{self._sym[trial.status]} {label} {status_text(trial.status)} ({facts})"
         reason = _first_problem(trial)
         if reason:
             line += f": {reason}"
@@ -304,7 +281,7 @@ class ConsoleView:
         for sub in trial.subtests:  # unfold steps, in the order they were written
             replayed = f", {REPLAYED_HISTORY}" if sub.history == "replayed" else ""
             text = (
-                f"  {self._sym[sub.status]} {sub.id} {_status_text(sub.status)}{replayed}: "
+                f"  {self._sym[sub.status]} {sub.id} {status_text(sub.status)}{replayed}: "
                 f"{sub.name}"
             )
             self._emit(
@@ -314,14 +291,10 @@ class ConsoleView:
                 )
             )
 
-    def _scenario_line(self, s: ScenarioResult) -> Text:
-        status = shown_status(s)
-        line = (
-            f"{self._sym['scenario']} {s.scenario_id}: {_status_text(status)}, pass rate "
-            f"{shown_pass_rate(s)} ({s.passed_trials}/{len(s.counted)} passed, threshold "
-            f"{percent(s.threshold)})"
-        )
-        return Text(line, style=f"bold {STYLE[status]}")
+    @property
+    def _plain(self) -> bool:
+        """Print a line per event: no live area, and not `quiet`."""
+        return self._live is None and not self._quiet
 
     # --- output ----------------------------------------------------------------------------
 
@@ -335,7 +308,7 @@ class ConsoleView:
 
     def _count_text(self) -> str:
         order = ("passed", "failed", "error", "timed_out", "invalid", "skipped")
-        parts = [f"{self._counts[s]} {_status_text(s)}" for s in order if self._counts.get(s)]
+        parts = [f"{self._counts[s]} {status_text(s)}" for s in order if self._counts.get(s)]
         return ", ".join(parts) or "none finished"
 
     def _stop_live(self) -> None:
@@ -346,9 +319,29 @@ class ConsoleView:
             self._running.clear()
 
     def _print_summary_once(self) -> None:
-        if self._result is not None and not self._summary_printed:
-            self._summary_printed = True
-            print_summary(self._result, console=self.console, symbols=self._sym)
+        if self._result is not None and self._summary_at_exit:
+            self.summary(self._result)
+
+    def summary(
+        self,
+        result: RunResult,
+        *,
+        gate_lines: Sequence[str] = (),
+        exit_status: tuple[int, str] | None = None,
+    ) -> None:
+        """Print the summary of `result` (see `print_summary`), once: later calls do
+        nothing. Without `summary_at_exit`, the caller calls it after the run."""
+        if self._summary_printed:
+            return
+        self._summary_printed = True
+        print_summary(
+            result,
+            console=self.console,
+            symbols=self._sym,
+            table=not self._quiet,
+            gate_lines=gate_lines,
+            exit_status=exit_status,
+        )
 
     # --- live area (called from rich's refresh thread) -----------------------------------
 
@@ -425,9 +418,10 @@ def _message_text(message: Message, turn: int) -> str:
     return f"t{turn} {message.role}{latency}: {content}{tools}"
 
 
-def _verdict_text(v: Verdict) -> str:
+def _verdict_line(v: Verdict) -> str:
+    """`t1.check1 @ turn 1 not met: contains "x": <reason>` (a met one without reason)."""
     at = f" @ turn {v.turn}" if v.turn is not None else ""
-    text = f"{v.id}{at} {_status_text(v.status)}: {one_line(v.description, 120)}"
+    text = f"{v.id}{at} {status_text(v.status)}: {one_line(verdict_what(v), 120)}"
     return f"{text}: {v.reason}" if v.reason and v.status != "met" else text
 
 
@@ -438,150 +432,5 @@ def _first_problem(trial: TrialResult) -> str:
     failures = sorted(trial.failures, key=lambda v: order[v.status])
     if failures:
         v = failures[0]
-        return f"{v.id} {one_line(v.description, 80)}: {v.reason or _status_text(v.status)}"
+        return f"{verdict_text(v, reason=False)}: {v.reason or status_text(v.status)}"
     return ""
-
-
-def _status_text(status: str) -> str:
-    return {"not_met": "not met", "timed_out": "timed out", "not_run": "not run"}.get(
-        status, status
-    )
-
-
-# --- summary ------------------------------------------------------------------------------
-
-
-def print_summary(
-    result: RunResult, *, console: Console, symbols: dict[str, str] | None = None
-) -> None:
-    """Print the end-of-run summary: scenario table, failures, errors, skipped work, totals,
-    usage (model calls, tokens, cost) and what the exit code means."""
-    sym = symbols or _SYMBOLS
-    console.print()
-    console.print(_scenario_table(result, sym))
-    failures, errors = _problems(result, sym)
-    invalid = _invalid_lines(result, sym)
-    for title, lines, style in (
-        ("Failures", failures, "red"),
-        ("Errors", errors, "yellow"),
-        ("Invalid: the simulated user failed, the agent was not judged", invalid, "magenta"),
-    ):
-        if lines:
-            console.print(Text(f"{title} ({len(lines)})", style=f"bold {style}"))
-            for line in lines:
-                console.print(Text(line, style=style), highlight=False, soft_wrap=True)
-    for line in _skipped_lines(result, sym):
-        console.print(Text(line, style="dim"), highlight=False, soft_wrap=True)
-    console.print(Text(_totals(result)), highlight=False, soft_wrap=True)
-    if stopped_by_fail_fast(result):
-        missing = sum(s.missing_trials for s in result.scenarios)
-        console.print(
-            Text(
-                f"{sym['not_run']} the run stopped early because of --fail-fast: "
-                f"{plural(missing, 'planned trial')} did not run",
-                style="yellow",
-            ),
-            highlight=False,
-            soft_wrap=True,
-        )
-    usage = usage_text(result.usage_totals())
-    if usage:
-        console.print(Text(f"usage: {usage}"), highlight=False, soft_wrap=True)
-    code = result.exit_code
-    console.print(
-        Text(
-            f"exit code {code}: {EXIT_CODE_MEANING.get(code, 'unknown')}",
-            style="bold " + ("green" if code == 0 else "red"),
-        ),
-        highlight=False,
-        soft_wrap=True,
-    )
-
-
-def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
-    table = Table(title="sparring results", title_justify="left", expand=False)
-    for column in ("Scenario", "Status", "Pass rate", "Passed", "Threshold"):
-        table.add_column(column, justify="left" if column in ("Scenario", "Status") else "right")
-    for s in result.scenarios:
-        shown = shown_status(s)
-        status = f"{sym[shown]} {_status_text(shown)}"
-        skipped = sum(v.status == "skipped" for t in s.counted for v in t.verdicts)
-        if skipped:  # say when a row passed with part of it unchecked
-            status += f" ({skipped} not judged)"
-        table.add_row(
-            Text(s.scenario_id, overflow="fold"),
-            Text(status, style=STYLE[shown]),
-            shown_pass_rate(s),
-            f"{s.passed_trials}/{len(s.counted)}",
-            percent(s.threshold),
-        )
-    return table
-
-
-def _problems(result: RunResult, sym: dict[str, str]) -> tuple[list[str], list[str]]:
-    failures: list[str] = []
-    errors: list[str] = []
-    for s in result.scenarios:
-        for t in s.trials:
-            where = f"{s.scenario_id} · trial {t.trial}"
-            # an error its verdicts decided is listed once, as the verdict line below
-            if (
-                t.status in ("error", "timed_out")
-                and t.error
-                and t.error != undecided_text(t.verdicts)
-            ):
-                errors.append(
-                    one_line(f"{sym[t.status]} {where} ({t.end_reason}): {t.error}", 1000)
-                )
-            for v in t.failures:
-                target = failures if v.status == "not_met" else errors
-                line = (
-                    f"{sym[_VERDICT_SYMBOL[v.status]]} {where} · {v.id} "
-                    f"{one_line(v.description, 200)}: {v.reason or '(no reason given)'}"
-                )
-                target.append(one_line(line, 1000))
-    errors += [one_line(f"{sym['error']} {e}", 1000) for e in result.hook_errors]
-    return failures, errors
-
-
-def _invalid_lines(result: RunResult, sym: dict[str, str]) -> list[str]:
-    """One line per `invalid` trial, apart from errors: not the agent's failure."""
-    return [
-        one_line(f"{sym['invalid']} {s.scenario_id} · trial {t.trial}: {t.error or ''}", 1000)
-        for s in result.scenarios
-        for t in s.trials
-        if t.status == "invalid"
-    ]
-
-
-def _skipped_lines(result: RunResult, sym: dict[str, str]) -> list[str]:
-    """Skipped work grouped by its message, so "no model configured" shows up once."""
-    groups: dict[str, list[int]] = {}
-    for s in result.scenarios:
-        for t in s.trials:
-            skipped = [v for v in t.verdicts if v.status == "skipped"]
-            if t.status == "skipped":
-                message = t.error or next((v.reason for v in skipped if v.reason), "skipped")
-                groups.setdefault(message, [0, 0])[0] += 1
-            else:
-                for v in skipped:
-                    groups.setdefault(v.reason or "skipped", [0, 0])[1] += 1
-    lines: list[str] = []
-    for message, (trials, verdicts) in groups.items():
-        what = [plural(n, unit) for n, unit in ((trials, "trial"), (verdicts, "verdict")) if n]
-        lines.append(f"{sym['skipped']} skipped {' and '.join(what)}: {one_line(message, 600)}")
-    return lines
-
-
-def _totals(result: RunResult) -> str:
-    counts = result.counts()
-    scenario_part = ", ".join(f"{n} {_status_text(s)}" for s, n in counts.items())
-    trials: dict[str, int] = {}
-    for s in result.scenarios:
-        for t in s.trials:
-            trials[t.status] = trials.get(t.status, 0) + 1
-    trial_part = ", ".join(f"{n} {_status_text(s)}" for s, n in trials.items())
-    total_trials = sum(trials.values())
-    text = f"{plural(len(result.scenarios), 'scenario')} ({scenario_part or 'none'})"
-    text += f" · {plural(total_trials, 'trial')} ({trial_part or 'none'})"
-    return text + f" · {result.duration_ms / 1000:.1f} s"

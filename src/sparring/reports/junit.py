@@ -36,6 +36,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from sparring.reports import one_line, percent, why_not_run, write_report_text
+from sparring.reports.outcome import passed_text, verdict_what
 from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict, usage_totals
 
 _XML_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -223,7 +224,7 @@ def _threshold_case(scenario: ScenarioResult) -> ET.Element:
             case,
             "failure",
             f"pass rate {percent(scenario.pass_rate)} is below the "
-            f"threshold {percent(scenario.threshold)}",
+            f"threshold {percent(scenario.threshold)}: {passed_text(scenario)}",
             kind="threshold",
         )
     elif status in ("error", "invalid"):
@@ -249,7 +250,7 @@ def _tolerate(case: ET.Element, scenario: ScenarioResult) -> None:
             note.text = _clean(
                 f"{tag} in this trial, tolerated: the scenario passed with pass rate "
                 f"{percent(scenario.pass_rate)} >= threshold {percent(scenario.threshold)}\n"
-                f"{element.get('message', '')}\n{element.text or ''}"
+                f"{element.text or element.get('message', '')}"  # the text starts with it
             )
 
 
@@ -271,7 +272,7 @@ def _verdict_text(verdict: Verdict) -> str:
     lines = [
         verdict.reason or "(no reason given)",
         "",
-        f"{verdict.kind} {verdict.id}: {verdict.description}",
+        f"{verdict.id} {verdict_what(verdict)}",
         f"status: {verdict.status}",
     ]
     if verdict.evidence:

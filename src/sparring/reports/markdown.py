@@ -1,13 +1,16 @@
 """Markdown report, fit for a pull-request comment (GitHub-flavoured).
 
-Layout: a title with the run's date; one line of run facts, one of usage (model calls,
-tokens, cost; the target's tokens) and the exit code; the group gate summary when the
-caller gives one (pytest plugin); a summary
-table (scenario, kind, trials, passed, pass rate, threshold, status with ✅ ❌ ⚠️ ⏭); then per
-scenario and per trial: status, end reason, every verdict with its reason (failures first),
-errors, and the transcript in a collapsed `<details>` block (turns numbered, agent replies
-with latency in ms and the judge's note on the reply). Passed trials get one line; the
-report is cut at `MAX_REPORT_CHARS` so it fits a GitHub comment.
+Layout: a title with the run's date; one line of run facts, the models' settings, usage
+(model calls, tokens, cost; the target's tokens) and the exit code with its causes; the group
+gate summary when there are gates; a summary table (scenario, kind, trials, passed, pass
+rate, threshold, status with ✅ ❌ ⚠️ ⏭ ⛔, tags); then a section per scenario, failures first:
+its facts (what passed against what the threshold needs, source, tags, category, topic,
+behavior, pass^k explained), its description, what went wrong with identical problems of
+several trials listed once (`trials 1-3: ...`), and per trial the met verdicts and the
+transcript in a collapsed `<details>` block (turns numbered, agent replies with latency in ms
+and the judge's note on the reply). Passed trials get one line. A report longer than
+`MAX_REPORT_CHARS` loses the sections of passed scenarios first, then of skipped ones, and
+only then is cut, so it fits a GitHub comment.
 
 Text from agents and judges is data: control characters are removed, `<` is escaped so a
 reply cannot open HTML, and `|` is escaped inside tables.
@@ -21,7 +24,6 @@ from datetime import datetime
 from pathlib import Path
 
 from sparring.reports import (
-    EXIT_CODE_MEANING,
     REPLAYED_HISTORY,
     one_line,
     percent,
@@ -34,15 +36,18 @@ from sparring.reports import (
     why_not_run,
 )
 from sparring.reports import write_report_text as _write
-from sparring.results import (
-    ReplyNote,
-    RunResult,
-    ScenarioResult,
-    TrialResult,
-    Verdict,
-    pass_hat_k,
-    undecided_text,
+from sparring.reports.outcome import (
+    PASS_HAT_K,
+    Problem,
+    cited_turns,
+    exit_meaning,
+    model_text,
+    passed_text,
+    problems,
+    trial_ranges,
+    verdict_what,
 )
+from sparring.results import ReplyNote, RunResult, ScenarioResult, TrialResult, Verdict, pass_hat_k
 from sparring.transcript import Message, Transcript
 
 STATUS_ICON: dict[str, str] = {
@@ -57,7 +62,6 @@ STATUS_ICON: dict[str, str] = {
     "interrupted": "⚠️",
     "invalid": "⛔",
 }
-_VERDICT_ORDER = {"not_met": 0, "error": 1, "met": 2, "skipped": 3}
 _STATUS_TEXT = {"not_met": "not met", "timed_out": "timed out", "not_run": "not run"}
 
 
@@ -74,21 +78,52 @@ def render_markdown(
         result: The run to render.
         max_message_chars: Longer transcript messages are cut there, with a marker saying
             how much was left out (PR comments are limited to 65,536 characters).
-        exit_status: `(code, meaning)` to state instead of `result.exit_code`, when the run
-            is part of a larger session that decides the exit code (the pytest plugin).
+        exit_status: `(code, meaning)` to state instead of `result.exit_code`, when
+            something beyond the run decides the exit code (group gates, the pytest plugin).
         gate_lines: The group gate summary (`sparring.gates.GateReport.lines()`), shown
             verbatim under "Group gates" after the header; nothing when empty.
     """
-    head = "\n".join([*_header(result, exit_status), *_gates(gate_lines), *_summary_table(result)])
-    details = "\n".join(
-        line
-        for scenario in result.scenarios
-        for line in _scenario_section(
-            scenario, why_not_run(result), max_message_chars=max_message_chars
-        )
+    scenarios = sorted(result.scenarios, key=lambda s: _RANK.get(shown_status(s), 0))
+    head = "\n".join(
+        [*_header(result, exit_status), *_gates(gate_lines), *_summary_table(scenarios)]
     )
-    text = f"{head}\n{details}".rstrip() + "\n"
+    sections = [
+        (
+            _RANK.get(shown_status(s), 0),
+            "\n".join(_scenario_section(s, why_not_run(result), max_chars=max_message_chars)),
+        )
+        for s in scenarios
+    ]
+    return _fit(head, sections)
+
+
+_RANK = {"skipped": 5, "passed": 6}
+"""Failures first: scenarios that failed, errored, were invalid, interrupted or not run
+(rank 0, in file order), then skipped ones, then passed ones."""
+
+
+def _fit(head: str, sections: list[tuple[int, str]]) -> str:
+    """`head` and the scenario sections (with their `_RANK`), fit into `MAX_REPORT_CHARS`:
+    when they do not fit, the sections of passed scenarios are left out first, then those of
+    skipped ones (each with a note), and only then is the text cut (`_cut`)."""
+    notes: list[str] = []
+    for rank, what in ((_RANK["passed"], "passed"), (_RANK["skipped"], "skipped")):
+        text = _joined(head, [body for _, body in sections], notes)
+        if len(text) <= MAX_REPORT_CHARS:
+            return text
+        left_out = sum(r == rank for r, _ in sections)
+        sections = [(r, body) for r, body in sections if r != rank]
+        if left_out:
+            notes.append(
+                f"_The details of {plural(left_out, f'{what} scenario')} were left out to fit "
+                "a pull-request comment; they are in the JSON report (`--output`)._\n"
+            )
+    text = _joined(head, [body for _, body in sections], notes)
     return text if len(text) <= MAX_REPORT_CHARS else _cut(text)
+
+
+def _joined(head: str, bodies: list[str], notes: list[str]) -> str:
+    return "\n".join([head, *bodies, *notes]).rstrip() + "\n"
 
 
 def _cut(text: str) -> str:
@@ -101,7 +136,8 @@ def _cut(text: str) -> str:
 
 
 MAX_REPORT_CHARS = 60_000
-"""GitHub comments hold 65,536 characters; longer reports are cut, details last."""
+"""GitHub comments hold 65,536 characters; longer reports lose the details of passed, then
+skipped scenarios, then are cut."""
 _CUT_NOTE = (
     "_The report was cut here to fit a pull-request comment; every transcript and "
     "verdict is in the JSON report (`--output`)._"
@@ -140,21 +176,22 @@ def _header(result: RunResult, exit_status: tuple[int, str] | None) -> list[str]
         plural(trials, "trial"),
         f"{result.duration_ms / 1000:.1f} s",
     ]
-    if result.user_model:
-        facts.append(f"user model `{_inline(result.user_model)}`")
-    if result.judge_model:
-        facts.append(f"judge model `{_inline(result.judge_model)}`")
+    if not result.models:  # a report without the models' settings names them at least
+        facts += [
+            f"{label} model `{_inline(name)}`"
+            for label, name in (("user", result.user_model), ("judge", result.judge_model))
+            if name
+        ]
+    models = " · ".join(model_text(m) for m in result.models)
     usage = usage_text(result.usage_totals())
-    code, meaning = exit_status or (
-        result.exit_code,
-        EXIT_CODE_MEANING.get(result.exit_code, "unknown"),
-    )
+    code, meaning = exit_status or (result.exit_code, exit_meaning(result))
     icon = "✅" if code == 0 else "❌" if code == 1 else "⚠️"
     return [
         f"# sparring run, {_date(result.started_at)}",
         "",
         " · ".join(facts),
         "",
+        *([f"Models: {_text(models)}", ""] if models else []),
         *([f"Usage: {usage}", ""] if usage else []),
         f"{icon} **exit code {code}**: {_text(meaning)}",
         "",
@@ -186,21 +223,21 @@ def _date(started_at: str) -> str:
     return when.strftime("%Y-%m-%d %H:%M") + zone
 
 
-def _summary_table(result: RunResult) -> list[str]:
+def _summary_table(scenarios: list[ScenarioResult]) -> list[str]:
     rows = [
-        "| Scenario | Kind | Trials | Passed | Pass rate | Threshold | Status |",
-        "| --- | --- | ---: | ---: | ---: | ---: | --- |",
+        "| Scenario | Kind | Trials | Passed | Pass rate | Threshold | Status | Tags |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |",
     ]
-    for s in result.scenarios:
-        passed = s.passed_trials
+    for s in scenarios:
         cells = [
             _scenario_label(s),
             s.kind,
             str(len(s.trials)),
-            str(passed),
+            str(s.passed_trials),
             shown_pass_rate(s),
             percent(s.threshold),
             _status(shown_status(s)),
+            ", ".join(s.tags),
         ]
         rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return [*rows, ""]
@@ -210,41 +247,69 @@ def _scenario_label(s: ScenarioResult) -> str:
     return s.name if s.name == s.scenario_id else f"{s.name} ({s.scenario_id})"
 
 
-def _scenario_section(s: ScenarioResult, why_not_run: str, *, max_message_chars: int) -> list[str]:
-    """The scenario's heading, facts and trials; `why_not_run` explains planned trials that
-    never started."""
-    passed = s.passed_trials
+def _scenario_section(s: ScenarioResult, why_not_run: str, *, max_chars: int) -> list[str]:
+    """The scenario's heading, facts, description and problems (the same in several trials
+    once), then its trials; `why_not_run` explains planned trials that never started."""
+    status = shown_status(s)
+    out = [
+        f"## {STATUS_ICON[status]} {_text(one_line(s.name, 200))}"
+        + (" (interrupted)" if status == "interrupted" else ""),
+        "",
+        " · ".join(_facts(s)),
+        "",
+    ]
+    if s.description:
+        out += [f"> {_text(one_line(s.description, 1000))}", ""]
+    listed = problems(s)
+    out.extend(line for problem in listed for line in _problem_lines(problem))
+    if listed:
+        out.append("")
+    if not s.trials:
+        out += [f"_No trial ran: {why_not_run}._" if s.missing_trials else "_No trial ran._", ""]
+    elif s.missing_trials:
+        out += [f"_{plural(s.missing_trials, 'planned trial')} did not run: {why_not_run}._", ""]
+    for trial in s.trials:
+        out.extend(_trial_section(trial, of=len(s.trials), max_chars=max_chars))
+    return out
+
+
+def _facts(s: ScenarioResult) -> list[str]:
+    """The scenario's facts line: id, kind, what passed against what the threshold needs,
+    source, labels from its file, invalid trials, pass^k."""
     facts = [
         f"`{_inline(s.scenario_id)}`",
         s.kind,
-        f"pass rate {shown_pass_rate(s)} ({passed}/{len(s.counted)})",
+        f"pass rate {shown_pass_rate(s)} ({passed_text(s)})",
         f"threshold {percent(s.threshold)}",
     ]
     if s.invalid_trials:  # apart: not the agent's failure, not in the pass rate
         facts.append(f"{plural(s.invalid_trials, 'invalid trial')} (the simulated user failed)")
     if s.source:
         facts.append(f"source `{_inline(s.source)}`")
-    hat = pass_hat_k(passed, len(s.counted))
+    if s.tags:
+        facts.append("tags " + ", ".join(f"`{_inline(t)}`" for t in s.tags))
+    labels = (("category", s.category), ("topic", s.topic), ("behavior", s.behavior))
+    facts += [f"{name} `{_inline(value)}`" for name, value in labels if value]
+    hat = pass_hat_k(s.passed_trials, len(s.counted))
     if len(hat) > 1:
-        facts.append("pass^k " + ", ".join(f"k={k}: {v:.2f}" for k, v in hat.items()))
-    status = shown_status(s)
-    out = [
-        f"## {STATUS_ICON[status]} {_text(one_line(s.name, 200))}"
-        + (" (interrupted)" if status == "interrupted" else ""),
-        "",
-        " · ".join(facts),
-        "",
-    ]
-    if not s.trials:
-        out += [f"_No trial ran: {why_not_run}._" if s.missing_trials else "_No trial ran._", ""]
-    elif s.missing_trials:
-        out += [f"_{plural(s.missing_trials, 'planned trial')} did not run: {why_not_run}._", ""]
-    for trial in s.trials:
-        out.extend(_trial_section(trial, of=len(s.trials), max_message_chars=max_message_chars))
-    return out
+        facts.append(f"{PASS_HAT_K}: " + ", ".join(f"k={k}: {v:.2f}" for k, v in hat.items()))
+    return facts
 
 
-def _trial_section(trial: TrialResult, *, of: int, max_message_chars: int) -> list[str]:
+def _problem_lines(problem: Problem) -> list[str]:
+    """`- trials 1-3: ❌ **c1** criterion: ...: reason` (the judge's quotes below), `- trial
+    2: ⚠️ error: <the trial's error>` or `- trial 1: ⏭ skipped **s1**, **s2**: <why>`."""
+    where = trial_ranges(problem.trials)
+    if problem.verdict is not None:
+        return _verdict_lines(problem.verdict, prefix=f"{where}: ")
+    ids = ", ".join(f"**{_text(i)}**" for i in problem.skipped_ids)
+    text = _text(one_line(problem.text or "skipped", 2000))
+    return [f"- {where}: {_status(problem.status)}{' ' + ids if ids else ''}: {text}"]
+
+
+def _trial_section(trial: TrialResult, *, of: int, max_chars: int) -> list[str]:
+    """A passed trial in one line; any other trial with what its scenario's problem list
+    does not show: its met verdicts, transcript and sub-tests (nothing if it has none)."""
     facts = [
         f"end reason `{trial.end_reason}`",
         trial_size(trial),
@@ -255,27 +320,18 @@ def _trial_section(trial: TrialResult, *, of: int, max_message_chars: int) -> li
             f"- Trial {trial.trial} of {of}: {_status(trial.status)} · " + " · ".join(facts),
             "",
         ]
+    met = [line for v in trial.verdicts if v.status == "met" for line in _verdict_lines(v)]
+    if not (met or trial.transcript.messages or trial.subtests):
+        return []  # its problems, listed above, say it all
     out = [f"### Trial {trial.trial} of {of}: {_status(trial.status)}", "", " · ".join(facts), ""]
-    if trial.error and trial.error != undecided_text(trial.verdicts):  # else: its verdicts
-        out += [f"> **{_status(trial.status)}**: {_text(one_line(trial.error, 2000))}", ""]
-    verdicts = sorted(
-        (
-            v
-            for v in trial.verdicts  # a skip the trial error explains: once
-            if not (v.status == "skipped" and v.reason == trial.error)
-        ),
-        key=lambda v: _VERDICT_ORDER[v.status],
-    )
-    out.extend(line for v in verdicts for line in _verdict_lines(v))
-    if verdicts:
-        out.append("")
+    out += [*met, ""] if met else []
     if trial.transcript.messages:
         out.extend(
             _transcript(
                 trial.transcript,
                 trial.reply_notes,
                 summary=f"Transcript ({len(trial.transcript.messages)} messages)",
-                max_message_chars=max_message_chars,
+                max_message_chars=max_chars,
             )
         )
     for sub in trial.subtests:  # in the order they were written
@@ -285,22 +341,18 @@ def _trial_section(trial: TrialResult, *, of: int, max_message_chars: int) -> li
         summary += _text(one_line(sub.name, 300))
         if sub.error:
             summary += f" · {_text(one_line(sub.error, 500))}"
-        out.extend(
-            _transcript(sub.transcript, [], summary=summary, max_message_chars=max_message_chars)
-        )
+        out.extend(_transcript(sub.transcript, [], summary=summary, max_message_chars=max_chars))
     return out
 
 
-def _verdict_lines(v: Verdict) -> list[str]:
+def _verdict_lines(v: Verdict, *, prefix: str = "") -> list[str]:
+    """`- <prefix>✅ **t1.check1** (turn 1) contains "x": reason`, quotes below."""
     at = f" (turn {v.turn})" if v.turn is not None else ""
-    head = (
-        f"- {STATUS_ICON[v.status]} **{_text(v.id)}** {v.kind}{at}: "
-        f"{_text(one_line(v.description, 300))}"
-    )
+    head = f"- {prefix}{STATUS_ICON[v.status]} **{_text(v.id)}**{at} "
+    head += _text(one_line(verdict_what(v), 300))
     if v.reason:
         head += f": {_text(one_line(v.reason, 2000))}"
-    if v.turns:
-        head += " (turns " + ", ".join(str(t) for t in v.turns) + ")"
+    head += cited_turns(v)
     return [head, *(f"  > {_text(one_line(quote, 500))}" for quote in v.evidence)]
 
 
