@@ -451,7 +451,7 @@ def test_a_failed_assert_shows_the_reply_not_the_whole_response(pytester: pytest
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "  assert (assert in the test body) not met: assert 'cancelled' in 'Booked! Your "
+            "  assert (in the test body) not met: assert 'cancelled' in 'Booked! Your "
             "reference is BK-12.' + where 'Booked! Your reference is BK-12.' = Response(turn=1, "
             "message='Booked! Your reference is BK-12.', tool_calls=['create_booking']).message"
         ]

@@ -337,6 +337,7 @@ def describe_failure(result: ScenarioResult) -> str:
     """`k/N trials passed (rate), threshold T`, then each trial that did not pass with its
     error and failed verdicts (`turn N: id (kind: description) not met: reason`)."""
     from sparring.reports import one_line, percent
+    from sparring.reports.outcome import verdict_what
 
     counted = len(result.counted)
     noun = "test" if result.kind == "python" else "scenario"
@@ -358,7 +359,7 @@ def describe_failure(result: ScenarioResult) -> str:
             at = f"turn {v.turn}: " if v.turn is not None else ""
             status = "not met" if v.status == "not_met" else v.status
             lines.append(
-                f"  {at}{v.id} ({one_line(v.description, 200)}) {status}: "
+                f"  {at}{v.id} ({one_line(verdict_what(v), 200)}) {status}: "
                 f"{one_line(v.reason, 1000)}"
             )
     return "\n".join(lines)
