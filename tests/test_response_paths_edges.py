@@ -50,7 +50,9 @@ def test_an_index_just_past_either_end_is_a_missing_path(path: str) -> None:
 
 
 def test_the_full_error_for_a_nested_path() -> None:
-    error = _error("data.messages[1].text.x", BODY)
+    with pytest.raises(ResponsePathError) as info:
+        extract_path(BODY, "data.messages[1].text.x")  # type: ignore[arg-type]
+    error = info.value
     assert str(error) == (
         "response_path 'data.messages[1].text.x' not found in the reply: "
         "at 'data.messages[1].text', cannot take 'x' of a str. "
@@ -68,6 +70,11 @@ def test_the_full_error_for_a_nested_path() -> None:
         ('["data"].messages[5]', "at \"['data'].messages\", index 5 is out of range (list of 2)."),
         ("sources[*].title", "at 'sources[*]', no key 'title' (keys there: url)."),
         ("data[*]", "at 'data', expected a list, found an object."),
+        ("data.messages[0][0]", "at 'data.messages[0]', expected a list, found an object."),
+        (
+            "data.messages.text",
+            "at 'data.messages', expected an object with key 'text', found a list.",
+        ),
         ("ok.x", "at 'ok', cannot take 'x' of a boolean."),
         ("nothing[0]", "at 'nothing', cannot take '[0]' of null."),
         (
