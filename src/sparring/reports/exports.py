@@ -1,0 +1,304 @@
+"""Spreadsheet exports of a run: xlsx (openpyxl, the `xlsx` extra) and csv-zip (stdlib).
+
+Three sheets, the same in both formats (`export_sheets`):
+
+- **Runs**: one row per conversation (trial): scenario, trial, status, end reason, pass,
+  the judge's mean reply score, duration, turns, model calls, tokens, cost, tags and the
+  scenario's labels (category, topic, behavior, source, description), the trial's error.
+- **Insights**: one row per verdict (criterion, restriction, `should`, check): id, kind,
+  what it is about, value (`met`, `not_met`, `error`, `skipped`), reasoning, evidence
+  (one quote a line), the turns it cites.
+- **Transcript**: one row per message, sub-tests' conversations included: scenario,
+  trial, conversation, turn, role, text, tool calls (JSON), latency, and on an agent
+  reply the judge's note and score.
+
+Cells are made safe for spreadsheets: control characters that XML (and so xlsx) cannot
+hold are removed; an xlsx cell longer than Excel's 32,767 characters is cut with a marker
+saying how much is left out (the JSON report has all of it); text is never a formula (xlsx
+stores it as text; in CSV a cell that starts like a formula, `=`, `+`, `-`, `@`, gets a
+leading `'`, as spreadsheet programs expect).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import import_module
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from sparring.errors import UserError
+from sparring.reports.evidence import message_turns
+from sparring.reports.outcome import verdict_what
+from sparring.results import RunResult, ScenarioResult, TrialResult
+from sparring.transcript import ToolCall
+
+CellValue = str | int | float | bool | None
+XLSX_INSTALL = 'pip install "sparring[xlsx]"'
+MAX_CELL_CHARS = 32_767
+"""Excel's limit on the characters in one cell (counted in UTF-16 units)."""
+_CUT = "… [cut: {n:,} more characters; the JSON report has the full text]"
+_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_WIDE = {"description", "reasoning", "evidence", "text", "tool calls", "error", "judge note"}
+"""Columns shown wide in xlsx; the others are narrow."""
+
+
+Row = dict[str, CellValue]
+"""One row: column name -> value."""
+
+
+@dataclass(frozen=True)
+class Sheet:
+    """One sheet: `name` (`Runs`, `Insights`, `Transcript`), column names, and rows of
+    cell values (text, numbers, booleans, `None` for empty) keyed by column name."""
+
+    name: str
+    columns: tuple[str, ...]
+    rows: list[Row]
+
+    def values(self) -> Iterator[list[CellValue]]:
+        """Each row's values in column order."""
+        return ([row[c] for c in self.columns] for row in self.rows)
+
+
+RUN_COLUMNS = (
+    *("run", "scenario", "name", "kind", "trial", "status", "end reason", "pass", "score"),
+    *("duration (s)", "turns", "model calls", "input tokens", "output tokens", "cost (USD)"),
+    *("tags", "category", "topic", "behavior", "source", "description", "error"),
+)
+INSIGHT_COLUMNS = (
+    *("run", "scenario", "trial", "id", "kind", "description", "value", "reasoning"),
+    *("evidence", "turns"),
+)
+MESSAGE_COLUMNS = (
+    *("run", "scenario", "trial", "conversation", "turn", "role", "text", "tool calls"),
+    *("latency (ms)", "judge note", "judge score"),
+)
+
+
+def export_sheets(result: RunResult) -> list[Sheet]:
+    """The Runs, Insights and Transcript sheets of `result` (see the module docstring),
+    scenarios and trials in run order."""
+    trials = [(s, t) for s in result.scenarios for t in s.trials]
+    return [
+        Sheet("Runs", RUN_COLUMNS, [_run_row(result.run_id, s, t) for s, t in trials]),
+        Sheet(
+            "Insights", INSIGHT_COLUMNS, [r for _, t in trials for r in _insights(result.run_id, t)]
+        ),
+        Sheet(
+            "Transcript",
+            MESSAGE_COLUMNS,
+            [r for s, t in trials for r in _messages(result.run_id, s, t)],
+        ),
+    ]
+
+
+def _run_row(run_id: str, s: ScenarioResult, t: TrialResult) -> Row:
+    scores = [n.score for n in t.reply_notes if n.score is not None]
+    usage = t.usage_totals()
+    return {
+        "run": run_id,
+        "scenario": s.scenario_id,
+        "name": s.name,
+        "kind": s.kind,
+        "trial": t.trial,
+        "status": t.status,
+        "end reason": t.end_reason,
+        "pass": t.status == "passed",
+        "score": round(sum(scores) / len(scores), 3) if scores else None,
+        "duration (s)": round(t.duration_ms / 1000, 3),
+        "turns": t.transcript.user_turns,
+        "model calls": usage.model_calls,
+        "input tokens": usage.input_tokens,
+        "output tokens": usage.output_tokens,
+        "cost (USD)": round(usage.cost_usd, 6),
+        "tags": ", ".join(s.tags),
+        "category": s.category,
+        "topic": s.topic,
+        "behavior": s.behavior,
+        "source": s.source,
+        "description": s.description,
+        "error": t.error,
+    }
+
+
+def _insights(run_id: str, t: TrialResult) -> Iterator[Row]:
+    for v in t.verdicts:
+        turns = v.turns or (() if v.turn is None else (v.turn,))
+        yield {
+            "run": run_id,
+            "scenario": t.scenario_id,
+            "trial": t.trial,
+            "id": v.id,
+            "kind": v.kind,
+            "description": verdict_what(v),
+            "value": v.status,
+            "reasoning": v.reason,
+            "evidence": "\n".join(v.evidence),
+            "turns": ", ".join(map(str, turns)),
+        }
+
+
+def _messages(run_id: str, s: ScenarioResult, t: TrialResult) -> Iterator[Row]:
+    """The main conversation's messages (the judge's notes on its replies beside the first
+    agent message of each turn), then each sub-test's."""
+    main = ("main", t.transcript, "simulated user" if s.kind == "simulated" else "user")
+    for name, transcript, user in [main, *((u.id, u.transcript, "user") for u in t.subtests)]:
+        notes = {n.turn: n for n in t.reply_notes} if name == "main" else {}
+        messages = transcript.messages
+        for message, turn in zip(messages, message_turns(messages), strict=True):
+            note = notes.pop(turn, None) if message.role == "agent" else None
+            yield {
+                "run": run_id,
+                "scenario": t.scenario_id,
+                "trial": t.trial,
+                "conversation": name,
+                "turn": turn,
+                "role": user if message.role == "user" else message.role,
+                "text": message.content,
+                "tool calls": _tool_calls(message.tool_calls),
+                "latency (ms)": message.latency_ms,
+                "judge note": note.note if note else None,
+                "judge score": note.score if note else None,
+            }
+
+
+def _tool_calls(calls: tuple[ToolCall, ...]) -> str | None:
+    """The calls as a JSON array of `{name, arguments, result}` (`None` without calls)."""
+    if not calls:
+        return None
+    shown = [
+        {"name": c.name, "arguments": c.arguments_raw if c.arguments is None else c.arguments}
+        | ({} if c.result is None else {"result": c.result})
+        for c in calls
+    ]
+    return json.dumps(shown, ensure_ascii=False)
+
+
+def clean_cell(text: str) -> str:
+    """`text` without the control characters XML cannot hold (tab and newlines stay)."""
+    return _ILLEGAL.sub("", text)
+
+
+def fit_cell(text: str, limit: int = MAX_CELL_CHARS) -> str:
+    """`text` cut to `limit` UTF-16 units (Excel's count) with a marker saying how many
+    characters were left out; `text` itself when it fits."""
+    if len(text) <= limit // 2 or len(text.encode("utf-16-le")) // 2 <= limit:
+        return text
+    room = limit - len(_CUT.format(n=len(text)))  # the real count has no more digits
+    kept = text.encode("utf-16-le")[: room * 2].decode("utf-16-le", "ignore")
+    return kept + _CUT.format(n=len(text) - len(kept))
+
+
+def render_csv_zip(result: RunResult) -> bytes:
+    """The csv-zip export: `runs.csv`, `insights.csv`, `transcript.csv` (UTF-8 with a
+    byte order mark, so spreadsheet programs read the text right), entries dated at the
+    run's start, so the same run gives the same bytes."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for sheet in export_sheets(result):
+            entry = zipfile.ZipInfo(f"{sheet.name.lower()}.csv", _zip_time(result.started_at))
+            entry.compress_type = zipfile.ZIP_DEFLATED
+            entry.external_attr = 0o644 << 16  # rw-r--r-- when unzipped
+            archive.writestr(entry, _csv_text(sheet).encode("utf-8-sig"))
+    return out.getvalue()
+
+
+def _csv_text(sheet: Sheet) -> str:
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(sheet.columns)
+    writer.writerows([_csv_cell(v) for v in row] for row in sheet.values())
+    return text.getvalue()
+
+
+def _csv_cell(value: CellValue) -> str | int | float:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        value = clean_cell(value)
+        return "'" + value if value.startswith(_FORMULA_START) else value
+    return value
+
+
+def _zip_time(started_at: str) -> tuple[int, int, int, int, int, int]:
+    try:
+        when = datetime.fromisoformat(started_at)
+    except ValueError:
+        return (1980, 1, 1, 0, 0, 0)
+    moment = (when.year, when.month, when.day, when.hour, when.minute, when.second)
+    return max(moment, (1980, 1, 1, 0, 0, 0))  # zip dates start in 1980
+
+
+def write_csv_zip(result: RunResult, path: Path) -> None:
+    """Write `render_csv_zip(result)` to `path`, creating parent folders.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(render_csv_zip(result))
+
+
+def require_openpyxl() -> ModuleType:
+    """The `openpyxl` module, which the xlsx export needs.
+
+    Raises:
+        UserError: openpyxl is not installed; says how to install it.
+    """
+    try:
+        return import_module("openpyxl")
+    except ImportError:
+        raise UserError(f"the xlsx export needs openpyxl: {XLSX_INSTALL}") from None
+
+
+def write_xlsx(result: RunResult, path: Path) -> None:
+    """Write the xlsx export of `result` to `path` (sheets Runs, Insights, Transcript, each
+    with a bold, frozen header row and filters), creating parent folders.
+
+    Raises:
+        UserError: openpyxl is not installed (`pip install "sparring[xlsx]"`).
+        OSError: the file cannot be written.
+    """
+    openpyxl = require_openpyxl()
+    workbook: Any = openpyxl.Workbook(write_only=True)
+    for sheet in export_sheets(result):
+        _write_sheet(workbook.create_sheet(sheet.name), sheet, openpyxl)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    workbook.save(path)
+
+
+def _write_sheet(worksheet: Any, sheet: Sheet, openpyxl: ModuleType) -> None:
+    cell_type: Any = openpyxl.cell.WriteOnlyCell
+    bold: Any = openpyxl.styles.Font(bold=True)
+    letter: Any = openpyxl.utils.get_column_letter
+    for index, name in enumerate(sheet.columns, start=1):
+        worksheet.column_dimensions[letter(index)].width = 60 if name in _WIDE else 14
+    worksheet.freeze_panes = "A2"
+    worksheet.auto_filter.ref = f"A1:{letter(len(sheet.columns))}{len(sheet.rows) + 1}"
+    header = [cell_type(worksheet, value=name) for name in sheet.columns]
+    for cell in header:
+        cell.font = bold
+    worksheet.append(header)
+    for row in sheet.values():
+        worksheet.append([_xlsx_cell(worksheet, value, cell_type) for value in row])
+
+
+def _xlsx_cell(worksheet: Any, value: CellValue, cell_type: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    cell = cell_type(worksheet, value=fit_cell(clean_cell(value)))
+    cell.data_type = "s"  # text, even when it starts with `=`: never a formula
+    return cell

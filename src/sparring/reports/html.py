@@ -1,0 +1,470 @@
+"""HTML report: one self-contained page to read transcripts next to their verdicts.
+
+Layout: the run's facts (models, exit code and why, failed hooks, group gates); summary
+cards (scenarios by status, the trial pass rate with its 95% Wilson confidence interval,
+cost, duration); filters (status, tag, category, text search); then one collapsible section
+per scenario, failures first, and in it one per trial, failures first: the trial's verdicts
+(failures first), then the transcript turn by turn, the simulated user and the agent
+labelled, tool calls with their arguments and results, each reply's latency, and beside each
+turn the judge's note and score on the reply and the verdicts that cite the turn. Clicking a
+verdict marks its quoted evidence in the transcript (`sparring.reports.evidence`).
+
+The page works offline from `file://`: CSS and vanilla JS are inline, nothing is fetched
+(a Content-Security-Policy allows no request and only the page's own script, by hash).
+Text from agents, users, judges and test files is HTML-escaped by Jinja2's autoescape, so a
+reply holding `<script>` shows as text and never runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib.resources import files
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, StrictUndefined, Template
+from markupsafe import Markup
+
+from sparring.judging.statistics import wilson_interval
+from sparring.reports import (
+    REPLAYED_HISTORY,
+    percent,
+    plural,
+    shown_status,
+    trial_size,
+    usage_text,
+    usd,
+    why_not_run,
+    write_report_text,
+)
+from sparring.reports.evidence import evidence_spans, marked_pieces, message_turns
+from sparring.reports.outcome import (
+    Problem,
+    exit_meaning,
+    model_text,
+    passed_text,
+    problems,
+    trial_ranges,
+    verdict_what,
+)
+from sparring.results import (
+    ReplyNote,
+    RunResult,
+    ScenarioResult,
+    SubtestResult,
+    TrialResult,
+    UsageTotals,
+    Verdict,
+    usage_totals,
+)
+from sparring.transcript import Message, ToolCall, Transcript
+
+_ASSETS = "html_assets"
+_SCENARIO_RANK = {"failed": 0, "error": 1, "interrupted": 1, "invalid": 2, "not_run": 2}
+_TRIAL_RANK = {"failed": 0, "error": 1, "timed_out": 1, "invalid": 2, "skipped": 3}
+_VERDICT_RANK = {"not_met": 0, "error": 1, "skipped": 2}
+"""Failures first; anything not named (passed, met) comes last, in its own order."""
+STATUS_TEXT = {"not_met": "not met", "timed_out": "timed out", "not_run": "not run"}
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Part of a message's text; `keys` are the verdicts (space-separated keys) whose
+    evidence it is, `""` when none."""
+
+    text: str
+    keys: str
+
+
+@dataclass(frozen=True)
+class ToolCallView:
+    """A tool call as shown: arguments and result as indented JSON (the raw text when
+    the arguments did not parse), with why they did not."""
+
+    name: str
+    arguments: str
+    arguments_error: str | None
+    result: str | None
+
+
+@dataclass(frozen=True)
+class MessageView:
+    """One message: who spoke (`label`), its text in `pieces`, latency, tool calls, the
+    states the agent reported."""
+
+    role: str
+    label: str
+    pieces: list[Piece]
+    latency: str | None
+    tool_calls: list[ToolCallView]
+    states: str
+
+
+@dataclass(frozen=True)
+class VerdictView:
+    """A verdict as shown; `key` names it in the page. `misquoted`: the judge quoted
+    evidence and none of it is in the transcript (a check's evidence is sparring's own
+    account, never a quote, so it is never misquoted)."""
+
+    key: str
+    id: str
+    kind: str
+    status: str
+    what: str
+    reason: str
+    evidence: list[str]
+    turns: list[int]
+    turns_text: str
+    misquoted: bool
+
+
+@dataclass
+class TurnView:
+    """One turn: its messages, the judge's note on the reply, the verdicts citing it."""
+
+    number: int
+    messages: list[MessageView] = field(default_factory=list[MessageView])
+    note: ReplyNote | None = None
+    verdicts: list[VerdictView] = field(default_factory=list[VerdictView])
+
+
+@dataclass(frozen=True)
+class ConversationView:
+    """A transcript turn by turn with its verdicts (all of them, failures first)."""
+
+    turns: list[TurnView]
+    verdicts: list[VerdictView]
+
+
+@dataclass(frozen=True)
+class SubtestView:
+    """A sub-test (`session.unfold` step) with its own conversation."""
+
+    id: str
+    name: str
+    status: str
+    notes: list[str]
+    conversation: ConversationView
+
+
+@dataclass(frozen=True)
+class TrialView:
+    """One trial: facts line, error, traceback, conversation, sub-tests."""
+
+    number: int
+    of: int
+    status: str
+    facts: list[str]
+    error: str | None
+    traceback: str | None
+    conversation: ConversationView
+    subtests: list[SubtestView]
+
+
+@dataclass(frozen=True)
+class ScenarioView:
+    """One scenario: its summary line, facts, what went wrong, trials (failures first)."""
+
+    id: str
+    name: str
+    kind: str
+    status: str
+    tags: list[str]
+    tags_json: str
+    category: str
+    rate: str
+    facts: list[str]
+    description: str | None
+    problems: list[str]
+    not_run: str | None
+    trials: list[TrialView]
+
+
+def render_html(
+    result: RunResult,
+    *,
+    exit_status: tuple[int, str] | None = None,
+    gate_lines: Sequence[str] = (),
+) -> str:
+    """The HTML report as one self-contained page (see the module docstring).
+
+    Args:
+        result: The run to render.
+        exit_status: `(code, meaning)` to state instead of `result.exit_code`, when
+            something beyond the run decides the exit code (group gates, the pytest plugin).
+        gate_lines: The group gate summary, shown verbatim after the run's facts.
+    """
+    script = _asset("report.js")
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    keys = (f"v{n}" for n in count(1))
+    views = [_scenario(s, why_not_run(result), keys) for s in _in_rank_order(result.scenarios)]
+    return _template().render(
+        result=result,
+        header=_header(result, exit_status),
+        cards=_cards(result),
+        gate_lines=list(gate_lines),
+        scenarios=views,
+        filters=_filters(views),
+        status_text=STATUS_TEXT,
+        css=Markup(_asset("report.css")),
+        script=Markup(script),
+        script_hash=f"sha256-{digest}",
+    )
+
+
+def write_html(
+    result: RunResult,
+    path: Path,
+    *,
+    exit_status: tuple[int, str] | None = None,
+    gate_lines: Sequence[str] = (),
+) -> None:
+    """Write `render_html(result, ...)` to `path` (UTF-8), creating parent folders.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    write_report_text(path, render_html(result, exit_status=exit_status, gate_lines=gate_lines))
+
+
+@cache
+def _asset(name: str) -> str:
+    return files("sparring.reports").joinpath(_ASSETS, name).read_text(encoding="utf-8")
+
+
+@cache
+def _template() -> Template:
+    env = Environment(autoescape=True, undefined=StrictUndefined, keep_trailing_newline=True)
+    return env.from_string(_asset("report.html.j2"))
+
+
+def pass_rate_text(passed: int, counted: int) -> str:
+    """`50% (95% CI 24–76%)`: a pass rate with its 95% Wilson interval; `-` for no trial."""
+    if not counted:
+        return "-"
+    return f"{percent(passed / counted)} ({interval_text(passed, counted)})"
+
+
+def interval_text(passed: int, counted: int) -> str:
+    """`95% CI 24–76%`: the 95% Wilson interval of `passed` of `counted` (>= 1) trials,
+    in whole percent."""
+    low, high = wilson_interval(passed, counted)
+    return f"95% CI {low * 100:.0f}–{high * 100:.0f}%"
+
+
+def _header(result: RunResult, exit_status: tuple[int, str] | None) -> dict[str, Any]:
+    code, meaning = exit_status or (result.exit_code, exit_meaning(result))
+    models = [model_text(m) for m in result.models] or [
+        f"{label} model {name}"
+        for label, name in (("user", result.user_model), ("judge", result.judge_model))
+        if name
+    ]
+    return {
+        "code": code,
+        "meaning": meaning,
+        "models": models,
+        "usage": usage_text(result.usage_totals()),
+        "trials": sum(len(s.trials) for s in result.scenarios),
+        "duration": f"{result.duration_ms / 1000:.1f} s",
+    }
+
+
+def _cards(result: RunResult) -> dict[str, Any]:
+    trials = [t for s in result.scenarios for t in s.counted]
+    passed = sum(t.status == "passed" for t in trials)
+    counts = {shown_status(s): 0 for s in _in_rank_order(result.scenarios)}
+    for s in result.scenarios:
+        counts[shown_status(s)] += 1
+    return {
+        "counts": counts,
+        "passed": passed,
+        "counted": len(trials),
+        "rate": percent(passed / len(trials)) if trials else "-",
+        "interval": interval_text(passed, len(trials)) if trials else "",
+        "cost": _cost(result.usage_totals()),
+    }
+
+
+def _in_rank_order(scenarios: Sequence[ScenarioResult]) -> list[ScenarioResult]:
+    return sorted(scenarios, key=lambda s: _SCENARIO_RANK.get(shown_status(s), 9))
+
+
+def _cost(totals: UsageTotals) -> str:
+    """`$0.0123`, `$0.0123 + 2 unpriced calls`, `unknown` (every call unpriced), `$0`."""
+    if totals.model_calls and totals.unpriced_calls == totals.model_calls:
+        return "unknown"
+    more = f" + {totals.unpriced_calls} unpriced" if totals.unpriced_calls else ""
+    return usd(totals.cost_usd) + more
+
+
+def _filters(views: list[ScenarioView]) -> dict[str, list[tuple[str, int]]]:
+    """Each filter's values with how many scenarios have them, in order of appearance."""
+    out: dict[str, dict[str, int]] = {"status": {}, "tag": {}, "category": {}}
+    for v in views:
+        out["status"][v.status] = out["status"].get(v.status, 0) + 1
+        for tag in dict.fromkeys(v.tags):
+            out["tag"][tag] = out["tag"].get(tag, 0) + 1
+        if v.category:
+            out["category"][v.category] = out["category"].get(v.category, 0) + 1
+    return {name: list(values.items()) for name, values in out.items()}
+
+
+def _scenario(s: ScenarioResult, why_not_run: str, keys: Iterator[str]) -> ScenarioView:
+    trials = sorted(s.trials, key=lambda t: (_TRIAL_RANK.get(t.status, 9), t.trial))
+    not_run = "No trial ran." if not s.trials else None
+    if s.missing_trials:
+        not_run = f"{plural(s.missing_trials, 'planned trial')} did not run: {why_not_run}."
+    return ScenarioView(
+        id=s.scenario_id,
+        name=s.name,
+        kind=s.kind,
+        status=shown_status(s),
+        tags=s.tags,
+        tags_json=json.dumps(s.tags, ensure_ascii=False),
+        category=s.category or "",
+        rate=f"{passed_text(s)} · {pass_rate_text(s.passed_trials, len(s.counted))}",
+        facts=_scenario_facts(s),
+        description=s.description,
+        problems=[_problem_text(p) for p in problems(s, skipped=False)],
+        not_run=not_run,
+        trials=[_trial(t, len(s.trials), _user_label(s), keys) for t in trials],
+    )
+
+
+def _scenario_facts(s: ScenarioResult) -> list[str]:
+    facts = [f"threshold {percent(s.threshold)}", f"cost {_cost(usage_totals(s.trials))}"]
+    if s.invalid_trials:
+        facts.append(f"{s.invalid_trials} invalid (the simulated user failed)")
+    labels = (("source", s.source), ("category", s.category), ("topic", s.topic))
+    facts += [f"{name} {value}" for name, value in (*labels, ("behavior", s.behavior)) if value]
+    return facts
+
+
+def _problem_text(problem: Problem) -> str:
+    where = trial_ranges(problem.trials)
+    verdict = problem.verdict
+    if verdict is None:
+        return f"{where}: {STATUS_TEXT.get(problem.status, problem.status)}: {problem.text}"
+    status = STATUS_TEXT.get(verdict.status, verdict.status)
+    return f"{where}: {verdict.id} {status}: {verdict_what(verdict)}: {problem.text}"
+
+
+def _user_label(s: ScenarioResult) -> str:
+    return "simulated user" if s.kind == "simulated" else "user"
+
+
+def _trial(trial: TrialResult, of: int, user_label: str, keys: Iterator[str]) -> TrialView:
+    own = {f"{sub.id}.": sub for sub in trial.subtests}
+    main = [v for v in trial.verdicts if not any(v.id.startswith(p) for p in own)]
+    facts = [
+        f"end reason {trial.end_reason}",
+        trial_size(trial),
+        f"{trial.duration_ms / 1000:.1f} s",
+        f"cost {_cost(trial.usage_totals())}",
+    ]
+    subtests = [
+        _subtest(sub, [v for v in trial.verdicts if v.id.startswith(prefix)], keys)
+        for prefix, sub in own.items()
+    ]
+    return TrialView(
+        number=trial.trial,
+        of=of,
+        status=trial.status,
+        facts=facts,
+        error=trial.error,
+        traceback=trial.traceback,
+        conversation=_conversation(
+            trial.transcript, main, trial.reply_notes, user_label=user_label, keys=keys
+        ),
+        subtests=subtests,
+    )
+
+
+def _subtest(sub: SubtestResult, verdicts: list[Verdict], keys: Iterator[str]) -> SubtestView:
+    replayed = REPLAYED_HISTORY if sub.history == "replayed" else None
+    return SubtestView(
+        id=sub.id,
+        name=sub.name,
+        status=sub.status,
+        notes=[n for n in (replayed, sub.error) if n],
+        conversation=_conversation(sub.transcript, verdicts, [], user_label="user", keys=keys),
+    )
+
+
+def _conversation(
+    transcript: Transcript,
+    verdicts: list[Verdict],
+    notes: list[ReplyNote],
+    *,
+    user_label: str,
+    keys: Iterator[str],
+) -> ConversationView:
+    """The transcript turn by turn, evidence marked, verdicts beside the turns they cite."""
+    messages = transcript.messages
+    ordered = sorted(verdicts, key=lambda v: _VERDICT_RANK.get(v.status, 9))
+    marks: dict[int, list[tuple[int, int, str]]] = {}
+    views: list[VerdictView] = []
+    for verdict in ordered:
+        key = next(keys)
+        spans = evidence_spans(verdict, messages)
+        for span in spans:
+            marks.setdefault(span.message, []).append((span.start, span.end, key))
+        views.append(_verdict(verdict, key, found=bool(spans)))
+    by_note = {n.turn: n for n in notes}
+    turns: dict[int, TurnView] = {}
+    for index, (message, number) in enumerate(zip(messages, message_turns(messages), strict=True)):
+        turn = turns.setdefault(number, TurnView(number, note=by_note.get(number)))
+        turn.messages.append(_message(message, marks.get(index, []), user_label))
+    for view in views:
+        for number in view.turns:
+            if number in turns:
+                turns[number].verdicts.append(view)
+    return ConversationView(turns=list(turns.values()), verdicts=views)
+
+
+def _verdict(verdict: Verdict, key: str, *, found: bool) -> VerdictView:
+    turns = list(verdict.turns or (() if verdict.turn is None else (verdict.turn,)))
+    numbers = ", ".join(map(str, turns))
+    return VerdictView(
+        key=key,
+        id=verdict.id,
+        kind=verdict.kind,
+        status=verdict.status,
+        what=verdict_what(verdict),
+        reason=verdict.reason,
+        evidence=list(verdict.evidence),
+        turns=turns,
+        turns_text=f"turn {numbers}" if len(turns) == 1 else f"turns {numbers}" if turns else "",
+        misquoted=bool(verdict.evidence) and not found and verdict.kind != "check",
+    )
+
+
+def _message(message: Message, marks: list[tuple[int, int, str]], user_label: str) -> MessageView:
+    label = {"user": user_label}.get(message.role, message.role)
+    latency = None if message.latency_ms is None else f"{message.latency_ms:,.0f} ms"
+    return MessageView(
+        role=message.role,
+        label=label,
+        pieces=[Piece(text, " ".join(k)) for text, k in marked_pieces(message.content, marks)],
+        latency=latency,
+        tool_calls=[_tool_call(c) for c in message.tool_calls],
+        states=" → ".join(e.state for e in message.status_events),
+    )
+
+
+def _tool_call(call: ToolCall) -> ToolCallView:
+    arguments = call.arguments_raw if call.arguments is None else _json(call.arguments)
+    result = None if call.result is None else _json(call.result)
+    return ToolCallView(call.name, arguments, call.arguments_error, result)
+
+
+def _json(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
