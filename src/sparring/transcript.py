@@ -2,6 +2,10 @@
 
 Turn numbers are 1-based and count user messages: the user's first message and the agent's
 reply to it are both turn 1.
+
+Also what every model that ends up in a report shares: `Record` (each string made valid
+Unicode as it comes in) and `parse_json` (JSON from a target or model, its depth limited to
+what a report can hold).
 """
 
 from __future__ import annotations
