@@ -9,6 +9,7 @@ blocks its thread until the test lets it finish.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -227,3 +228,55 @@ async def _until(condition: Any) -> None:
     with anyio.fail_after(10):
         while not condition():
             await anyio.sleep(0.005)
+
+
+def test_sigterm_ends_a_run_whose_conversations_wait_on_llama(tmp_path: Path) -> None:
+    """`sparring run` with a `local:` model: SIGTERM while one completion runs forever and
+    the other conversations queue behind it ends the run (exit 130) without waiting."""
+    fake = tmp_path / "llama_cpp"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(
+        textwrap.dedent(
+            """
+            import pathlib, threading
+            class Llama:
+                def __init__(self, **options):
+                    pass
+                def create_chat_completion(self, **request):
+                    pathlib.Path("llama-started").touch()
+                    threading.Event().wait()  # never ends
+            """
+        )
+    )
+    (tmp_path / "agent.py").write_text("def respond(history):\n    return 'Hello.'\n")
+    (tmp_path / "model.gguf").write_bytes(b"GGUF" + bytes(32))
+    (tmp_path / "t.yaml").write_text(
+        textwrap.dedent(
+            """
+            target: {type: callable, ref: "agent:respond"}
+            scenarios:
+              - id: waits
+                goal: Get help.
+                criteria: [The assistant helps]
+                trials: 3
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    command = [sys.executable, "-m", "sparring.cli", "run", "t.yaml", "--no-live"]
+    command += ["--model", "local:model.gguf", "--parallel", "3"]
+    with subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        try:
+            for _ in range(600):
+                if (tmp_path / "llama-started").exists() or proc.poll() is not None:
+                    break
+                time.sleep(0.05)
+            assert proc.poll() is None, proc.communicate()
+            proc.send_signal(signal.SIGTERM)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, stderr
