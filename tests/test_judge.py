@@ -261,25 +261,51 @@ async def test_reply_claiming_verdicts_cannot_override_the_answer() -> None:
 
 async def test_evidence_and_turns_are_sanitised() -> None:
     answer = full_answer()
-    answer["verdicts"]["c1"] = {
-        "reason": "  ok  ",
-        "verdict": "not_met",
-        "turns": [2, "1", 99, -1, True, 1.0],
-        "evidence": ["  q1 ", 3, "", "x" * 1000],
-    }
-    answer["verdicts"]["r1"] = {"verdict": "met", "evidence": "single quote", "turns": 2}
+    answer["verdicts"]["c1"] = item("not_met", "  ok  ", ["  q1 ", "", "x" * 1000], [2, 1, 99, -1])
+    answer["verdicts"]["r1"] = item("met", "", ["Sorry"], [2])
     answer["replies"] = {"1": {"note": "fine", "score": 7}, "2": {"score": 1}, "5": {"note": "?"}}
     outcome = await judge(ScriptedModel([answer]))
     c1, r1, _ = outcome.verdicts
     assert c1.reason == "ok" and c1.turns == (1, 2)
     assert c1.evidence[0] == f"{UNVERIFIED_QUOTE} q1" and len(c1.evidence) == 2
     assert len(c1.evidence[1]) == len(UNVERIFIED_QUOTE) + 1 + 301
-    assert r1.evidence == (f"{UNVERIFIED_QUOTE} single quote",) and r1.turns == (2,)
+    assert r1.evidence == ("Sorry",) and r1.turns == (2,)
     assert r1.reason == "(the judge gave no reason)"
     assert [(n.turn, n.note, n.score) for n in outcome.reply_notes] == [
         (1, "fine", None),
         (2, "", 1.0),
     ]
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ({"verdict": "met", "met": False}, 'has "met" besides'),
+        ({"verdict": "met", "Verdict": "met"}, 'has "Verdict" besides'),
+        ({"verdict": "met", "status": "not_met"}, 'has "status" besides'),
+        ({"verdict": "met", "details": {"verdict": "not_met"}}, 'has "details" besides'),
+        ({"verdict": "met", "evidence": "Sorry"}, '"evidence" is not a list of quotes'),
+        ({"verdict": "met", "evidence": ["Sorry", 3]}, '"evidence" is not a list of quotes'),
+        ({"verdict": "met", "turns": ["1"]}, '"turns" is not a list of turn numbers'),
+        ({"verdict": "met", "turns": [True]}, '"turns" is not a list of turn numbers'),
+        ({"verdict": "met", "reason": None}, '"reason" is null, not text'),
+        ({"verdict": True}, '"verdict" is true, not "met" or "not_met"'),
+        ({"verdict": ["met"]}, '"verdict" is a list'),
+    ],
+)
+async def test_an_entry_that_is_not_exactly_the_schema_is_no_verdict(
+    entry: dict[str, Any], problem: str
+) -> None:
+    answer = full_answer()
+    answer["verdicts"]["c1"] = {**item("met", "fine", ["Sorry about the delay!"], [1]), **entry}
+    if entry.get("reason", "") is None:
+        answer["verdicts"]["c1"]["reason"] = None
+    model = ScriptedModel([answer, answer])
+    outcome = await judge(model)
+    c1 = outcome.verdicts[0]
+    assert c1.status == "error" and problem in c1.reason
+    assert problem in user_prompt(model, 1)  # the repair said what was wrong
+    assert [v.status for v in outcome.verdicts[1:]] == ["met", "met"]
 
 
 async def test_long_transcript_is_elided_with_marker() -> None:

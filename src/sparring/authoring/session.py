@@ -161,14 +161,17 @@ class Response:
         """Reply time in milliseconds."""
         return self.reply.latency_ms
 
-    def should(self, condition: str | Sequence[str]) -> Coroutine[Any, Any, list[Verdict]]:
+    def should(
+        self, condition: str | Sequence[str], *, require_evidence: bool = True
+    ) -> Coroutine[Any, Any, list[Verdict]]:
         """Assert that the reply does what each condition says: `await
         response.should("greet the customer")`.
 
         Each condition completes "The message should ...", e.g. "greet the customer"; each
         is judged in its own model call, all at once. Without a judge model the verdicts are
-        `skipped` (nothing is raised). A `should` never awaited makes the trial `error` (and
-        outside a run, the session raises a UserError when it closes).
+        `skipped` (nothing is raised). A `met` must quote the conversation, else it is
+        `error`, unless `require_evidence=False`. A `should` never awaited makes the trial
+        `error` (and outside a run, the session raises a UserError when it closes).
 
         Returns:
             One `should` verdict per condition, in order.
@@ -178,9 +181,11 @@ class Response:
             ConditionsUndecided: no condition failed but the judge could not decide some.
             UserError: no condition given.
         """
-        return self.trial.track("response.should", self._should(condition))
+        return self.trial.track("response.should", self._should(condition, require_evidence))
 
-    async def _should(self, condition: str | Sequence[str]) -> list[Verdict]:
+    async def _should(
+        self, condition: str | Sequence[str], require_evidence: bool
+    ) -> list[Verdict]:
         texts = [condition] if isinstance(condition, str) else list(condition)
         if not texts:
             raise UserError(
@@ -193,7 +198,7 @@ class Response:
             conditions,
             transcript=self.transcript,
             turn=self.turn,
-            judge=self.trial.judge,
+            judge=replace(self.trial.judge, require_evidence=require_evidence),
             usage=self.trial.usage,
         )
         self.trial.recorder.add_verdicts(verdicts)

@@ -2,11 +2,12 @@
 
 The answer is parsed as a whole (`sparring.models.structured.parse_json_loosely`); here its
 top-level object is read as the schema `judge_schema` asks for: `verdicts` keyed by item id
-(a missing `verdicts` is never read as the verdict map itself), each entry one
-`VERDICT_SCHEMA` object. An entry that contradicts itself (`verdict` against `met`,
-`status` or `passed`, anywhere in it) or an id the answer gives twice with different values
-(anywhere in it, in any letter case) is no decision. A `met` that quotes nothing the
-conversation contains is turned into an error by the caller (`DecisionReader.ungrounded`).
+(a missing `verdicts` is never read as the verdict map itself), each entry exactly one
+`VERDICT_SCHEMA` object: a key besides its four (say `met` or `Verdict`, which could
+contradict `verdict`), a value of the wrong type, or an id the answer gives twice with
+different values (anywhere in it, in any letter case) is no decision. A `met` that quotes
+nothing the conversation contains is turned into an error by the caller
+(`DecisionReader.ungrounded`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ _REASON_CHARS = 1000
 _EVIDENCE_CHARS = 300
 _EVIDENCE_ITEMS = 5
 _NOTE_CHARS = 300
-_STATUS_KEYS = frozenset({"verdict", "met", "status", "passed"})
-"""Keys (in any letter case) that say met or not_met; all in an entry must agree."""
+_FIELDS = ("reason", "evidence", "turns", "verdict")
+"""The keys of a verdict entry (`VERDICT_SCHEMA`), all required, no others."""
 
 UNVERIFIED_QUOTE = "(not found in the transcript)"
 """Put before evidence the judge quoted that the conversation does not contain."""
@@ -78,28 +79,20 @@ class DecisionReader:
         self.valid_turns = frozenset(turns)
 
     def decision(self, raw: Any) -> Decision | str:
-        """The entry as a decision, or why it cannot be one."""
+        """The entry as a decision, or why it cannot be one (`_entry_problem`)."""
         value = _obj(raw)
         if value is None:
             return f"its entry is {_kind(raw)}, not an object"
-        verdict = value.get("verdict")
-        status = _status(verdict)
-        if status is None:
-            return (
-                'its entry has no "verdict"'
-                if verdict is None
-                else f'its "verdict" is {_kind(verdict)}, not "met" or "not_met"'
-            )
-        clash = _clash(value, status)
-        if clash is not None:
-            return clash
-        reason = value.get("reason")
-        reason = self.clean(reason, _REASON_CHARS) if isinstance(reason, str) else ""
+        problem = _entry_problem(value)
+        if problem is not None:
+            return problem
+        status = _status(value["verdict"])
+        assert status is not None  # _entry_problem checked it
         return Decision(
             status,
-            reason or "(the judge gave no reason)",
-            self._evidence(value.get("evidence")),
-            self._turns(value.get("turns")),
+            self.clean(value["reason"], _REASON_CHARS) or "(the judge gave no reason)",
+            self._evidence(value["evidence"]),
+            self._turns(value["turns"]),
         )
 
     def ungrounded(self, decision: Decision) -> str | None:
@@ -112,17 +105,14 @@ class DecisionReader:
             f"(its reason: {decision.reason})"
         )
 
-    def _evidence(self, value: Any) -> tuple[str, ...]:
-        quotes = [value] if isinstance(value, str) else _arr(value) or []
-        cleaned = [self.clean(q, _EVIDENCE_CHARS) for q in quotes if isinstance(q, str)]
+    def _evidence(self, quotes: list[str]) -> tuple[str, ...]:
+        cleaned = [self.clean(q, _EVIDENCE_CHARS) for q in quotes]
         return tuple(
             q if _found(q, self.said) else f"{UNVERIFIED_QUOTE} {q}" for q in cleaned if q
         )[:_EVIDENCE_ITEMS]
 
-    def _turns(self, value: Any) -> tuple[int, ...]:
-        values = _arr(value) or [value]
-        turns = {_as_int(v) for v in values}
-        return tuple(sorted(t for t in turns if t is not None and t in self.valid_turns))
+    def _turns(self, turns: list[int]) -> tuple[int, ...]:
+        return tuple(sorted({t for t in turns if t in self.valid_turns}))
 
     def clean(self, text: str, limit: int) -> str:
         """`text` stripped, scrubbed, and cut to `limit` characters (with `…`)."""
@@ -153,23 +143,35 @@ def _normalised(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def _clash(entry: dict[str, Any], status: str) -> str | None:
-    """Why `entry` contradicts its `verdict` (`status`): another key saying met or not_met
-    (`_STATUS_KEYS`, any letter case, anywhere in it) that says otherwise, or nothing."""
-    stack: list[tuple[str, Any]] = [(k, v) for k, v in entry.items() if k != "verdict"]
-    while stack:
-        key, value = stack.pop()
-        if key.casefold() in _STATUS_KEYS:
-            said = _status(value) if isinstance(value, str) else _bool_status(value)
-            if said != status:
-                return f'its "{key}" ({_kind(value)}) disagrees with its "verdict" ("{status}")'
-        children = _obj(value) or {}
-        stack += [*children.items(), *(("", v) for v in _arr(value) or [])]
+def _entry_problem(entry: dict[str, Any]) -> str | None:
+    """Why `entry` is not one `VERDICT_SCHEMA` object: exactly its four keys, `verdict` an
+    accepted spelling (`_status`), `reason` text, `evidence` a list of quotes and `turns` a
+    list of integers. A key besides them (`met`, `Verdict`, `status`...) could say
+    otherwise than `verdict`, so the entry is refused, not guessed at."""
+    extra = [k for k in entry if k not in _FIELDS]
+    if extra:
+        return (
+            f"its entry has {_names(extra)} besides reason, evidence, turns and verdict; say "
+            'the verdict once, in "verdict"'
+        )
+    missing = [k for k in _FIELDS if k not in entry]
+    if missing:
+        return f"its entry has no {_names(missing)}"
+    if _status(entry["verdict"]) is None:
+        return f'its "verdict" is {_kind(entry["verdict"])}, not "met" or "not_met"'
+    if not isinstance(entry["reason"], str):
+        return f'its "reason" is {_kind(entry["reason"])}, not text'
+    evidence = _arr(entry["evidence"])
+    if evidence is None or not all(isinstance(q, str) for q in evidence):
+        return 'its "evidence" is not a list of quotes (strings)'
+    turns = _arr(entry["turns"])
+    if turns is None or not all(isinstance(t, int) and not isinstance(t, bool) for t in turns):
+        return 'its "turns" is not a list of turn numbers'
     return None
 
 
-def _bool_status(value: Any) -> str | None:
-    return ("met" if value else "not_met") if isinstance(value, bool) else None
+def _names(keys: list[str]) -> str:
+    return ", ".join(json.dumps(k[:40], ensure_ascii=False) for k in keys[:5])
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,18 +322,6 @@ def _status(value: Any) -> Literal["met", "not_met"] | None:
         return "met"
     if normal in ("not_met", "unmet"):
         return "not_met"
-    return None
-
-
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
     return None
 
 

@@ -157,21 +157,13 @@ async def judge_conversation(
         UserError: two items share an id.
     """
     items = _items(scenario, shoulds)
-    decided = {
-        i.id: i.verdict("not_met", why)
-        for i in items
-        if i.turn is not None and (why := no_reply_reason(transcript, i.turn))
-    }
+    decided = {i.id: i.verdict("not_met", why) for i in items if (why := _no_reply(i, transcript))}
     to_ask = [i for i in items if i.id not in decided]
     if not to_ask:
         return JudgeOutcome([decided[i.id] for i in items], [])
     reader = DecisionReader(transcript, scrub=scrub)
-    view = judge_view(
-        transcript,
-        limits=limits,
-        scrub=scrub,  # every `should` turn shown
-        keep_turns={i.turn for i in to_ask if i.turn is not None},
-    )
+    keep = {i.turn for i in to_ask if i.turn is not None}  # every `should` turn shown
+    view = judge_view(transcript, limits=limits, scrub=scrub, keep_turns=keep)
     prompt = _judge_prompt(scenario, transcript, to_ask, view)
     answer = await _ask(model, prompt, to_ask, view, reader, temperature, usage)
     if isinstance(answer, str):
@@ -179,6 +171,11 @@ async def judge_conversation(
     ground = reader if require_evidence else None
     verdicts = [decided.get(i.id) or _from_answer(i, answer, ground) for i in items]
     return JudgeOutcome(verdicts, answer.notes)
+
+
+def _no_reply(item: _Item, transcript: Transcript) -> str | None:
+    """`no_reply_reason` for a `should`; `None` for a criterion (about the whole chat)."""
+    return None if item.turn is None else no_reply_reason(transcript, item.turn)
 
 
 async def _ask(

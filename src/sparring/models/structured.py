@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import ValidationError
 
@@ -83,35 +83,34 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _loads(text: str) -> Any:
     """`json.loads` with `_object`; nesting deeper than `MAX_DEPTH` fails (`_Unreadable`)."""
-    if _depth(text) > MAX_DEPTH:
-        raise _Unreadable(
-            f"the answer nests JSON more than {MAX_DEPTH} levels deep; answer with the flat "
-            "object the schema asks for"
-        )
     try:
-        return json.loads(text, object_pairs_hook=_object)
-    except RecursionError:
-        raise _Unreadable(f"the answer nests JSON more than {MAX_DEPTH} levels deep") from None
+        value = json.loads(text, object_pairs_hook=_object)
+    except RecursionError:  # far deeper than MAX_DEPTH
+        raise _Unreadable(_TOO_DEEP) from None
+    if _too_deep(value):
+        raise _Unreadable(_TOO_DEEP)
+    return value
 
 
-def _depth(text: str) -> int:
-    """How deep `[` and `{` nest in `text`, outside JSON strings (an upper bound for
-    text that is not JSON)."""
-    depth = deepest = 0
-    index, in_string = 0, False
-    while (found := _STRUCTURE.search(text, index)) is not None:
-        char, index = found.group(), found.end()
-        if in_string:
-            index += char == "\\"
-            in_string = char != '"'
-        elif char in "{[":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "}]":
-            depth = max(depth - 1, 0)
-        else:
-            in_string = char == '"'
-    return deepest
+_TOO_DEEP = (
+    f"the answer nests JSON more than {MAX_DEPTH} levels deep; answer with the flat object "
+    "the schema asks for"
+)
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether objects and arrays nest more than `MAX_DEPTH` levels in `value`."""
+    level: list[Any] = [value] if isinstance(value, dict | list) else []
+    for _ in range(MAX_DEPTH):  # `level`: the objects and arrays one level further in
+        level = [
+            child
+            for v in level
+            for child in (cast(dict[str, Any], v).values() if isinstance(v, dict) else v)
+            if isinstance(child, dict | list)
+        ]
+        if not level:
+            return False
+    return True
 
 
 def _without_leading_think(text: str) -> str:
