@@ -17,11 +17,15 @@
     return control ? control.value : "";
   }
 
+  var texts = new WeakMap(); // each scenario's text, lower case, read once
+
   function matches(el, text) {
     if (value(status) && el.dataset.status !== value(status)) return false;
     if (value(tag) && JSON.parse(el.dataset.tags).indexOf(value(tag)) < 0) return false;
     if (value(category) && el.dataset.category !== value(category)) return false;
-    return !text || el.textContent.toLowerCase().indexOf(text) >= 0;
+    if (!text) return true;
+    if (!texts.has(el)) texts.set(el, el.textContent.toLowerCase());
+    return texts.get(el).indexOf(text) >= 0;
   }
 
   function applyFilters() {
