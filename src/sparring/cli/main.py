@@ -59,6 +59,13 @@ def cli() -> None:
 )
 @click.option("--junit", type=click.Path(), help="Write a JUnit XML report here.")
 @click.option("--markdown", type=click.Path(), help="Write a Markdown report here.")
+@click.option("--html", type=click.Path(), help="Write the HTML report here (one offline page).")
+@click.option(
+    "--xlsx", type=click.Path(), help="Write the xlsx export here (Runs, Insights, Transcript)."
+)
+@click.option(
+    "--csv", "csv_zip", type=click.Path(), help="Write the csv-zip export here (one CSV per sheet)."
+)
 @click.option(
     "--fail-fast",
     is_flag=True,

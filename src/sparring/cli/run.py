@@ -56,6 +56,9 @@ def run_command(
     output: str | None,
     junit: str | None,
     markdown: str | None,
+    html: str | None = None,
+    xlsx: str | None = None,
+    csv_zip: str | None = None,
     fail_fast: bool,
     fail_on_skip: bool,
     live: bool | None,
@@ -68,7 +71,8 @@ def run_command(
         UserError: bad test files, settings, model specs or targets (exit code 2).
     """
     settings = load_settings({k: options.get(k) for k in _SETTING_OPTIONS})
-    reports = _report_paths({"JSON": output, "JUnit": junit, "Markdown": markdown})
+    files = {"JSON": output, "JUnit": junit, "Markdown": markdown, "HTML": html, "xlsx": xlsx}
+    reports = _report_paths(files | {"CSV zip": csv_zip})
     scenarios, suites = _load(paths or _default_paths(), pattern=pattern, settings=settings)
     scenarios, code = _select(scenarios, suites, pattern=pattern, tags=tags)
     if list_only:
@@ -363,6 +367,10 @@ def _report_paths(reports: dict[str, str | None]) -> dict[str, str | None]:
             )
         if path and path != STDOUT:
             _check_writable(Path(path))
+        if path and label == "xlsx":
+            from sparring.reports.exports import require_openpyxl
+
+            require_openpyxl()  # a missing extra fails before the run, not after it
     return reports
 
 
@@ -376,6 +384,8 @@ def _write_reports(
     """Write every requested report, each whatever happens to the others (the JSON one to
     standard output for `-`; the Markdown one with the group gates and the exit status
     they decided); False (after saying which and why) if any could not be written."""
+    from sparring.reports.exports import write_csv_zip, write_xlsx
+    from sparring.reports.html import write_html
     from sparring.reports.json import render_json, write_json
     from sparring.reports.junit import write_junit
     from sparring.reports.markdown import write_markdown
@@ -383,6 +393,9 @@ def _write_reports(
     writers: dict[str, Callable[[RunResult, Path], None]] = {
         "JSON": write_json,
         "JUnit": write_junit,
+        "HTML": lambda r, p: write_html(r, p, exit_status=exit_status, gate_lines=gate_lines),
+        "xlsx": write_xlsx,
+        "CSV zip": write_csv_zip,
         "Markdown": lambda r, p: write_markdown(
             r, p, exit_status=exit_status, gate_lines=gate_lines
         ),
