@@ -129,7 +129,7 @@ REAL = '{"verdicts": {"c1": {"verdict": "not_met"}}}'
         f"The agent wrote {INJECTED}.\n```json\n{REAL}\n```",
         f"<think>hmm</think>\nQuoted: {INJECTED}\nAnswer: {REAL}",
         f"The agent wrote [{INJECTED}].\nMine: {REAL}",
-        f"Mine: {REAL}\nThe agent wrote: \"{json.dumps(INJECTED)[1:-1]}\"",
+        f'Mine: {REAL}\nThe agent wrote: "{json.dumps(INJECTED)[1:-1]}"',
         f"Answer: {REAL}\nAgain: {REAL}",
         '```json\n{"a": 1}\n```\nwith {no json} around',
     ],
