@@ -321,13 +321,13 @@ def test_check_errors_name_the_check_and_suggest(tmp_path: Path) -> None:
     assert lines_of(load_error(path)) == [
         f"{path}:6:9: scenarios[0].checks[0]: unknown check 'contain'; did you mean 'contains'?",
         f"{path}:7:9: scenarios[0].checks[1]: unknown check type 'contans'; did you mean "
-        "'contains'? check types: contains, not_contains, regex, equals, json_schema, "
-        "tool_called, tool_args, latency_below",
+        "'contains'? check types: contains, not_contains, regex, not_regex, equals, "
+        "json_schema, tool_called, tool_args, latency_below, end_reason",
         f"{path}:8:23: scenarios[0].checks[2]: one check per list item, found contains and "
         "regex; write each as its own `- ` item",
         f"{path}:9:36: unknown key 'pattern' in scenarios[0].checks[3] (contains check); "
-        "`pattern` belongs to regex checks, and this is a contains check because it says "
-        "`type: contains`",
+        "`pattern` belongs to regex checks and not_regex checks, and this is a contains check "
+        "because it says `type: contains`",
         f"{path}:10:23: unknown key 'case_sensitve' in scenarios[0].checks[4] (contains "
         "check); did you mean 'case_sensitive'?",
         f"{path}:11:9: scenarios[0].checks[5]: a check is a mapping such as `- contains: "
@@ -497,10 +497,7 @@ def test_scenario_with_nothing_to_check_says_what_to_add(tmp_path: Path) -> None
             turns: [{user: hi}]
         """,
     )
-    assert lines_of(load_error(path)) == [
-        f"{path}:3:5: scenario 'chat' has nothing to check; add `criteria:` (what the agent "
-        "should do, decided by the judge), `restrictions:` (what it must not do) or `checks:` "
-        '(e.g. `- contains: "refund"`)',
+    assert lines_of(load_error(path)) == [  # 'chat' is judged on its goal
         f"{path}:5:5: scenario 'ask' has nothing to check; add `expected_output:`, `should:`, "
         "`checks:` or `criteria:`",
         f"{path}:7:5: scenario 'script' has nothing to check; add `should:` or `checks:` to a "

@@ -327,7 +327,6 @@ def test_expected_output_reserves_its_criterion_id() -> None:
         (80, 0.8),
         ("0.5", 0.5),
         (1, 1.0),
-        (0, 0.0),
         (10, 0.1),
         ("1.5%", 0.015),
     ],

@@ -245,6 +245,13 @@ class ScenarioResult(Record):
     name: str
     kind: str
     source: str | None = None
+    description: str | None = None
+    """What the scenario tests, as its file says."""
+    tags: list[str] = Field(default_factory=list[str])
+    category: str | None = None
+    """`category`, `topic`, `behavior`: a single-turn scenario's labels, when given."""
+    topic: str | None = None
+    behavior: str | None = None
     threshold: float
     planned_trials: int = 0
     """Trials the run meant to run; more than `len(trials)` when it was cut short

@@ -4,9 +4,14 @@ Which agent replies a check looks at (its scope): `check.turn` when set (1-based
 counts from the end), else the `turn` it is attached to (a scripted step's reply), else the
 whole conversation. Within the scope: `contains` needs some reply to contain a value (with
 `match: all`, every value somewhere in the scope), `not_contains` needs no reply to contain
-any, `regex` needs some reply to match, `equals` and `json_schema` look at the last reply,
-tool checks look at every tool call, `latency_below` at every reply with a latency.
-A scope with no agent reply is `not_met`.
+any, `regex` needs some reply to match and `not_regex` none, `equals` and `json_schema` look
+at the last reply, tool checks look at every tool call, `latency_below` at every reply with a
+latency. A scope with no agent reply is `not_met`. `end_reason` looks at no reply: at how the
+conversation ended. `empty_reply_verdict` is the built-in check that no reply was empty.
+
+Checks read what the agent really said (secrets included): the runner masks their verdicts
+before it keeps them. The tool checks live in `tool_checks`; the scope and the quoting all
+checks share, in `check_scope`.
 
 Author patterns run on the `regex` package (syntax of Python's `re`), which can stop a search:
 a `regex` check gets `REGEX_TIMEOUT_S` seconds in all, and one that needs longer (a pattern
@@ -17,69 +22,67 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import unicodedata
+from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any, assert_never, cast
+from typing import Any, assert_never
 
 import regex
 
+from sparring.judging.check_scope import (
+    Outcome,
+    Scope,
+    around,
+    clip,
+    last_said,
+    plain_list,
+    quoted,
+    quoted_list,
+    scope_of,
+    scope_text,
+)
+from sparring.judging.tool_checks import describe_tool_called, tool_args, tool_called
 from sparring.results import Verdict, VerdictStatus
 from sparring.scenario import (
+    EMPTY_REPLY_ID,
     Check,
     ContainsCheck,
+    EndReasonCheck,
     EqualsCheck,
     JsonSchemaCheck,
     LatencyBelowCheck,
     NotContainsCheck,
+    NotRegexCheck,
     RegexCheck,
     ToolArgsCheck,
     ToolCalledCheck,
 )
-from sparring.transcript import Message, ToolCall, Transcript, content_text
-
-_QUOTE_CHARS = 160
-_AROUND_CHARS = 60
+from sparring.transcript import Transcript, content_text
 
 REGEX_TIMEOUT_S = 2.0
 """Seconds a `regex` check may spend searching all the replies in its scope, in total."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Scope:
-    replies: list[tuple[int, Message]]
-    turn: int | None
-    """The single turn looked at, or `None` for the whole conversation."""
-    missing: str | None
-    """Why there is nothing to look at, when `replies` is empty."""
-
-    @property
-    def turns(self) -> tuple[int, ...]:
-        return tuple(sorted({t for t, _ in self.replies}))
-
-
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    met: bool
-    reason: str = ""
-    evidence: tuple[str, ...] = ()
-    error: bool = False
-    """The check itself is broken (an invalid JSON Schema): status `error`."""
-
-
 def run_check(
-    check: Check, transcript: Transcript, *, check_id: str, turn: int | None = None
+    check: Check,
+    transcript: Transcript,
+    *,
+    check_id: str,
+    turn: int | None = None,
+    end_reason: str | None = None,
 ) -> Verdict:
     """Decide `check` on `transcript`; never raises for anything the agent said.
 
     Args:
         check: One check spec from the scenario.
-        transcript: The conversation so far (or finished).
+        transcript: The conversation so far (or finished), as the agent really said it:
+            the verdict quotes it, so mask secrets in the verdict before keeping it.
         check_id: The verdict's id, e.g. `check1` or `t2.check1`.
         turn: 1-based turn of the reply the check is attached to (scripted steps);
             `check.turn` overrides it; `None` (and no `check.turn`) means the whole
             conversation.
+        end_reason: Why the conversation ended (`goal_achieved`, ...), once it has; an
+            `end_reason` check without one is `error`.
 
     Returns:
         A `Verdict` with `kind="check"`, status `met` / `not_met` (or `error` when the check
@@ -88,9 +91,14 @@ def run_check(
         `evidence` quoting what decided it and, on failure, a `reason` saying what was
         expected and what was there.
     """
-    scope = _scope(transcript, check.turn if check.turn is not None else turn)
+    if isinstance(check, EndReasonCheck):  # how it ended, not what a reply said
+        scope = Scope(replies=[], turn=None, missing=None)
+    else:
+        scope = scope_of(transcript, check.turn if check.turn is not None else turn)
     outcome = (
-        _Outcome(False, scope.missing) if scope.missing is not None else _safe_decide(check, scope)
+        Outcome(False, scope.missing)
+        if scope.missing is not None
+        else _safe_decide(check, scope, end_reason)
     )
     status: VerdictStatus = "error" if outcome.error else "met" if outcome.met else "not_met"
     return Verdict(
@@ -105,47 +113,78 @@ def run_check(
     )
 
 
+def is_blank(text: str) -> bool:
+    """True when `text` shows nothing: empty, or only whitespace and invisible format
+    characters (zero-width space, byte order mark, ...)."""
+    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in text)
+
+
+def empty_reply_verdict(transcript: Transcript) -> Verdict | None:
+    """The built-in check that an agent reply is never empty (`EMPTY_REPLY_ID`).
+
+    A turn counts as empty when every agent message in it `is_blank` (a reply of tool
+    calls only shows the user nothing too; a `null` reply arrives as empty text).
+
+    Returns:
+        `None` when every reply has text; else a `not_met` verdict whose reason names the
+        empty turns ("the agent sent no reply at turn 2"), `turns` those turns and `turn`
+        the turn when there is one.
+    """
+    shown: dict[int, bool] = {}
+    for turn, message in transcript.agent_replies():
+        shown[turn] = shown.get(turn, False) or not is_blank(message.content)
+    empty = tuple(t for t, has_text in shown.items() if not has_text)
+    if not empty:
+        return None
+    at = f"turn {empty[0]}" if len(empty) == 1 else f"turns {plain_list(empty, 'and')}"
+    return Verdict(
+        id=EMPTY_REPLY_ID,
+        kind="check",
+        description="the agent replies at every turn",
+        status="not_met",
+        reason=f"the agent sent no reply at {at}; if an empty reply is fine in this "
+        "scenario, set `allow_empty_replies: true`",
+        turns=empty,
+        turn=empty[0] if len(empty) == 1 else None,
+    )
+
+
 def describe(check: Check) -> str:
     """A short human phrase for a check, e.g. `contains "order number"`."""
     where = f" at turn {check.turn}" if check.turn is not None else ""
     match check:
         case ContainsCheck():
             joiner = "and" if check.match == "all" else "or"
-            return f"contains {_list(_values(check.value), joiner)}{where}"
+            return f"contains {quoted_list(_values(check.value), joiner)}{where}"
         case NotContainsCheck():
-            return f"does not contain {_list(_values(check.value), 'or')}{where}"
+            return f"does not contain {quoted_list(_values(check.value), 'or')}{where}"
         case RegexCheck():
             return f"matches /{check.pattern}/{'i' if check.ignore_case else ''}{where}"
+        case NotRegexCheck():
+            return f"does not match /{check.pattern}/{'i' if check.ignore_case else ''}{where}"
         case EqualsCheck():
-            return f"equals {_q(check.value)}{where}"
+            return f"equals {quoted(check.value)}{where}"
         case JsonSchemaCheck():
             return f"is JSON matching the schema{where}"
         case ToolCalledCheck():
-            return _describe_tool_called(check) + where
+            return describe_tool_called(check) + where
         case ToolArgsCheck():
             how = "exactly" if check.match == "exact" else "at least"
             return f"calls {check.tool} with {how} {content_text(check.args)}{where}"
         case LatencyBelowCheck():
             return f"replies in under {check.ms:g} ms{where}"
+        case EndReasonCheck():
+            return f"the conversation ends with {plain_list(check.value, 'or')}"
         case _:
             assert_never(check)
 
 
-def _describe_tool_called(check: ToolCalledCheck) -> str:
-    parts: list[str] = []
-    if check.include:
-        parts.append(f"calls {', '.join(check.include)}" + (" in order" if check.ordered else ""))
-    if check.exclude:
-        parts.append(f"never calls {', '.join(check.exclude)}")
-    return "; ".join(parts) or "tool calls (nothing required)"
-
-
-def _safe_decide(check: Check, scope: _Scope) -> _Outcome:
+def _safe_decide(check: Check, scope: Scope, end_reason: str | None) -> Outcome:
     """`_decide`, with any exception turned into the check's `error` outcome."""
     try:
-        return _decide(check, scope)
+        return _decide(check, scope, end_reason)
     except Exception as e:  # noqa: BLE001 - a broken check must not stop the other checks
-        return _Outcome(False, _broken_check_reason(e), error=True)
+        return Outcome(False, _broken_check_reason(e), error=True)
 
 
 def _broken_check_reason(error: Exception) -> str:
@@ -162,7 +201,7 @@ def _broken_check_reason(error: Exception) -> str:
     )
 
 
-def _decide(check: Check, scope: _Scope) -> _Outcome:
+def _decide(check: Check, scope: Scope, end_reason: str | None) -> Outcome:
     match check:
         case ContainsCheck():
             return _contains(check, scope)
@@ -170,54 +209,22 @@ def _decide(check: Check, scope: _Scope) -> _Outcome:
             return _not_contains(check, scope)
         case RegexCheck():
             return _regex(check, scope)
+        case NotRegexCheck():
+            return _not_regex(check, scope)
         case EqualsCheck():
             return _equals(check, scope)
         case JsonSchemaCheck():
             return _json_schema(check, scope)
         case ToolCalledCheck():
-            return _tool_called(check, scope)
+            return tool_called(check, scope)
         case ToolArgsCheck():
-            return _tool_args(check, scope)
+            return tool_args(check, scope)
         case LatencyBelowCheck():
             return _latency_below(check, scope)
+        case EndReasonCheck():
+            return _end_reason(check, end_reason)
         case _:
             assert_never(check)
-
-
-# --- scope -------------------------------------------------------------------------------
-
-
-def _scope(transcript: Transcript, turn: int | None) -> _Scope:
-    replies = transcript.agent_replies()
-    if turn is None:
-        missing = None if replies else "the agent never replied in this conversation"
-        return _Scope(replies=replies, turn=None, missing=missing)
-    resolved = transcript.user_turns + 1 + turn if turn < 0 else turn
-    in_turn = [(t, m) for t, m in replies if t == resolved]
-    if in_turn:
-        return _Scope(replies=in_turn, turn=resolved, missing=None)
-    if resolved < 0 or (resolved == 0 and turn != 0):
-        why = f"turn {turn} does not exist: the conversation has {transcript.user_turns} turns"
-    elif resolved > transcript.user_turns:
-        why = (
-            f"the agent never replied at turn {resolved}: the conversation has "
-            f"{transcript.user_turns} turns"
-        )
-    else:
-        why = f"the agent never replied at turn {resolved}"
-    return _Scope(replies=[], turn=resolved, missing=why)
-
-
-def _where(scope: _Scope) -> str:
-    if scope.turn is not None:
-        return f"turn {scope.turn}"
-    turns = scope.turns
-    return f"turn {turns[0]}" if len(turns) == 1 else f"turns {turns[0]}-{turns[-1]}"
-
-
-def _last_said(scope: _Scope) -> str:
-    turn, message = scope.replies[-1]
-    return f"turn {turn} said: {_q(_clip(message.content))}"
 
 
 # --- text checks -------------------------------------------------------------------------
@@ -233,43 +240,43 @@ def _find(text: str, value: str, *, case_sensitive: bool) -> int:
     return match.start() if match else -1
 
 
-def _first_hit(scope: _Scope, value: str, *, case_sensitive: bool) -> str | None:
+def _first_hit(scope: Scope, value: str, *, case_sensitive: bool) -> str | None:
     """Evidence for the first reply in scope containing `value`, or `None`."""
     for turn, message in scope.replies:
         at = _find(message.content, value, case_sensitive=case_sensitive)
         if at >= 0:
-            return f"turn {turn}: {_q(_around(message.content, at, at + len(value)))}"
+            return f"turn {turn}: {quoted(around(message.content, at, at + len(value)))}"
     return None
 
 
-def _contains(check: ContainsCheck, scope: _Scope) -> _Outcome:
+def _contains(check: ContainsCheck, scope: Scope) -> Outcome:
     values = _values(check.value)
     hits = {v: _first_hit(scope, v, case_sensitive=check.case_sensitive) for v in values}
     found = [h for h in hits.values() if h is not None]
     missing = [v for v, h in hits.items() if h is None]
     met = not missing if check.match == "all" else bool(found)
     if met:
-        return _Outcome(True, evidence=tuple(found))
-    wanted = _list(
+        return Outcome(True, evidence=tuple(found))
+    wanted = quoted_list(
         missing if check.match == "all" else values, "and" if check.match == "all" else "or"
     )
-    return _Outcome(
-        False, reason=f"expected {_where(scope)} to contain {wanted}; {_last_said(scope)}"
+    return Outcome(
+        False, reason=f"expected {scope_text(scope)} to contain {wanted}; {last_said(scope)}"
     )
 
 
-def _not_contains(check: NotContainsCheck, scope: _Scope) -> _Outcome:
+def _not_contains(check: NotContainsCheck, scope: Scope) -> Outcome:
     hits = [
         (v, h)
         for v in _values(check.value)
         if (h := _first_hit(scope, v, case_sensitive=check.case_sensitive)) is not None
     ]
     if not hits:
-        return _Outcome(True)
+        return Outcome(True)
     value, hit = hits[0]
-    return _Outcome(
+    return Outcome(
         False,
-        reason=f"expected no reply to contain {_q(value)}, but {hit}",
+        reason=f"expected no reply to contain {quoted(value)}, but {hit}",
         evidence=tuple(h for _, h in hits),
     )
 
@@ -279,7 +286,20 @@ def _compiled(pattern: str, ignore_case: bool) -> regex.Pattern[str]:
     return regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
 
 
-def _regex(check: RegexCheck, scope: _Scope) -> _Outcome:
+class _TooSlow(Exception):
+    """A pattern's search ran out of `REGEX_TIMEOUT_S` on the reply at `turn`."""
+
+    def __init__(self, turn: int, length: int) -> None:
+        self.turn, self.length = turn, length
+
+
+def _matches(check: RegexCheck | NotRegexCheck, scope: Scope) -> Iterator[str]:
+    """Evidence for each reply in scope the pattern matches, in order; all the searches
+    share one `REGEX_TIMEOUT_S` budget.
+
+    Raises:
+        _TooSlow: the budget ran out.
+    """
     compiled = _compiled(check.pattern, check.ignore_case)
     deadline = time.monotonic() + REGEX_TIMEOUT_S
     for turn, message in scope.replies:
@@ -288,35 +308,61 @@ def _regex(check: RegexCheck, scope: _Scope) -> _Outcome:
                 message.content, timeout=max(deadline - time.monotonic(), 0.001)
             )
         except TimeoutError:
-            return _Outcome(
-                False,
-                error=True,
-                reason=(
-                    f"the pattern /{check.pattern}/ took over {REGEX_TIMEOUT_S:g} s and was "
-                    f"stopped "
-                    f"on the {len(message.content):,}-character reply at turn {turn}; it "
-                    "backtracks too much: anchor it (e.g. `^...`) and avoid nested quantifiers "
-                    "such as `(x+)+`"
-                ),
-            )
+            raise _TooSlow(turn, len(message.content)) from None
         if match:
-            excerpt = _around(message.content, match.start(), match.end())
-            return _Outcome(True, evidence=(f"turn {turn}: {_q(excerpt)}",))
-    return _Outcome(
-        False, reason=f"expected {_where(scope)} to match /{check.pattern}/; {_last_said(scope)}"
+            yield f"turn {turn}: {quoted(around(message.content, match.start(), match.end()))}"
+
+
+def _too_slow(check: RegexCheck | NotRegexCheck, stopped: _TooSlow) -> Outcome:
+    return Outcome(
+        False,
+        error=True,
+        reason=(
+            f"the pattern /{check.pattern}/ took over {REGEX_TIMEOUT_S:g} s and was stopped "
+            f"on the {stopped.length:,}-character reply at turn {stopped.turn}; it "
+            "backtracks too much: anchor it (e.g. `^...`) and avoid nested quantifiers "
+            "such as `(x+)+`"
+        ),
     )
 
 
-def _equals(check: EqualsCheck, scope: _Scope) -> _Outcome:
+def _regex(check: RegexCheck, scope: Scope) -> Outcome:
+    try:
+        hit = next(_matches(check, scope), None)
+    except _TooSlow as e:
+        return _too_slow(check, e)
+    if hit is not None:
+        return Outcome(True, evidence=(hit,))
+    return Outcome(
+        False, reason=f"expected {scope_text(scope)} to match /{check.pattern}/; {last_said(scope)}"
+    )
+
+
+def _not_regex(check: NotRegexCheck, scope: Scope) -> Outcome:
+    try:
+        hits = tuple(_matches(check, scope))
+    except _TooSlow as e:
+        return _too_slow(check, e)
+    if not hits:
+        return Outcome(True)
+    return Outcome(
+        False,
+        reason=f"expected no reply in {scope_text(scope)} to match /{check.pattern}/, "
+        f"but {hits[0]}",
+        evidence=hits,
+    )
+
+
+def _equals(check: EqualsCheck, scope: Scope) -> Outcome:
     turn, message = scope.replies[-1]
     actual, expected = message.content.strip(), check.value.strip()
     same = actual == expected if check.case_sensitive else actual.casefold() == expected.casefold()
     if same:
-        return _Outcome(True, evidence=(f"turn {turn}: {_q(_clip(actual))}",))
-    return _Outcome(
+        return Outcome(True, evidence=(f"turn {turn}: {quoted(clip(actual))}",))
+    return Outcome(
         False,
-        reason=f"expected the reply to equal {_q(_clip(expected))}; "
-        f"turn {turn} said: {_q(_clip(actual))}",
+        reason=f"expected the reply to equal {quoted(clip(expected))}; "
+        f"turn {turn} said: {quoted(clip(actual))}",
     )
 
 
@@ -351,146 +397,53 @@ def _strip_fence(text: str) -> str:
     return stripped
 
 
-def _json_schema(check: JsonSchemaCheck, scope: _Scope) -> _Outcome:
+def _json_schema(check: JsonSchemaCheck, scope: Scope) -> Outcome:
     try:
         validator = _validator(json.dumps(check.schema_, sort_keys=True))
     except _SchemaError as e:
-        return _Outcome(False, str(e), error=True)
+        return Outcome(False, str(e), error=True)
     turn, message = scope.replies[-1]
     try:
         value = json.loads(_strip_fence(message.content))
     except ValueError as e:
-        return _Outcome(
+        return Outcome(
             False,
             reason=f"expected turn {turn} to be JSON, but it does not parse "
-            f"({e}); it said: {_q(_clip(message.content))}",
+            f"({e}); it said: {quoted(clip(message.content))}",
         )
     errors = sorted(validator.iter_errors(value), key=lambda err: list(err.absolute_path))
     if not errors:
-        return _Outcome(True, evidence=(f"turn {turn}: {_q(_clip(content_text(value)))}",))
+        return Outcome(True, evidence=(f"turn {turn}: {quoted(clip(content_text(value)))}",))
     first = errors[0]
     path = "/".join(str(p) for p in first.absolute_path) or "(root)"
     more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-    return _Outcome(
+    return Outcome(
         False,
         reason=f"turn {turn} is JSON but does not match the schema at "
         f"{path}: {first.message}{more}; it said: "
-        f"{_q(_clip(message.content))}",
-    )
-
-
-# --- tools -------------------------------------------------------------------------------
-
-
-def _calls(scope: _Scope) -> list[tuple[int, ToolCall]]:
-    return [(turn, call) for turn, message in scope.replies for call in message.tool_calls]
-
-
-def _tool_called(check: ToolCalledCheck, scope: _Scope) -> _Outcome:
-    calls = _calls(scope)
-    names = [call.name for _, call in calls]
-    called = f"tools called in {_where(scope)}: {', '.join(names) or 'none'}"
-    problems: list[str] = []
-    have, want = Counter(names), Counter(check.include)  # `include: [b, b]`: b twice
-    missing = [n if k == 1 else f"{n} ({k} times)" for n, k in want.items() if have[n] < k]
-    if missing:
-        problems.append(f"expected a call to {', '.join(missing)}")
-    elif check.ordered and not _in_order(check.include, names):
-        problems.append(f"expected calls to {', '.join(check.include)} in that order")
-    forbidden = [n for n in check.exclude if n in names]
-    if forbidden:
-        problems.append(f"expected no call to {', '.join(forbidden)}")
-    if problems:
-        return _Outcome(False, reason=f"{'; '.join(problems)}; {called}")
-    return _Outcome(True, evidence=(called,))
-
-
-def _in_order(wanted: Sequence[str], names: Sequence[str]) -> bool:
-    remaining = iter(names)
-    return all(any(name == w for name in remaining) for w in wanted)
-
-
-def _tool_args(check: ToolArgsCheck, scope: _Scope) -> _Outcome:
-    matching = [(t, c) for t, c in _calls(scope) if c.name == check.tool]
-    if not matching:
-        names = ", ".join(c.name for _, c in _calls(scope)) or "none"
-        return _Outcome(
-            False,
-            reason=f"expected a call to {check.tool} in {_where(scope)}; tools called: {names}",
-        )
-    test = _json_equal if check.match == "exact" else _is_subset
-    for turn, call in matching:
-        if call.arguments is not None and test(check.args, call.arguments):
-            return _Outcome(True, evidence=(f"turn {turn}: {call.name} {_args_text(call)}",))
-    seen = "; ".join(f"turn {t}: {_args_text(c)}" for t, c in matching[:3])
-    how = "exactly" if check.match == "exact" else "arguments including"
-    return _Outcome(
-        False,
-        reason=f"expected {check.tool} to be called with {how} "
-        f"{content_text(check.args)}; it was called with {seen}",
-    )
-
-
-def _args_text(call: ToolCall) -> str:
-    if call.arguments is None:
-        return f"{_clip(call.arguments_raw)} ({call.arguments_error or 'not JSON'})"
-    return _clip(content_text(call.arguments))
-
-
-def _json_equal(expected: Any, actual: Any) -> bool:
-    """JSON equality that keeps booleans apart from numbers (`true != 1`)."""
-    if isinstance(expected, bool) or isinstance(actual, bool):
-        return type(expected) is type(actual) and expected == actual
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        want, got = cast(dict[str, Any], expected), cast(dict[str, Any], actual)
-        return want.keys() == got.keys() and all(_json_equal(v, got[k]) for k, v in want.items())
-    if isinstance(expected, list) and isinstance(actual, list):
-        return _pairwise(cast(list[Any], expected), cast(list[Any], actual), _json_equal)
-    return expected == actual
-
-
-def _is_subset(expected: Any, actual: Any) -> bool:
-    """True when every key of `expected` is in `actual` with a matching value.
-
-    Nested objects (also inside lists, position by position) match as subsets too.
-    """
-    if isinstance(expected, dict):
-        if not isinstance(actual, dict):
-            return False
-        want, got = cast(dict[str, Any], expected), cast(dict[str, Any], actual)
-        return all(k in got and _is_subset(v, got[k]) for k, v in want.items())
-    if isinstance(expected, list):
-        return isinstance(actual, list) and _pairwise(
-            cast(list[Any], expected), cast(list[Any], actual), _is_subset
-        )
-    return _json_equal(expected, actual)
-
-
-def _pairwise(expected: list[Any], actual: list[Any], test: Callable[[Any, Any], bool]) -> bool:
-    return len(expected) == len(actual) and all(
-        test(e, a) for e, a in zip(expected, actual, strict=True)
+        f"{quoted(clip(message.content))}",
     )
 
 
 # --- latency -----------------------------------------------------------------------------
 
 
-def _latency_below(check: LatencyBelowCheck, scope: _Scope) -> _Outcome:
+def _latency_below(check: LatencyBelowCheck, scope: Scope) -> Outcome:
     timed = [(t, m.latency_ms) for t, m in scope.replies if m.latency_ms is not None]
     if not timed:
-        return _Outcome(
+        return Outcome(
             False,
-            reason=f"no latency was recorded for {_where(scope)}, so "
+            reason=f"no latency was recorded for {scope_text(scope)}, so "
             f"'under {check.ms:g} ms' cannot be shown",
         )
     slow = [(t, ms) for t, ms in timed if ms >= check.ms]
     if slow:
         listed = ", ".join(f"turn {t}: {ms:.0f} ms" for t, ms in slow[:5])
-        return _Outcome(
+        return Outcome(
             False, reason=f"expected every reply in under {check.ms:g} ms; slower: {listed}"
         )
     slowest = max(timed, key=lambda item: item[1])
-    return _Outcome(True, evidence=(f"slowest reply: turn {slowest[0]}, {slowest[1]:.0f} ms",))
+    return Outcome(True, evidence=(f"slowest reply: turn {slowest[0]}, {slowest[1]:.0f} ms",))
 
 
 # --- text helpers ------------------------------------------------------------------------
@@ -500,21 +453,20 @@ def _values(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def _q(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+# --- end reason --------------------------------------------------------------------------
 
 
-def _list(values: Sequence[str], joiner: str = "or") -> str:
-    quoted = [_q(v) for v in values]
-    if len(quoted) <= 1:
-        return "".join(quoted)
-    return f"{', '.join(quoted[:-1])} {joiner} {quoted[-1]}"
-
-
-def _clip(text: str, limit: int = _QUOTE_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-def _around(text: str, start: int, end: int) -> str:
-    lo, hi = max(0, start - _AROUND_CHARS), min(len(text), end + _AROUND_CHARS)
-    return ("…" if lo else "") + text[lo:hi] + ("…" if hi < len(text) else "")
+def _end_reason(check: EndReasonCheck, end_reason: str | None) -> Outcome:
+    wanted = plain_list(check.value, "or")
+    if end_reason is None:
+        return Outcome(
+            False,
+            error=True,
+            reason="how the conversation ended is known only once it is over, so an "
+            "end_reason check belongs in a test file scenario's `checks:`",
+        )
+    if end_reason in check.value:
+        return Outcome(True, evidence=(f"the conversation ended with {end_reason}",))
+    return Outcome(
+        False, reason=f"expected the conversation to end with {wanted}; it ended with {end_reason}"
+    )

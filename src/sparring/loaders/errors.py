@@ -1,26 +1,35 @@
 """Pydantic validation errors -> problems at file:line:column, in the test file's own terms.
 
-Pydantic reports locations such as `('scenarios', 0, 'simulated', 'checks', 1, 'contains',
-'value')`: the discriminated-union tags (`simulated`, `contains`) are not keys in the file.
-`validation_problems` walks each location through the parsed data, drops the tags (using
-them to know which model's keys are allowed there) and writes one plain sentence per error,
-e.g. `unknown key 'persna' in scenarios[0] (simulated scenario); did you mean 'persona'?`.
+`validation_problems` finds where each error is in the file (`sparring.loaders._places`)
+and writes one plain sentence per error, e.g.
+`unknown key 'persna' in scenarios[0] (simulated scenario); did you mean 'persona'?`.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from sparring import scenario as sc
-from sparring import target_specs as ts
 from sparring.errors import ConfigError
 from sparring.loaders._parse import Document, Loc, is_mapping
+from sparring.loaders._places import (
+    CHECKS,
+    SCENARIOS,
+    TARGETS,
+    Place,
+    allowed_keys,
+    closest,
+    describe,
+    family_of,
+    place_of,
+    why_kind,
+    yaml_path,
+)
 
 MAX_SHOWN = 20
 """At most this many problems are listed in one error; the rest are counted."""
@@ -51,193 +60,6 @@ def config_error(problems: Sequence[Problem]) -> ConfigError:
     if len(problems) > MAX_SHOWN:
         message += f"\n... and {len(problems) - MAX_SHOWN} more problems"
     return ConfigError(message, path=first.path, line=first.line, column=first.column)
-
-
-# --- the models behind each place in a file ---------------------------------------------
-
-_SCENARIOS: dict[str, type[BaseModel]] = {
-    "simulated": sc.SimulatedScenario,
-    "scripted": sc.ScriptedScenario,
-    "single_turn": sc.SingleTurnScenario,
-}
-_CHECKS: dict[str, type[BaseModel]] = {
-    m.model_fields["type"].default: m
-    for m in (
-        sc.ContainsCheck,
-        sc.NotContainsCheck,
-        sc.RegexCheck,
-        sc.EqualsCheck,
-        sc.JsonSchemaCheck,
-        sc.ToolCalledCheck,
-        sc.ToolArgsCheck,
-        sc.LatencyBelowCheck,
-    )
-}
-_TARGETS: dict[str, type[BaseModel]] = {
-    "http": ts.HttpTargetSpec,
-    "openai_chat": ts.OpenAIChatTargetSpec,
-    "callable": ts.CallableTargetSpec,
-    "a2a": ts.A2ATargetSpec,
-    "parlant": ts.ParlantTargetSpec,
-}
-_FAMILIES = (_SCENARIOS, _CHECKS, _TARGETS)
-_ITEM_MODELS: dict[str, type[BaseModel]] = {
-    "turns": sc.ScriptedTurn,
-    "criteria": sc.Criterion,
-    "restrictions": sc.Criterion,
-}
-_NOUN = {
-    "simulated": "simulated scenario",
-    "scripted": "scripted scenario",
-    "single_turn": "single-turn scenario",
-}
-
-
-def allowed_keys(model: type[BaseModel]) -> list[str]:
-    """Keys a test file may use for `model` (aliases where set; `source` is the loader's)."""
-    return [f.alias or name for name, f in model.model_fields.items() if name != "source"]
-
-
-def describe(model: type[BaseModel]) -> str:
-    """A model as the reader knows it: 'simulated scenario', 'regex check', 'http target'."""
-    for family, noun in ((_SCENARIOS, "scenario"), (_CHECKS, "check"), (_TARGETS, "target")):
-        for tag, m in family.items():
-            if m is model:
-                return _NOUN.get(tag, f"{tag} {noun}")
-    return _OTHER_NOUNS.get(model, model.__name__)
-
-
-_OTHER_NOUNS: dict[type[BaseModel], str] = {
-    sc.ScriptedTurn: "scripted turn",
-    sc.Criterion: "criterion",
-    sc.TestFile: "test file",
-}
-
-
-def _family(model: type[BaseModel]) -> dict[str, type[BaseModel]]:
-    empty: dict[str, type[BaseModel]] = {}
-    return next((f for f in _FAMILIES if model in f.values()), empty)
-
-
-def _why_kind(model: type[BaseModel], node: Any) -> str:
-    """Why the loader read `node` as `model`: the explicit tag or the key that implied it."""
-    node = node if is_mapping(node) else {}
-    family = _family(model)
-    if family is _SCENARIOS:
-        if "kind" in node:
-            return f"it says `kind: {node['kind']}`"
-        return next(
-            (f"it has `{k}:`" for k in ("turns", "prompt") if k in node),
-            "it has neither `turns:` nor `prompt:`",
-        )
-    if "type" in node:
-        return f"it says `type: {node['type']}`"
-    if family is _CHECKS:
-        return f"it is written as `{model.model_fields['type'].default}:`"
-    return next((f"it has `{k}:`" for k in ("url", "ref", "base_url") if k in node), "")
-
-
-def closest(word: str, choices: Sequence[str]) -> str | None:
-    """The choice most like `word` (difflib ratio >= 0.6), or None."""
-    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return found[0] if found else None
-
-
-# --- walking a pydantic location through the data ----------------------------------------
-
-
-@dataclass(frozen=True)
-class _Place:
-    loc: Loc
-    """The part of pydantic's location that exists in the data."""
-    model: type[BaseModel] | None
-    """Model of the value at `loc` (when it is a mapping validated by a model)."""
-    parent: type[BaseModel] | None
-    """Model of the mapping that holds `loc[-1]`."""
-
-
-def _is_tag(loc: Sequence[Any], i: int, *, single: bool) -> bool:
-    seg = loc[i]
-    if not isinstance(seg, str):
-        return False
-    if i == 0:
-        return single and seg in _SCENARIOS
-    if loc[i - 1] == "target":
-        return seg in _TARGETS
-    if i >= 2 and isinstance(loc[i - 1], int):
-        return (loc[i - 2] == "scenarios" and seg in _SCENARIOS) or (
-            loc[i - 2] == "checks" and seg in _CHECKS
-        )
-    return False
-
-
-def _place(loc: Sequence[Any], data: Any, *, single: bool, missing: bool) -> _Place:
-    node: Any = data
-    found: list[str | int] = []
-    model: type[BaseModel] | None = None if single else sc.TestFile
-    parent: type[BaseModel] | None = None
-    for i, seg in enumerate(loc):
-        if _is_tag(loc, i, single=single):
-            model = {**_SCENARIOS, **_CHECKS, **_TARGETS}[seg]
-            continue
-        ok, child = _child(node, seg)
-        if ok:
-            parent, model = model, _child_model(found, seg)
-            found.append(seg)
-            node = child
-            continue
-        if isinstance(seg, str) and not is_mapping(node):
-            continue  # a union member's tag such as `str` or `list[str]`, not a key
-        shorthand = _shorthand_body(node, model, seg, missing=missing)
-        if shorthand is None:
-            break
-        found.append(shorthand)  # {contains: "x"} or {contains: {value: "x"}}
-        node = _child(node, shorthand)[1]
-        ok, child = _child(node, seg)
-        if ok:
-            found.append(seg)
-            node = child
-        if ok or not is_mapping(node):  # a non-mapping body is field `seg` itself
-            parent, model = model, None
-    return _Place(tuple(found), model, parent)
-
-
-def _child(node: Any, seg: Any) -> tuple[bool, Any]:
-    """`(True, node[seg])` when `seg` is a key or index in `node`, else `(False, None)`."""
-    if is_mapping(node) and isinstance(seg, str) and seg in node:
-        return True, node[seg]
-    if isinstance(node, list) and isinstance(seg, int):
-        items = cast(list[Any], node)
-        if 0 <= seg < len(items):
-            return True, items[seg]
-    return False, None
-
-
-def _child_model(found: list[Any], seg: Any) -> type[BaseModel] | None:
-    if isinstance(seg, int) and found and isinstance(found[-1], str):
-        return _ITEM_MODELS.get(found[-1])
-    return None
-
-
-def _shorthand_body(
-    node: Any, model: type[BaseModel] | None, seg: Any, *, missing: bool
-) -> str | None:
-    """The check-type key of a shorthand check whose body holds field `seg`."""
-    if model is None or model not in _CHECKS.values() or not is_mapping(node):
-        return None
-    tag = model.model_fields["type"].default
-    body = node.get(tag)
-    if is_mapping(body):
-        return tag if seg in body or missing else None
-    return tag if tag in node and not missing else None
-
-
-def yaml_path(loc: Loc) -> str:
-    """`("scenarios", 2, "checks", 0)` -> `scenarios[2].checks[0]`; `()` -> `the top level`."""
-    out = ""
-    for seg in loc:
-        out += f"[{seg}]" if isinstance(seg, int) else (f".{seg}" if out else str(seg))
-    return out or "the top level"
 
 
 def _in(loc: Loc) -> str:
@@ -371,7 +193,7 @@ def _type_message(loc: Loc, expected: tuple[str, ...], got: str, hints: tuple[st
 
 def _note(e: Any, doc: Document, *, single: bool) -> _Note:
     kind, loc, value = e["type"], e["loc"], e.get("input")
-    place = _place(loc, doc.data, single=single, missing=kind == "missing")
+    place = place_of(loc, doc.data, single=single, missing=kind == "missing")
     key_pos = doc.position(place.loc)
     if kind == "extra_forbidden":
         message, guess = _unknown_key(place, doc.data)
@@ -386,7 +208,7 @@ def _note(e: Any, doc: Document, *, single: bool) -> _Note:
     return _value_note(e, place, doc)
 
 
-def _value_note(e: Any, place: _Place, doc: Document) -> _Note:
+def _value_note(e: Any, place: Place, doc: Document) -> _Note:
     """A value of the wrong type or out of its allowed set, pointed at the value itself."""
     kind, value, ctx = e["type"], e.get("input"), e.get("ctx", {})
     pos, where, got = doc.position(place.loc, value=True), yaml_path(place.loc), _got(value)
@@ -455,7 +277,7 @@ _LENGTHS = {
 }
 
 
-def _out_of_range(e: Any, place: _Place) -> str:
+def _out_of_range(e: Any, place: Place) -> str:
     """`trials must be at least 1 and at most 100, got 0`, in place of pydantic's wording."""
     kind, value, ctx, field = e["type"], e.get("input"), e.get("ctx", {}), e["loc"][-1]
     key = place.loc[-1] if place.loc and isinstance(place.loc[-1], str) else "the value"
@@ -493,23 +315,23 @@ def _field_bounds(model: type[BaseModel] | None, field: str) -> list[tuple[str, 
     return found
 
 
-def _unknown_key(place: _Place, data: Any) -> tuple[str, str | None]:
+def _unknown_key(place: Place, data: Any) -> tuple[str, str | None]:
     """The message for an unknown key, and the key it suggests instead (if any)."""
     key, container, model = str(place.loc[-1]), place.loc[:-1], place.parent
     if model is None:
         return f"unknown key {key!r} {_in(container)}", None
     message = f"unknown key {key!r} {_in(container)} ({describe(model)})"
-    if model is sc.TestFile and any(key in allowed_keys(m) for m in _SCENARIOS.values()):
+    if model is sc.TestFile and any(key in allowed_keys(m) for m in SCENARIOS.values()):
         return (
             f"{message}; `{key}` is a scenario setting: put it in each scenario under `scenarios:`",
             None,
         )
-    others = [m for m in _family(model).values() if m is not model]
+    others = [m for m in family_of(model).values() if m is not model]
     owners = [describe(m) + "s" for m in others if key in allowed_keys(m)]
     if owners:
         return (
             f"{message}; `{key}` belongs to {' and '.join(owners)}, and this is "
-            f"{_a(describe(model))} because {_why_kind(model, _at(data, container))}",
+            f"{_a(describe(model))} because {why_kind(model, _at(data, container))}",
             None,
         )
     if guess := closest(key, allowed_keys(model)):
@@ -530,7 +352,7 @@ _MISSING_HINTS: dict[tuple[Any, str], str] = {
 }
 
 
-def _missing(key: str, place: _Place, *, single: bool) -> str:
+def _missing(key: str, place: Place, *, single: bool) -> str:
     noun = f" ({describe(place.model)})" if place.model else ""
     message = f"missing required key {key!r} {_in(place.loc)}{noun}"
     if single and not place.loc and key == "id":
@@ -543,9 +365,9 @@ def _missing(key: str, place: _Place, *, single: bool) -> str:
 
 
 _UNIONS: dict[str, tuple[dict[str, type[BaseModel]], str, str]] = {
-    "check_type": (_CHECKS, "check", "type"),
-    "scenario_kind": (_SCENARIOS, "scenario", "kind"),
-    "target_type": (_TARGETS, "target", "type"),
+    "check_type": (CHECKS, "check", "type"),
+    "scenario_kind": (SCENARIOS, "scenario", "kind"),
+    "target_type": (TARGETS, "target", "type"),
 }
 _EXAMPLES = {
     "check": '`- contains: "refund"` or `- {type: regex, pattern: "\\\\d+"}`',
@@ -575,13 +397,13 @@ def _union(kind: str, value: Any, where: str) -> tuple[str, str | None]:
             + f"{noun} {tag_key}s: {names}",
             tag_key,
         )
-    if family is _CHECKS:
+    if family is CHECKS:
         return _untyped_check(value, where, names)
     return _untyped_target(value, where)
 
 
 def _untyped_check(value: dict[str, Any], where: str, names: str) -> tuple[str, str | None]:
-    present = [k for k in value if k in _CHECKS]
+    present = [k for k in value if k in CHECKS]
     if len(present) > 1:
         return (
             f"{where}: one check per list item, found {' and '.join(present)}; write each "
@@ -589,7 +411,7 @@ def _untyped_check(value: dict[str, Any], where: str, names: str) -> tuple[str, 
             present[1],
         )
     for key in value:
-        if guess := closest(key, list(_CHECKS)):
+        if guess := closest(key, list(CHECKS)):
             return f"{where}: unknown check {key!r}; did you mean {guess!r}?", key
     return (
         f"{where}: a check needs `type:` or its type as key, e.g. {_EXAMPLES['check']}; "

@@ -2,8 +2,8 @@
 
 Pydantic's schema of `TestFile` describes the validated shape; test files may also use the
 loader's shorthands, so the schema is widened to accept them: checks written as
-`{contains: "x"}`, criteria as plain text, `should` as one string, thresholds as `80` or
-`"80%"`, and a whole file that is one scenario.
+`{contains: "x"}`, criteria as plain text, `should` and `end_reason` as one string,
+thresholds as `80` or `"80%"`, and a whole file that is one scenario.
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ def _schema() -> dict[str, Any]:
     defs: dict[str, Any] = base.pop("$defs")
     test_set: dict[str, Any] = {**base, "title": "Test set"}
     defs["TestSet"] = test_set
-    check_refs = [f"#/$defs/{name}" for name in _check_def_names(defs)]
+    check_names = _check_def_names(defs)
+    _one_or_many(defs[check_names[CHECK_TYPES.index("end_reason")]]["properties"], "value")
+    check_refs = [f"#/$defs/{name}" for name in check_names]
     defs["Check"] = _check_schema(defs, check_refs)
     defs["Scenario"] = {"oneOf": [{"$ref": f"#/$defs/{n}"} for n in _SCENARIO_DEFS]}
     test_set["properties"]["scenarios"]["items"] = {"$ref": "#/$defs/Scenario"}
@@ -62,6 +64,16 @@ def _check_def_names(defs: dict[str, Any]) -> list[str]:
         if "type" in d.get("properties", {}) and "turn" in d["properties"]
     }
     return [by_type[t] for t in CHECK_TYPES]
+
+
+def _one_or_many(props: dict[str, Any], key: str) -> None:
+    """Let the list property `key` also be written as one item (`end_reason: max_turns`)."""
+    listed = props[key]
+    item = listed.pop("items")
+    props[key] = {
+        "title": listed.pop("title"),
+        "anyOf": [item, {**listed, "items": item}],
+    }
 
 
 def _check_schema(defs: dict[str, Any], refs: list[str]) -> dict[str, Any]:
@@ -110,7 +122,7 @@ _THRESHOLD = {
     "description": "Pass rate required across trials: 0.8, 80 or '80%'.",
     "default": 1.0,
     "anyOf": [
-        {"type": "number", "minimum": 0, "maximum": 1},
+        {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
         {"type": "number", "minimum": 10, "maximum": 100},
         {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%?\s*$"},
     ],

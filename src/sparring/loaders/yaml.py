@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -18,14 +19,10 @@ from typing import Any, NamedTuple
 from pydantic import TypeAdapter, ValidationError
 
 from sparring.errors import ConfigError, UserError
-from sparring.loaders._parse import Document, is_mapping, parse_documents
-from sparring.loaders.errors import (
-    Problem,
-    allowed_keys,
-    closest,
-    config_error,
-    validation_problems,
-)
+from sparring.judging.should import ConditionGrammarWarning, condition_problem
+from sparring.loaders._parse import Document, Loc, is_mapping, parse_documents
+from sparring.loaders._places import allowed_keys, closest
+from sparring.loaders.errors import Problem, config_error, validation_problems
 from sparring.loaders.files import discover_files
 from sparring.loaders.schema import test_file_json_schema
 from sparring.scenario import (
@@ -190,15 +187,33 @@ def _load_document(doc: Document, *, path: str) -> tuple[list[_Loaded], list[Pro
             scenarios, file_target = list(test_file.scenarios), test_file.target
     except ValidationError as e:
         return [], validation_problems(e, doc=doc, path=path, single=single)
-    problems: list[Problem] = []
     out: list[_Loaded] = []
     for i, scenario in enumerate(scenarios):
-        line, column = doc.position(() if single else ("scenarios", i))
+        here: Loc = () if single else ("scenarios", i)
+        line, column = doc.position(here)
         update: dict[str, Any] = {"source": f"{path}:{line}"}
         if scenario.target is None and file_target is not None:
             update["target"] = file_target
         out.append(_Loaded(scenario.model_copy(update=update), path, line, column))
-    return out, problems + _scenario_problems(out, path=path, single=single)
+        _warn_conditions(scenario, doc=doc, at=here, path=path)
+    return out, _scenario_problems(out, path=path, single=single)
+
+
+def _warn_conditions(scenario: AnyScenario, *, doc: Document, at: Loc, path: str) -> None:
+    """Warn (`ConditionGrammarWarning`, attributed to the test file and the line of the
+    `should`) about each `should` not written as a verb phrase, as Python tests are."""
+    if isinstance(scenario, ScriptedScenario):
+        places = [((*at, "turns", n, "should"), t.should) for n, t in enumerate(scenario.turns)]
+    elif isinstance(scenario, SingleTurnScenario):
+        places = [((*at, "should"), scenario.should)]
+    else:
+        return
+    for loc, conditions in places:
+        for k, condition in enumerate(conditions):
+            problem = condition_problem(condition)
+            if problem is not None:
+                line, _ = doc.position((*loc, k), value=True)
+                warnings.warn_explicit(problem, ConditionGrammarWarning, path, line)
 
 
 _REPORT_KEYS = frozenset({"schema_version", "sparring_version", "run_id"})
@@ -278,15 +293,12 @@ def _checks(scenario: AnyScenario) -> list[Check]:
 
 
 def _nothing_to_check(scenario: AnyScenario) -> str:
-    if isinstance(scenario, ScriptedScenario):
-        add = "`should:` or `checks:` to a turn, or `criteria:` / `checks:` to the scenario"
-    elif isinstance(scenario, SingleTurnScenario):
+    """What to add to a scripted or single-turn scenario with nothing to check (a simulated
+    one is always judged, on its goal at least)."""
+    if isinstance(scenario, SingleTurnScenario):
         add = "`expected_output:`, `should:`, `checks:` or `criteria:`"
     else:
-        add = (
-            "`criteria:` (what the agent should do, decided by the judge), `restrictions:` "
-            '(what it must not do) or `checks:` (e.g. `- contains: "refund"`)'
-        )
+        add = "`should:` or `checks:` to a turn, or `criteria:` / `checks:` to the scenario"
     return f"scenario {scenario.id!r} has nothing to check; add {add}"
 
 

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -57,6 +57,17 @@ def _with_expected_output(scenario: AnyRunnable) -> AnyRunnable:
         + scenario.expected_output[:400],
     )
     return scenario.model_copy(update={"criteria": [*scenario.criteria, criterion]})
+
+
+def _labels(scenario: AnyRunnable) -> dict[str, Any]:
+    """What a test file says about a scenario, kept in its result: `description`, `tags`
+    and a single-turn scenario's `category`, `topic`, `behavior` (nothing for Python tests)."""
+    if isinstance(scenario, CodeScenario):
+        return {}
+    labels: dict[str, Any] = {"description": scenario.description, "tags": scenario.tags}
+    if isinstance(scenario, SingleTurnScenario):
+        labels.update(category=scenario.category, topic=scenario.topic, behavior=scenario.behavior)
+    return labels
 
 
 class TargetPool:
@@ -213,6 +224,7 @@ def _planned_run(
             source=s.source,
             threshold=s.threshold,
             planned_trials=settings.trials or s.trials,
+            **_labels(s),
         )
         for s in prepared
     ]
@@ -239,7 +251,7 @@ async def _execute(
     """Run every planned trial into `run`, with RunStarted / RunFinished around them; an
     interrupted run is marked so (and the cancellation goes on) after observers got it."""
     planned = [r.planned_trials for r in run.scenarios]
-    ctx.observer(RunStarted(len(bound), sum(planned), run.user_model, run.judge_model))
+    ctx.observer(RunStarted(len(bound), sum(planned), run.user_model, run.judge_model, run))
     started = time.perf_counter()
     try:
         await _run_all(bound, planned, run.scenarios, ctx)

@@ -37,6 +37,8 @@ class RunSettings:
         limits: What the judge and simulated user see of long transcripts.
         user_temperature: Sampling temperature of the simulated user (DESIGN.md: 0.7).
         judge_temperature: Sampling temperature of the judge (DESIGN.md: 0).
+        judge_after_failed_checks: Judge criteria and `should`s even in a trial a check
+            already failed (by default no judge call is made there).
     """
 
     parallel: int = 8
@@ -48,6 +50,7 @@ class RunSettings:
     limits: Limits = field(default_factory=Limits)
     user_temperature: float = 0.7
     judge_temperature: float = 0.0
+    judge_after_failed_checks: bool = False
 
     @classmethod
     def from_settings(
@@ -71,5 +74,6 @@ class RunSettings:
             fail_on_skip=fail_on_skip,
             user_temperature=settings.user_temperature,
             judge_temperature=settings.judge_temperature,
+            judge_after_failed_checks=settings.judge_after_failed_checks,
             limits=limits,
         )

@@ -23,7 +23,7 @@ from sparring.events import (
     TrialStarted,
     VerdictAdded,
 )
-from sparring.judging.checks import run_check
+from sparring.judging.checks import empty_reply_verdict, run_check
 from sparring.judging.judge import ShouldItem, judge_conversation, skipped_verdicts
 from sparring.judging.should import NO_MODEL_HINT, JudgeSettings
 from sparring.models.base import Model
@@ -98,7 +98,10 @@ class _TrialState:
         self.ctx.observer(MessageAdded(self.scenario.id, self.trial, message))
 
     def add_verdicts(self, verdicts: Sequence[Verdict]) -> None:
+        """Keep `verdicts` with secrets masked: a check's reason and evidence quote what the
+        agent really said."""
         for v in verdicts:
+            v = _masked(v, self.ctx.scrub)
             self.verdicts.append(v)
             self.ctx.observer(VerdictAdded(self.scenario.id, self.trial, v))
 
@@ -219,7 +222,7 @@ async def _script(
         await state.exchange(session, text)
         state.add_verdicts(
             [
-                run_check(c, state.transcript, check_id=f"t{turn}.check{i}", turn=turn)
+                run_check(c, state.wire, check_id=f"t{turn}.check{i}", turn=turn)
                 for i, c in enumerate(checks, start=1)
             ]
         )
@@ -230,18 +233,31 @@ async def _script(
     return shoulds
 
 
-async def _judge(state: _TrialState, scenario: AnyScenario, shoulds: list[ShouldItem]) -> None:
-    """Conversation-level checks, then one judge call unless a check already decided."""
+def _conversation_checks(
+    state: _TrialState, scenario: AnyScenario, end_reason: EndReason
+) -> list[Verdict]:
+    """The scenario's checks on the conversation as the agent really had it (`wire`), then
+    the built-in empty-reply check unless the scenario sets `allow_empty_replies`."""
+    verdicts = [
+        run_check(c, state.wire, check_id=f"check{i}", end_reason=end_reason)
+        for i, c in enumerate(scenario.checks, start=1)
+    ]
+    empty = None if scenario.allow_empty_replies else empty_reply_verdict(state.wire)
+    return verdicts if empty is None else [*verdicts, empty]
+
+
+async def _judge(
+    state: _TrialState, scenario: AnyScenario, shoulds: list[ShouldItem], end_reason: EndReason
+) -> None:
+    """Conversation-level checks, then one judge call unless a check already failed the
+    trial (and neither the scenario nor the settings say `judge_after_failed_checks`)."""
     ctx = state.ctx
-    state.add_verdicts(
-        [
-            run_check(c, state.transcript, check_id=f"check{i}")
-            for i, c in enumerate(scenario.checks, start=1)
-        ]
-    )
+    state.add_verdicts(_conversation_checks(state, scenario, end_reason))
     if not scenario.all_criteria and not shoulds:
         return
     failed = next((v for v in state.verdicts if v.status == "not_met"), None)
+    if scenario.judge_after_failed_checks or ctx.settings.judge_after_failed_checks:
+        failed = None
     if failed is not None:
         reason = f"not judged: check {failed.id} ({failed.description}) already failed the trial"
         state.add_verdicts(skipped_verdicts(scenario, shoulds, reason))
@@ -281,7 +297,7 @@ async def _converse(state: _TrialState, target: Target | None) -> EndReason:
     finally:
         with anyio.CancelScope(shield=True):
             await session.close()
-    await _judge(state, scenario, shoulds)
+    await _judge(state, scenario, shoulds, end_reason)
     return end_reason
 
 
@@ -375,6 +391,19 @@ def _assertion_text(error: AssertionError) -> str:
 
 def _scrubbed(text: str, scrub: Callable[[str], str] | None) -> str:
     return scrub(text) if scrub is not None else text
+
+
+def _masked(verdict: Verdict, scrub: Callable[[str], str] | None) -> Verdict:
+    """`verdict` with secrets masked in its description, reason and evidence."""
+    if scrub is None:
+        return verdict
+    return verdict.model_copy(
+        update={
+            "description": scrub(verdict.description),
+            "reason": scrub(verdict.reason),
+            "evidence": tuple(scrub(e) for e in verdict.evidence),
+        }
+    )
 
 
 Outcome = tuple[TrialStatus, EndReason, str | None]

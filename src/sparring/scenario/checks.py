@@ -93,14 +93,7 @@ class NotContainsCheck(_Check):
         return _texts_to_find(value, key="not_contains", never=never)
 
 
-class RegexCheck(_Check):
-    """Reply text matches the regular expression `pattern` (`re.search` syntax).
-
-    Compiled with the `regex` package, the engine the check runs on, so a pattern accepted
-    here is one the check can run.
-    """
-
-    type: Literal["regex"] = "regex"
+class _PatternCheck(_Check):
     pattern: str
     ignore_case: bool = False
 
@@ -108,9 +101,11 @@ class RegexCheck(_Check):
     @classmethod
     def _compiles(cls, pattern: str) -> str:
         if not pattern:
+            key = cls.model_fields["type"].default
+            never = "fail" if key == "regex" else "pass"
             raise ValueError(
-                "an empty pattern matches every reply, so this check could never "
-                'fail; write the pattern to look for, e.g. `regex: "\\d{5}"`'
+                f"an empty pattern matches every reply, so this check could never {never}; "
+                f'write the pattern to look for, e.g. `{key}: "\\d{{5}}"`'
             )
         import regex
 
@@ -119,6 +114,22 @@ class RegexCheck(_Check):
         except regex.error as e:
             raise ValueError(f"invalid regular expression {pattern!r}: {e}") from None
         return pattern
+
+
+class RegexCheck(_PatternCheck):
+    """Reply text matches the regular expression `pattern` (`re.search` syntax).
+
+    Compiled with the `regex` package, the engine the check runs on, so a pattern accepted
+    here is one the check can run.
+    """
+
+    type: Literal["regex"] = "regex"
+
+
+class NotRegexCheck(_PatternCheck):
+    """No reply text matches the regular expression `pattern` (`re.search` syntax)."""
+
+    type: Literal["not_regex"] = "not_regex"
 
 
 class EqualsCheck(_Check):
@@ -254,15 +265,46 @@ class LatencyBelowCheck(_Check):
     ms: float = Field(gt=0)
 
 
+ConversationEnd = Literal["goal_achieved", "user_gave_up", "max_turns", "script_done"]
+"""End reasons a conversation that ran to its end can have (`end_reason` checks)."""
+
+
+class EndReasonCheck(_Check):
+    """The conversation ended for one of the reasons in `value` (e.g. `goal_achieved`).
+
+    Looks at how the whole conversation ended, so it belongs in a scenario's `checks:`,
+    without `turn`.
+    """
+
+    type: Literal["end_reason"] = "end_reason"
+    value: list[ConversationEnd] = Field(min_length=1)
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _no_turn(self) -> EndReasonCheck:
+        if self.turn is not None:
+            raise ValueError(
+                "end_reason looks at how the whole conversation ended, not at one turn; "
+                "remove `turn`"
+            )
+        return self
+
+
 _SHORTHAND_FIELD = {
     "contains": "value",
     "not_contains": "value",
     "regex": "pattern",
+    "not_regex": "pattern",
     "equals": "value",
     "json_schema": "schema",
     "tool_called": "include",
     "tool_args": None,
     "latency_below": "ms",
+    "end_reason": "value",
 }
 CHECK_TYPES = tuple(_SHORTHAND_FIELD)
 
@@ -296,11 +338,13 @@ Check = Annotated[
     Annotated[ContainsCheck, Tag("contains")]
     | Annotated[NotContainsCheck, Tag("not_contains")]
     | Annotated[RegexCheck, Tag("regex")]
+    | Annotated[NotRegexCheck, Tag("not_regex")]
     | Annotated[EqualsCheck, Tag("equals")]
     | Annotated[JsonSchemaCheck, Tag("json_schema")]
     | Annotated[ToolCalledCheck, Tag("tool_called")]
     | Annotated[ToolArgsCheck, Tag("tool_args")]
-    | Annotated[LatencyBelowCheck, Tag("latency_below")],
+    | Annotated[LatencyBelowCheck, Tag("latency_below")]
+    | Annotated[EndReasonCheck, Tag("end_reason")],
     Discriminator(
         _check_type,
         custom_error_type="check_type",

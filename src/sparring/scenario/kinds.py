@@ -31,15 +31,28 @@ from sparring.target_specs import (
 
 
 def parse_threshold(value: Any) -> float:
-    """Read a pass-rate threshold as a fraction in [0, 1].
+    """Read a pass-rate threshold as a fraction in (0, 1].
 
     `0.8`, `"80%"` and `80` all mean 0.8 (DESIGN.md section 1). A number above 1 without `%`
     is read as percent only from 10 to 100; whole numbers such as `8` are ambiguous (0.8 or
-    8%?), and others such as `1.5` get "did you mean '1.5%' (0.015) or 1.0?".
+    8%?), and others such as `1.5` get "did you mean '1.5%' (0.015) or 1.0?". Zero (`0`,
+    `"0%"`) is refused: it would pass even when every trial fails.
 
     Raises:
-        ValueError: not a number, out of range, or ambiguous (with a "did you mean" hint).
+        ValueError: not a number, zero, out of range, or ambiguous (with a "did you mean"
+            hint).
     """
+    fraction = _fraction(value)
+    if fraction == 0:
+        raise ValueError(
+            "a threshold of 0 passes even when every trial fails; did you mean 1 (every "
+            "trial must pass, the default) or a pass rate such as 0.8 (80%)?"
+        )
+    return fraction
+
+
+def _fraction(value: Any) -> float:
+    """`value` as a fraction in [0, 1]; see `parse_threshold`."""
     if isinstance(value, bool):
         raise ValueError("threshold must be a number such as 0.8 or '80%', not a boolean")
     if isinstance(value, str):
@@ -82,7 +95,7 @@ def parse_threshold(value: Any) -> float:
     raise ValueError(f"threshold {value} is out of range: use a fraction 0-1 or a percent 0-100")
 
 
-Threshold = Annotated[float, Field(ge=0, le=1)]
+Threshold = Annotated[float, Field(gt=0, le=1)]
 
 
 # --- criteria and turns ----------------------------------------------------------------
@@ -110,9 +123,11 @@ class Criterion(BaseModel):
         return id_
 
 
+EMPTY_REPLY_ID = "empty_reply"
+"""Verdict id of the built-in check that fails a trial with an empty agent reply."""
 # verdict ids sparring gives `should` assertions and checks (scenario-level and per turn)
 _RESERVED_SHOULD = re.compile(r"t\d+\.should\d+")
-_RESERVED_CHECK = re.compile(r"(t\d+\.)?check\d+")
+_RESERVED_CHECK = re.compile(rf"(t\d+\.)?check\d+|{EMPTY_REPLY_ID}")
 
 
 def _criteria_list(values: Any, *, prefix: str, kind: str) -> Any:
@@ -148,6 +163,16 @@ class ScriptedTurn(BaseModel):
     def _expand(cls, v: Any) -> Any:
         return [expand_check_shorthand(c) for c in v] if is_raw_list(v) else v
 
+    @field_validator("checks")
+    @classmethod
+    def _not_the_end(cls, checks: list[Check]) -> list[Check]:
+        if any(c.type == "end_reason" for c in checks):
+            raise ValueError(
+                "an end_reason check looks at how the conversation ended, which a turn's "
+                "reply cannot know; move it to the scenario's `checks:`"
+            )
+        return checks
+
 
 # --- scenarios -------------------------------------------------------------------------
 
@@ -169,6 +194,10 @@ class _ScenarioBase(BaseModel):
     timeout_s: float = Field(default=600, gt=0)
     """Conversation timeout in seconds."""
     tags: list[str] = Field(default_factory=list)
+    allow_empty_replies: bool = False
+    """Let an empty (or whitespace-only) agent reply pass; by default one fails the trial."""
+    judge_after_failed_checks: bool = False
+    """Judge criteria and `should`s even when a check already failed the trial."""
     require_evidence: bool = True
     """A judge's `met` for a success criterion or `should` must quote the conversation."""
     source: SkipJsonSchema[str | None] = None
@@ -219,6 +248,14 @@ class _ScenarioBase(BaseModel):
         return self.name or self.id
 
 
+GOAL_CRITERION_ID = "goal"
+"""Id of the criterion a simulated scenario with nothing else to check is judged on."""
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class SimulatedScenario(_ScenarioBase):
     """A simulated user (persona + goal, played by a model) talks to the target."""
 
@@ -256,6 +293,22 @@ class SimulatedScenario(_ScenarioBase):
             f"turns; use 1 to {most} (or -1 to -{most}) or raise max_turns",
         )
         return self
+
+    @property
+    def user_goal(self) -> str:
+        """`goal`, else `description` (validation makes sure one is given)."""
+        return self.goal or self.description or ""
+
+    @property
+    def all_criteria(self) -> list[Criterion]:
+        """Success criteria then restrictions; with none of them and no check, the default
+        criterion `GOAL_CRITERION_ID`: "The assistant helps the user achieve their goal:
+        <goal>"."""
+        given = super().all_criteria
+        if given or self.checks:
+            return given
+        text = f"The assistant helps the user achieve their goal: {self.user_goal}"
+        return [Criterion(id=GOAL_CRITERION_ID, text=_clip(text, 500))]
 
     @property
     def effective_min_turns(self) -> int:
