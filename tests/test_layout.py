@@ -98,7 +98,6 @@ def test_the_package_top_holds_only_what_design_md_lists() -> None:
     assert top == [
         "__init__",
         "api",
-        "config",
         "errors",
         "events",
         "gates",

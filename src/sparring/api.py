@@ -19,7 +19,8 @@ Run it with `sparring run test_file.py`, or from Python with `suite.run()` /
 
 from sparring.authoring.session import Response, Session, open_session
 from sparring.authoring.steps import AgentMessage, CustomerMessage, InteractionBuilder
-from sparring.authoring.suite import Suite, SuiteRun
+from sparring.authoring.suite import Suite
+from sparring.authoring.suite_run import SuiteRun
 from sparring.runner.code import HookError
 from sparring.runner.context import ConditionsNotMet, ConditionsUndecided
 

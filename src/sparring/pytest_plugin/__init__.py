@@ -297,7 +297,8 @@ class SparringState:
         if report.skipped and call.when == "call" and isinstance(report.longrepr, tuple):
             path, line, _ = item.reportinfo()  # the test's place, not the plugin's
             where = None if line is None else line + 1
-            report.longrepr = (os.fspath(path), where, report.longrepr[2])
+            # a `None` line prints `path: reason`, as pytest shows skip markers of such items
+            report.longrepr = (os.fspath(path), where, report.longrepr[2])  # pyright: ignore[reportAttributeAccessIssue]
         extra: list[tuple[str, object]] = []
         if call.when == "setup" and self.configured and self.settings.groups:
             extra.append((MARKERS_PROPERTY, sorted({m.name for m in item.iter_markers()})))

@@ -1,27 +1,4 @@
-"""Settings, from CLI > environment (`SPARRING_*`) > pyproject `[tool.sparring]` > sparring.toml.
-
-Every setting has one name used everywhere: the CLI option `--reply-timeout` is the setting
-`reply_timeout_s`, the environment variable `SPARRING_REPLY_TIMEOUT_S` and the key
-`reply_timeout_s` in `[tool.sparring]` or sparring.toml.
-
-The files are looked for in the current directory and its parents up to the project root
-(`find_settings_dir`), the same way by `sparring` and the pytest plugin; paths in them
-(`yaml_dirs`, `secrets_file`) are relative to the file that names them.
-
-The pytest plugin's settings live in the same place: `yaml_dirs` and `groups` only in the
-files (paths in `yaml_dirs` are relative to the file that names them), `live` also as
-`SPARRING_LIVE=1`::
-
-    [tool.sparring]
-    model = "openai:gpt-4o-mini"
-    yaml_dirs = ["tests/conversations"]
-
-    [tool.sparring.groups.booking]
-    threshold = 0.9               # 90% of the group's tests must pass
-    tags = ["booking"]            # members: scenarios with one of these tags ...
-    markers = ["booking"]         # ... tests with one of these pytest markers ...
-    must_pass = ["confirm_slot"]  # ... and these tests, which must never fail
-"""
+"""The settings model and how they are loaded (see `sparring.config`)."""
 
 from __future__ import annotations
 
@@ -43,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from sparring.config import find_settings_dir
 from sparring.errors import ConfigError
 from sparring.scenario import parse_threshold
 
@@ -106,6 +84,9 @@ class Settings(BaseModel):
     """The most recent characters the simulated user sees (default 12,000)."""
     secrets_file: str | None = None
     """dotenv-style file of `NAME=value` lines for `{{secrets.NAME}}`."""
+    store: str | None = None
+    """Where runs are kept: an SQLAlchemy URL (`postgresql+psycopg://user@host/db`) or an
+    SQLite file; default `.sparring/sparring.db` in the project root (`sparring.store`)."""
     yaml_dirs: tuple[str, ...] = ()
     """Directories whose test files the pytest plugin collects (absolute once loaded)."""
     live: bool = False
@@ -207,38 +188,9 @@ def _from_file(path: Path, *, section: tuple[str, ...]) -> tuple[dict[str, Any],
         data["yaml_dirs"] = [str(path.parent / d) for d in cast(list[str], dirs)]
     if isinstance(data.get("secrets_file"), str) and data["secrets_file"]:
         data["secrets_file"] = str(path.parent / data["secrets_file"])
+    if isinstance(data.get("store"), str) and data["store"] and "://" not in data["store"]:
+        data["store"] = str(path.parent / data["store"])  # an SQLite file, next to its file
     return data, str(path)
-
-
-def has_settings_file(directory: Path) -> bool:
-    """Whether `directory` holds sparring settings: a sparring.toml, or a pyproject.toml
-    with a `[tool.sparring]` table (or one that cannot be read, so loading it says why).
-    Cheap: plain TOML, no validation."""
-    if (directory / "sparring.toml").is_file():
-        return True
-    pyproject = directory / "pyproject.toml"
-    if not pyproject.is_file():
-        return False
-    try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return True
-    tool = data.get("tool")
-    return isinstance(tool, dict) and "sparring" in tool
-
-
-def find_settings_dir(start: Path) -> Path | None:
-    """The directory whose settings apply to work started in `start`: the nearest of
-    `start` and its parents that `has_settings_file`, looking no higher than the project
-    root (the first directory holding `.git`) or the filesystem root; `None` if none has.
-    """
-    start = start.resolve()
-    for directory in (start, *start.parents):
-        if has_settings_file(directory):
-            return directory
-        if (directory / ".git").exists():
-            return None
-    return None
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
