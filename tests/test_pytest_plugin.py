@@ -238,8 +238,10 @@ def test_live_without_a_model_skips_with_how_to_configure_one(
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(
         [
-            "*SKIPPED ?2? evals/judged.yaml: sparring: no model configured "
-            "for sparring: set `model = *in ?tool.sparring?*SPARRING_MODEL"
+            "*SKIPPED ?1? evals/judged.yaml:4: sparring: no model configured "
+            "for sparring: set `model = *in ?tool.sparring?*SPARRING_MODEL",
+            "*SKIPPED ?1? evals/judged.yaml: sparring: no model configured "
+            "for sparring: set `model = *in ?tool.sparring?*SPARRING_MODEL",
         ]
     )
 
@@ -690,10 +692,10 @@ def test_the_markdown_report_lists_skipped_tests_with_why(pytester: pytest.Pytes
         for line in report.splitlines()
         if line.startswith("| evals/") or line.startswith("| test_agent.py")
     ]
-    assert len(rows) == 10
+    assert len(rows) == 10, "\n".join(rows)
     assert re.search(
         r"\| evals/judged\.yaml::judged_booking \(judged_booking\) \| scripted \| "
-        r"1 \| 0 \| - \| 66% \| ⏭ skipped \|",
+        r"3 \| 0 \| - \| 66% \| ⏭ skipped \|",
         report,
     )
     assert re.search(

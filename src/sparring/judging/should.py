@@ -61,6 +61,8 @@ class JudgeSettings:
     temperature: float = 0.0
     scrub: Scrub | None = None
     require_evidence: bool = True
+    skip_reason: str = NO_MODEL_HINT
+    """Why verdicts are `skipped` when `model` is `None`."""
 
 
 async def judge_shoulds(
@@ -128,7 +130,7 @@ async def _judge_one(
     usage: Usage | None,
 ) -> Verdict:
     if judge.model is None:
-        return should_verdict(condition, turn=turn, status="skipped", reason=NO_MODEL_HINT)
+        return should_verdict(condition, turn=turn, status="skipped", reason=judge.skip_reason)
     no_reply = no_reply_reason(transcript, turn)
     if no_reply is not None:
         return should_verdict(condition, turn=turn, status="not_met", reason=no_reply)

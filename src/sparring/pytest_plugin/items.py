@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from sparring.config import Settings
     from sparring.models.base import Model
     from sparring.results import ScenarioResult
-    from sparring.runner import AnyRunnable
+    from sparring.runner import AnyRunnable, RunSettings
     from sparring.runner.context import TrialContext
     from sparring.scenario import AnyScenario
 
@@ -45,6 +46,7 @@ class ScenarioFile(pytest.File):
         """Load the file; a bad file is a collection error listing `path:line: problem`s."""
         from sparring.errors import UserError
         from sparring.loaders.yaml import load_paths
+        from sparring.scenario import SimulatedScenario
 
         try:
             scenarios = load_paths([os.path.relpath(self.path)])
@@ -56,7 +58,8 @@ class ScenarioFile(pytest.File):
                 self, name=scenario.id, scenario=scenario
             )
             why = state.why_not_run(
-                needs_model=needs_model(scenario), subject=f"scenario {scenario.id!r}"
+                needs_model=isinstance(scenario, SimulatedScenario),
+                subject=f"scenario {scenario.id!r}",
             )
             if why:
                 item.add_marker(pytest.mark.skip(reason=why))
@@ -74,11 +77,16 @@ class ScenarioItem(pytest.Item):
 
     def runtest(self) -> None:
         """Run every trial; fail below the threshold, skip when nothing could run."""
-        import anyio
-
         state = plugin_state(self.config)
-        models = _models(state.settings) if needs_model(self.scenario) else (None, None)
-        result = anyio.run(_run_scenario, self.scenario, state.settings, *models)
+        why = state.why_not_run(needs_model=needs_model(self.scenario))
+        models = _models(state.settings) if needs_model(self.scenario) and not why else None
+        result = state.run_async(
+            _run_scenario,
+            self.scenario,
+            state.settings,
+            _run_settings(state, why),
+            *(models or (None, None)),
+        )
         conclude(self, result)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -117,12 +125,26 @@ def _models(settings: Settings) -> tuple[Model, Model]:
     return user, judge
 
 
+def _run_settings(state: SparringState, no_model_reason: str | None) -> RunSettings:
+    """The session's run settings; with `no_model_reason`, a run that calls no model and
+    skips what needs one with that reason (not live, or no model configured)."""
+    from sparring.runner import RunSettings
+
+    settings = RunSettings.from_settings(state.settings)
+    reason = None if no_model_reason is None else no_model_reason.removeprefix("sparring: ")
+    return replace(settings, no_model_reason=reason)
+
+
 async def _run_scenario(
-    scenario: AnyRunnable, settings: Settings, user_model: Model | None, judge_model: Model | None
+    scenario: AnyRunnable,
+    settings: Settings,
+    run_settings: RunSettings,
+    user_model: Model | None,
+    judge_model: Model | None,
 ) -> ScenarioResult:
     """Run all trials of `scenario` (a test file's, or a Python test's), then close the
     models."""
-    from sparring.runner import RunSettings, TargetPool, run_scenarios
+    from sparring.runner import TargetPool, run_scenarios
     from sparring.secrets import Secrets
 
     secrets = Secrets.load(file=settings.secrets_file, api_key=settings.api_key)
@@ -134,7 +156,7 @@ async def _run_scenario(
                 user_model=user_model,
                 judge_model=judge_model,
                 scrub=secrets.scrub,
-                settings=RunSettings.from_settings(settings),
+                settings=run_settings,
             )
     finally:
         for model in {id(m): m for m in (user_model, judge_model) if m}.values():
@@ -208,8 +230,6 @@ def run_test(item: pytest.Function, state: SparringState) -> None:
         UserError: bad marker options or model settings.
         ScenarioFailed: the test did not reach its threshold.
     """
-    import anyio
-
     from sparring.runner.code import CodeScenario, call_body
 
     trials, threshold, live = marker_options(item)
@@ -233,7 +253,9 @@ def run_test(item: pytest.Function, state: SparringState) -> None:
         threshold=threshold,
     )
     judge = _models(state.settings)[1] if live else None
-    conclude(item, anyio.run(_run_scenario, scenario, state.settings, None, judge))
+    run_settings = _run_settings(state, None)
+    result = state.run_async(_run_scenario, scenario, state.settings, run_settings, None, judge)
+    conclude(item, result)
 
 
 class SuiteTestItem(pytest.Item):
@@ -249,13 +271,12 @@ class SuiteTestItem(pytest.Item):
         """Run the test through `Suite.run` with the session's settings and judge."""
         import re
 
-        from sparring.runner import RunSettings
-
-        configured = plugin_state(self.config).settings
-        result = self.suite.run(
-            pattern=f"^{re.escape(self.name)}$",
-            settings=RunSettings.from_settings(configured),
-            secrets_file=configured.secrets_file,  # as every other sparring test reads it
+        state = plugin_state(self.config)
+        settings = _run_settings(state, state.why_not_run(needs_model=True))
+        pattern = f"^{re.escape(self.name)}$"
+        secrets_file = state.settings.secrets_file  # as every other sparring test reads it
+        result = state.run_async(
+            lambda: self.suite.arun(pattern=pattern, settings=settings, secrets_file=secrets_file)
         )
         conclude(self, result.scenarios[0])
 

@@ -39,6 +39,9 @@ class RunSettings:
         judge_temperature: Sampling temperature of the judge (DESIGN.md: 0).
         judge_after_failed_checks: Judge criteria and `should`s even in a trial a check
             already failed (by default no judge call is made there).
+        no_model_reason: When set, the run uses no model at all (even one it was given) and
+            every step that needs one is `skipped` with this reason; the pytest plugin sets
+            it when the session is not live.
     """
 
     parallel: int = 8
@@ -51,6 +54,7 @@ class RunSettings:
     user_temperature: float = 0.7
     judge_temperature: float = 0.0
     judge_after_failed_checks: bool = False
+    no_model_reason: str | None = None
 
     @classmethod
     def from_settings(

@@ -70,6 +70,15 @@ class RunContext:
     scrub: Callable[[str], str] | None = None
     stop: bool = False
 
+    def __post_init__(self) -> None:
+        if self.settings.no_model_reason:  # models are off for the whole run
+            self.user_model = self.judge_model = None
+
+    @property
+    def skip_reason(self) -> str:
+        """Why steps that need a model are `skipped` when there is none."""
+        return self.settings.no_model_reason or NO_MODEL_HINT
+
 
 class _TrialState:
     """Mutable state of one trial while it runs; turned into a TrialResult at the end."""
@@ -262,7 +271,7 @@ async def _judge(
         reason = f"not judged: check {failed.id} ({failed.description}) already failed the trial"
         state.add_verdicts(skipped_verdicts(scenario, shoulds, reason))
     elif ctx.judge_model is None:
-        state.add_verdicts(skipped_verdicts(scenario, shoulds, NO_MODEL_HINT))
+        state.add_verdicts(skipped_verdicts(scenario, shoulds, ctx.skip_reason))
     else:
         outcome = await judge_conversation(
             ctx.judge_model,
@@ -322,10 +331,11 @@ async def _run_code(state: _TrialState, scenario: CodeScenario, target: Target |
         spec=spec,
         build_target=lambda s: ctx.targets(replace(scenario, target=s)),
         judge=JudgeSettings(
-            model=scenario.judge_model or ctx.judge_model,
+            model=None if ctx.settings.no_model_reason else scenario.judge_model or ctx.judge_model,
             limits=ctx.settings.limits,
             temperature=ctx.settings.judge_temperature,
             scrub=ctx.scrub,
+            skip_reason=ctx.skip_reason,
         ),
         reply_timeout_s=ctx.settings.reply_timeout_s or scenario.reply_timeout_s,
         usage=state.usage,
@@ -427,7 +437,7 @@ async def run_trial(
     ctx.observer(TrialStarted(scenario.id, scenario.display_name, trial, trials))
     state = _TrialState(scenario, trial, ctx)
     if isinstance(scenario, SimulatedScenario) and ctx.user_model is None:
-        on_result(state.finish("skipped", "skipped", NO_MODEL_HINT))
+        on_result(state.finish("skipped", "skipped", ctx.skip_reason))
         return
     try:
         outcome = await _play(state, target)
