@@ -253,3 +253,30 @@ async def test_without_aiohttp_the_sdk_default_transport_is_used(
         finally:
             await model.aclose()
     assert (completion.text, completion.requests) == ("hello", 1)
+
+
+# --- the Anthropic provider counts its requests too ---------------------------------------
+
+
+async def test_anthropic_calls_count_every_request_they_sent() -> None:
+    from sparring.models.anthropic import AnthropicModel
+    from tests.support.anthropic_server import Reply as AnthropicReply
+    from tests.support.anthropic_server import ScriptedAnthropicServer
+
+    overloaded = AnthropicReply(status=529, headers={"retry-after-ms": "1"})
+    with ScriptedAnthropicServer([overloaded, AnthropicReply("hi"), *[overloaded] * 2]) as server:
+        model = AnthropicModel(
+            name="anthropic:m",
+            model="m",
+            base_url=server.base_url,
+            api_key="sk-ant-test-key-1234",
+            max_retries=1,
+        )
+        try:
+            answered = await model.complete(PROMPT, temperature=0)
+            with pytest.raises(ModelError, match="HTTP 529") as failed:
+                await model.complete(PROMPT, temperature=0)
+        finally:
+            await model.aclose()
+    assert (answered.text, answered.requests) == ("hi", 2)
+    assert failed.value.requests == 2

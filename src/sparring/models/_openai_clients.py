@@ -9,17 +9,14 @@ Where aiohttp is installed (`pip install "sparring[aiohttp]"`, which is the open
 `aiohttp` extra) the client runs on the SDK's aiohttp transport: measured with
 `bench/run_bench.py --http`, it costs about half the CPU per call of the default httpx one.
 
-Every request the SDK sends (retries included) is counted, for the call that sent it, by a
-request hook: `with requests_sent() as sent: ...; sent.count`.
+Every request the SDK sends (retries included) is counted for the call that sent it
+(`sparring.models._requests`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Generator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,37 +24,9 @@ from urllib.parse import urlsplit
 import openai
 
 from sparring.errors import UserError
+from sparring.models._requests import count_request
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-
-
-@dataclass
-class Sent:
-    """Requests sent so far by the call in progress (see `requests_sent`)."""
-
-    count: int = 0
-
-
-_SENT: ContextVar[Sent | None] = ContextVar("sparring_requests_sent", default=None)
-
-
-@contextmanager
-def requests_sent() -> Generator[Sent]:
-    """Count the requests that the SDK clients of this module send inside the block, from
-    this task only (concurrent calls count their own)."""
-    sent = Sent()
-    token = _SENT.set(sent)
-    try:
-        yield sent
-    finally:
-        _SENT.reset(token)
-
-
-async def _count_request(request: object) -> None:
-    """The clients' request hook: runs in the task of the call, once per attempt."""
-    sent = _SENT.get()
-    if sent is not None:
-        sent.count += 1
 
 
 @dataclass
@@ -148,7 +117,7 @@ class SharedClient:
     def _new_client(self, *, aiohttp: bool) -> openai.AsyncOpenAI:
         options: dict[str, Any] = {
             "timeout": self._timeout_s,
-            "event_hooks": {"request": [_count_request]},
+            "event_hooks": {"request": [count_request]},
         }
         http: Any = None
         if aiohttp and (aio := getattr(openai, "DefaultAioHttpClient", None)) is not None:

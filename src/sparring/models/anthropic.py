@@ -13,12 +13,14 @@ tool's input comes back as the answer's JSON text.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Sequence
 from typing import Any, cast
 
 from sparring.errors import ModelError, UserError
+from sparring.models._requests import count_request, requests_sent
 from sparring.models._retries import retries_text
 from sparring.models.base import ChatMessage, Completion
 from sparring.secrets import Scrubber, mask_url, url_credentials
@@ -90,7 +92,13 @@ class AnthropicModel:
         self.name, self.model, self.max_tokens = name, model, max_tokens
         self.timeout_s, self.max_retries = timeout_s, max_retries
         self._client = AsyncAnthropic(
-            api_key=key, base_url=base_url, timeout=timeout_s, max_retries=max_retries
+            api_key=key,
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=max_retries,
+            http_client=anthropic.DefaultAsyncHttpxClient(
+                timeout=timeout_s, event_hooks={"request": [count_request]}
+            ),
         )
         self.base_url = str(self._client.base_url).rstrip("/")
         self._shown_url = mask_url(self.base_url)
@@ -111,14 +119,30 @@ class AnthropicModel:
         not sent: the API has none, see `sends_seed`).
 
         Returns:
-            The answer's text (with a schema: the JSON text), and the token counts of
-            `usage` (`None` when missing or not non-negative integers).
+            The answer's text (with a schema: the JSON text), the token counts of `usage`
+            (`None` when missing or not non-negative integers), and the requests sent
+            (retries and a refused `output_config` included).
 
         Raises:
             ModelError: the call failed after the SDK's retries, the model refused or
                 answered with a tool call instead of text, or the answer is not a Messages
-                API answer; the message says what to do.
+                API answer; the message says what to do, `requests` how many were sent.
         """
+        with requests_sent() as sent:
+            try:
+                answer = await self._answer(messages, temperature, json_schema, schema_name)
+            except ModelError as e:
+                e.requests = sent.count
+                raise
+            return dataclasses.replace(answer, requests=sent.count)
+
+    async def _answer(
+        self,
+        messages: Sequence[ChatMessage],
+        temperature: float,
+        json_schema: dict[str, Any] | None,
+        schema_name: str,
+    ) -> Completion:
         body = self._body(messages, temperature)
         try:
             if json_schema is not None and self.native_json_schema:

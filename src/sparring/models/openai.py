@@ -21,7 +21,8 @@ from typing import Any, cast
 import openai
 
 from sparring.errors import ModelError
-from sparring.models._openai_clients import SharedClient, requests_sent
+from sparring.models._openai_clients import SharedClient
+from sparring.models._requests import requests_sent
 from sparring.models._retries import retries_text
 from sparring.models.base import ChatMessage, Completion
 from sparring.models.chat_completion import (
