@@ -15,12 +15,15 @@ from sparring.transcript import Message
 
 @dataclass(frozen=True, slots=True)
 class RunStarted:
-    """A run begins: `scenarios` scenarios, `trials` trials in all."""
+    """A run begins: `scenarios` scenarios, `trials` trials in all; `run` is the run as
+    planned (its id, models and scenarios, no trials yet; the runner fills it as it goes,
+    so copy what you keep)."""
 
     scenarios: int
     trials: int
     user_model: str | None
     judge_model: str | None
+    run: RunResult | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,8 @@ from typing import Any
 
 import click
 
+from sparring.cli import history
+
 EXIT_USAGE = 2
 
 
@@ -96,6 +98,26 @@ def cli() -> None:
     "--live/--no-live", default=None, help="Live view (default: when output is a terminal)."
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print one line per scenario, then the summary.")
+@click.option(
+    "--store",
+    metavar="URL",
+    help="Keep the run in this store (default .sparring/sparring.db in the project root).",
+)
+@click.option("--no-store", is_flag=True, help="Do not keep the run in the results store.")
+@click.option(
+    "--resume",
+    is_flag=False,
+    flag_value="",
+    metavar="[RUN_ID]",
+    help="Run the trials of an interrupted run that have no result (default: the last one).",
+)
+@click.option(
+    "--rerun-failed",
+    is_flag=False,
+    flag_value="",
+    metavar="[RUN_ID]",
+    help="Run only the scenarios that failed or erred in a stored run (default: the last).",
+)
 def run(**options: Any) -> None:
     """Run the conversation tests in PATHS: YAML/JSON test files and Python files with a
     `sparring.api.Suite` (files or directories; default tests/conversations)."""
@@ -167,6 +189,11 @@ def demo_agent(host: str, port: int, command: tuple[str, ...]) -> None:
     from sparring.cli.demo import demo_agent_command
 
     sys.exit(demo_agent_command(host=host, port=port, command=command))
+
+
+cli.add_command(history.runs)
+cli.add_command(history.show)
+cli.add_command(history.report)
 
 
 def main() -> None:

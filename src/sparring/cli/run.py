@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import click
 
-from sparring.config import Settings, load_settings
+from sparring.cli.recording import prepare_run
+from sparring.config import Settings
 from sparring.errors import UserError
 from sparring.events import Event, RunFinished
 from sparring.models.base import Model
@@ -23,6 +24,7 @@ from sparring.scenario import AnyScenario
 
 if TYPE_CHECKING:
     from sparring.authoring.suite import SuiteRun
+    from sparring.cli.recording import Recording
     from sparring.reports.console import ConsoleView
     from sparring.runner.code import CodeScenario
     from sparring.secrets import Secrets
@@ -44,6 +46,7 @@ _SETTING_OPTIONS = (
     "reply_timeout_s",
     "conversation_timeout_s",
     "secrets_file",
+    "store",
 )
 
 
@@ -70,9 +73,12 @@ def run_command(
     Raises:
         UserError: bad test files, settings, model specs or targets (exit code 2).
     """
-    settings = load_settings({k: options.get(k) for k in _SETTING_OPTIONS})
+    call = prepare_run(
+        paths=paths, pattern=pattern, tags=tags, options=options, setting_names=_SETTING_OPTIONS
+    )
+    paths, pattern, tags, settings = call.paths, call.pattern, call.tags, call.settings
     files = {"JSON": output, "JUnit": junit, "Markdown": markdown, "HTML": html, "xlsx": xlsx}
-    reports = _report_paths(files | {"CSV zip": csv_zip})
+    reports = report_paths(files | {"CSV zip": csv_zip})
     scenarios, suites = _load(paths or _default_paths(), pattern=pattern, settings=settings)
     scenarios, code = _select(scenarios, suites, pattern=pattern, tags=tags)
     if list_only:
@@ -88,12 +94,14 @@ def run_command(
         ),
         models=_resolve_models(settings),
         view=_view(live=live, quiet=quiet, stderr=output == STDOUT),
+        recording=call.recording,
     )
     previous = _ignore_stop_signals()
     result = anyio.run(_run, plan)
-    exit_status, gate_lines = _gates(result, settings)
+    call.recording.close(result)
+    exit_status, gate_lines = gate_outcome(result, settings)
     plan.view.summary(result, gate_lines=gate_lines, exit_status=exit_status)
-    written = _write_reports(result, reports, exit_status=exit_status, gate_lines=gate_lines)
+    written = write_reports(result, reports, exit_status=exit_status, gate_lines=gate_lines)
     _after_run(result, previous)
     if not written and result.exit_code != 130:
         return EXIT_REPORT_FAILED
@@ -112,6 +120,8 @@ class _Plan:
     models: tuple[Model | None, Model | None]
     """The simulated user's and the judge's."""
     view: ConsoleView
+    recording: Recording
+    """Keeps the run in the results store (`sparring.cli.recording`)."""
 
 
 def _select(
@@ -150,7 +160,7 @@ def _view(*, live: bool | None, quiet: bool, stderr: bool) -> ConsoleView:
     )
 
 
-def _gates(result: RunResult, settings: Settings) -> tuple[tuple[int, str] | None, list[str]]:
+def gate_outcome(result: RunResult, settings: Settings) -> tuple[tuple[int, str] | None, list[str]]:
     """The group gates of `[tool.sparring.groups]` over the run's scenarios, as in the
     pytest plugin (`sparring.gates`): their summary lines, and `(code, meaning)` when they
     change the exit code (`None` when there are no gates or they change nothing)."""
@@ -296,7 +306,9 @@ async def _run(plan: _Plan) -> RunResult:
                         finished.append(event.result)
 
                 async with plan.suites.active(client=pool.client) as tests:
-                    chosen = [*plan.scenarios, *(tests[i] for i in plan.code_ids)]
+                    chosen = plan.recording.chosen(
+                        [*plan.scenarios, *(tests[i] for i in plan.code_ids)]
+                    )
                     for scenario in chosen:  # misconfigured targets fail here,
                         if scenario.target is not None:  # not inside the task group
                             pool.for_scenario(scenario)
@@ -308,7 +320,7 @@ async def _run(plan: _Plan) -> RunResult:
                             user_model=user_model,
                             judge_model=judge_model,
                             settings=plan.settings,
-                            observer=observe,
+                            observer=plan.recording.observe(observe),
                             scrub=plan.secrets.scrub,
                         )
                         tg.cancel_scope.cancel()  # done: stop listening for signals
@@ -352,7 +364,7 @@ def _check_writable(path: Path) -> None:
         )
 
 
-def _report_paths(reports: dict[str, str | None]) -> dict[str, str | None]:
+def report_paths(reports: dict[str, str | None]) -> dict[str, str | None]:
     """`reports` (format -> path), checked before the run: writable, and `-` (standard
     output) only for the JSON report.
 
@@ -374,7 +386,7 @@ def _report_paths(reports: dict[str, str | None]) -> dict[str, str | None]:
     return reports
 
 
-def _write_reports(
+def write_reports(
     result: RunResult,
     reports: dict[str, str | None],
     *,

@@ -1,0 +1,349 @@
+"""`sparring run`'s results store: every run kept as it happens (`--store`, `--no-store`),
+`--resume` of an interrupted run and `--rerun-failed` of a finished one.
+
+The runner never imports the store: `Recording.observe` wraps the CLI's observer, writes
+each event's news to the store and passes the events on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from sparring.config import Settings, load_settings
+from sparring.errors import UserError
+from sparring.events import (
+    Event,
+    MessageAdded,
+    Observer,
+    RunFinished,
+    RunStarted,
+    ScenarioFinished,
+    TrialFinished,
+    TrialStarted,
+    VerdictAdded,
+)
+from sparring.results import RunResult, ScenarioResult, TrialResult
+
+if TYPE_CHECKING:
+    from sparring.runner import AnyRunnable
+    from sparring.store.database import Store
+    from sparring.store.writer import RunRecord, RunWriter
+
+RERUN_STATUSES = ("failed", "error")
+"""Scenario statuses `--rerun-failed` runs again."""
+
+
+@dataclass(kw_only=True)
+class RunCall:
+    """What `sparring run` runs: the options as given, or, for `--resume` and
+    `--rerun-failed`, completed with what the stored run was given."""
+
+    paths: tuple[str, ...]
+    pattern: str | None
+    tags: tuple[str, ...]
+    settings: Settings
+    recording: Recording
+
+
+def prepare_run(
+    *,
+    paths: tuple[str, ...],
+    pattern: str | None,
+    tags: tuple[str, ...],
+    options: Mapping[str, Any],
+    setting_names: Sequence[str],
+) -> RunCall:
+    """Settings and the store for `sparring run`; `options` holds the command's options
+    (`no_store`, `resume` and `rerun_failed` among them: `""` means the default run).
+
+    Raises:
+        UserError: `--no-store` with `--resume` or `--rerun-failed`, both of those, a
+            store that cannot be opened, or a run that cannot be resumed or rerun.
+    """
+    given = {k: options.get(k) for k in setting_names}
+    settings = load_settings(given)
+    resume, rerun = options.get("resume"), options.get("rerun_failed")
+    if resume is not None and rerun is not None:
+        raise UserError("give --resume or --rerun-failed, not both")
+    if options.get("no_store"):
+        if resume is not None or rerun is not None:
+            raise UserError("--resume and --rerun-failed read the results store: drop --no-store")
+        return RunCall(
+            paths=paths, pattern=pattern, tags=tags, settings=settings, recording=Recording()
+        )
+    from sparring.store.database import open_store
+    from sparring.store.location import store_url
+
+    store = open_store(store_url(settings.store, cwd=Path.cwd()))
+    if resume is None and rerun is None:
+        invocation = _invocation(paths, pattern, tags, given)
+        return RunCall(
+            paths=paths,
+            pattern=pattern,
+            tags=tags,
+            settings=settings,
+            recording=Recording(store=store, record=_record(invocation, settings)),
+        )
+    return _stored_call(
+        store, resume=resume, rerun=rerun, given=given, current=(paths, pattern, tags)
+    )
+
+
+def _stored_call(
+    store: Store,
+    *,
+    resume: str | None,
+    rerun: str | None,
+    given: dict[str, Any],
+    current: tuple[tuple[str, ...], str | None, tuple[str, ...]],
+) -> RunCall:
+    """The call that resumes or reruns a stored run: its invocation, overridden by what
+    was given now."""
+    from sparring.store.reading import run_invocation
+
+    if resume is not None:
+        run_id, plan = _resume_plan(store, resume or None)
+        recording = Recording(store=store, resumed=run_id, missing=plan)
+    else:
+        run_id, failed = _failed_scenarios(store, rerun or None)
+        recording = Recording(store=store, only=failed)
+    stored = run_invocation(store, run_id)
+    if stored.get("cwd") != str(Path.cwd()):
+        raise UserError(
+            f"run {run_id} ran in {stored.get('cwd')}; run this from there (its test paths "
+            "are relative to it)"
+        )
+    paths, pattern, tags = current
+    paths, pattern = paths or tuple(stored["paths"]), pattern or stored.get("pattern")
+    tags = tags or tuple(stored.get("tags", ()))
+    merged = {**stored.get("options", {}), **{k: v for k, v in given.items() if v is not None}}
+    settings = load_settings(merged)
+    if resume is not None:  # the stored plan says how many trials each scenario has
+        settings = settings.model_copy(update={"trials": None})
+    else:
+        recording.record = _record(
+            _invocation(paths, pattern, tags, merged), settings, parent=run_id
+        )
+    return RunCall(paths=paths, pattern=pattern, tags=tags, settings=settings, recording=recording)
+
+
+def _resume_plan(store: Store, ref: str | None) -> tuple[str, dict[str, list[int]]]:
+    """The run to resume and, per scenario id, its trial numbers without a result.
+
+    Raises:
+        UserError: no such run, a run still running or finished, or nothing missing.
+    """
+    from sparring.store.reading import find_run, finished_trials, load_run
+
+    run = find_run(store, ref, where=lambda r: r.status == "interrupted", what="interrupted run")
+    if run.status != "interrupted":
+        raise UserError(
+            f"run {run.id} is {run.status}, so there is nothing to resume"
+            + ("" if run.status == "running" else "; --rerun-failed runs its failures again")
+        )
+    done = finished_trials(store, run.id)
+    planned = {
+        s.scenario_id: s.planned_trials or len(s.trials) for s in load_run(store, run.id).scenarios
+    }
+    missing = {
+        sid: [n for n in range(1, count + 1) if n not in done.get(sid, set())]
+        for sid, count in planned.items()
+    }
+    missing = {sid: numbers for sid, numbers in missing.items() if numbers}
+    if not missing:
+        raise UserError(f"run {run.id} has a result for every trial; `sparring show {run.id}`")
+    return run.id, missing
+
+
+def _failed_scenarios(store: Store, ref: str | None) -> tuple[str, set[str]]:
+    """The run to rerun (default: the newest that is not running) and the ids of its
+    scenarios that failed or erred.
+
+    Raises:
+        UserError: no such run, or none of its scenarios failed or erred.
+    """
+    from sparring.store.reading import find_run, load_run
+
+    run = find_run(store, ref, where=lambda r: r.status != "running", what="finished run")
+    failed = {
+        s.scenario_id for s in load_run(store, run.id).scenarios if s.status in RERUN_STATUSES
+    }
+    if not failed:
+        raise UserError(f"no scenario failed or erred in run {run.id}; nothing to rerun")
+    return run.id, failed
+
+
+def _invocation(
+    paths: tuple[str, ...], pattern: str | None, tags: tuple[str, ...], given: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What `sparring run` was given, to run it again (the store URL left out: it is how
+    the run is found, and may hold a password)."""
+    options = {k: v for k, v in given.items() if v is not None and k != "store"}
+    return {
+        "cwd": str(Path.cwd()),
+        "paths": list(paths),
+        "pattern": pattern,
+        "tags": list(tags),
+        "options": options,
+    }
+
+
+def _record(
+    invocation: dict[str, Any], settings: Settings, *, parent: str | None = None
+) -> RunRecord:
+    from sparring.store.location import shown_url
+    from sparring.store.provenance import current_provenance
+    from sparring.store.writer import RunRecord
+
+    kept = settings.model_dump(mode="json", exclude={"api_key"})
+    for key in ("base_url", "store"):  # a password in a URL is masked
+        kept[key] = kept[key] and shown_url(kept[key])
+    return RunRecord(
+        paths=invocation["paths"],
+        invocation=invocation,
+        settings=kept,
+        provenance=current_provenance(Path.cwd()),
+        parent_run_id=parent,
+    )
+
+
+@dataclass(kw_only=True)
+class Recording:
+    """Keeps one `sparring run` in the store (or does nothing, with no `store`).
+
+    `resumed` is the stored run a `--resume` completes, `missing` its trial numbers to run
+    per scenario id; `only` the scenario ids a `--rerun-failed` runs.
+    """
+
+    store: Store | None = None
+    record: RunRecord | None = None
+    resumed: str | None = None
+    missing: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
+    only: set[str] | None = None
+    _writer: RunWriter | None = None
+
+    def chosen(self, runnables: list[AnyRunnable]) -> list[AnyRunnable]:
+        """The scenarios and Python tests to run: for `--rerun-failed` those that failed
+        or erred; for `--resume` those with missing trials, each with as many trials as
+        are missing (numbered as in the stored run by `observe`).
+
+        Raises:
+            UserError: a scenario of the stored run is no longer in the test files.
+        """
+        wanted = self.only if self.only is not None else set(self.missing) if self.resumed else None
+        if wanted is None:
+            return runnables
+        found = {r.id for r in runnables}
+        if lost := sorted(wanted - found):
+            raise UserError(
+                f"scenarios of the stored run are no longer in the test files: {', '.join(lost)}"
+            )
+        kept = [r for r in runnables if r.id in wanted]
+        if not self.resumed:
+            return kept
+        return [_with_trials(r, len(self.missing[r.id])) for r in kept]
+
+    def observe(self, observer: Observer) -> Observer:
+        """`observer`, after each event was kept in the store (trial numbers of a resumed
+        run are renumbered first, so every observer sees the stored run's numbers)."""
+        if self.store is None:
+            return observer
+
+        def recorded(event: Event) -> None:
+            event = self._renumbered(event)
+            if isinstance(event, RunStarted) and event.run is not None:
+                self._start(event.run)
+            elif isinstance(event, TrialFinished) and self._writer is not None:
+                self._writer.add(event.result)
+            elif isinstance(event, RunFinished):
+                event = RunFinished(self._finished(event.result))
+            observer(event)
+
+        return recorded
+
+    def close(self, result: RunResult) -> None:
+        """Write the run's end (its own exit code, before group gates) and say where it
+        is kept, or what the store could not keep."""
+        writer = self._writer
+        if writer is None or self.store is None:
+            return
+        writer.finish(result, exit_code=result.exit_code)
+        self.store.close()
+        if writer.errors:
+            click.secho(
+                f"warning: the results store could not keep all of run {writer.run_id}: "
+                f"{writer.errors[0]}",
+                fg="yellow",
+                err=True,
+            )
+        else:
+            click.echo(f"Stored as run {writer.run_id} (`sparring show {writer.run_id}`)", err=True)
+
+    def _start(self, planned: RunResult) -> None:
+        from sparring.store.provenance import current_provenance
+        from sparring.store.writer import RunWriter
+
+        assert self.store is not None
+        self._writer = RunWriter(self.store)
+        if self.resumed:
+            self._writer.reopen(self.resumed, provenance=current_provenance(Path.cwd()))
+        else:
+            assert self.record is not None
+            self._writer.start(planned.model_copy(deep=True), record=self.record)
+
+    def _finished(self, result: RunResult) -> RunResult:
+        """Flush the trials; a resumed run's result is the whole stored run."""
+        if self._writer is None:
+            return result
+        self._writer.flush()
+        if not self.resumed or self.store is None:
+            return result
+        from sparring.store.reading import load_run
+
+        whole = load_run(self.store, self.resumed)
+        whole.interrupted, whole.hook_errors = result.interrupted, result.hook_errors
+        whole.duration_ms, whole.fail_on_skip = result.duration_ms, result.fail_on_skip
+        return whole
+
+    def _renumbered(self, event: Event) -> Event:
+        """`event` with trial numbers of the stored run (a resumed run's k-th trial of a
+        scenario is its k-th missing one)."""
+        if not self.resumed:
+            return event
+        match event:
+            case TrialStarted() | MessageAdded() | VerdictAdded():
+                return dataclasses.replace(
+                    event, trial=self._number(event.scenario_id, event.trial)
+                )
+            case TrialFinished():
+                return TrialFinished(self._trial(event.result))
+            case ScenarioFinished():
+                trials = [self._trial(t) for t in event.result.trials]
+                return ScenarioFinished(_scenario_with(event.result, trials))
+            case _:
+                return event
+
+    def _number(self, scenario_id: str, trial: int) -> int:
+        numbers = self.missing.get(scenario_id)
+        return numbers[trial - 1] if numbers and trial <= len(numbers) else trial
+
+    def _trial(self, result: TrialResult) -> TrialResult:
+        return result.model_copy(update={"trial": self._number(result.scenario_id, result.trial)})
+
+
+def _scenario_with(result: ScenarioResult, trials: list[TrialResult]) -> ScenarioResult:
+    return result.model_copy(update={"trials": trials})
+
+
+def _with_trials(runnable: AnyRunnable, trials: int) -> AnyRunnable:
+    from sparring.runner.code import CodeScenario
+
+    if isinstance(runnable, CodeScenario):
+        return dataclasses.replace(runnable, trials=trials)
+    return runnable.model_copy(update={"trials": trials})

@@ -1,0 +1,1 @@
+"""Alembic migrations of the results store, run on open (`sparring.store.database`)."""

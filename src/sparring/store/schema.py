@@ -1,0 +1,76 @@
+"""The store's tables (SQLAlchemy Core), at the newest migration.
+
+JSON columns hold the report schema's own models (`sparring.results`) as text, so a stored
+run reads back into exactly the `RunResult` the run reported.
+
+- `runs`: one row per run. `head` is the `RunResult` without its scenarios; `invocation`
+  what `sparring run` was given (paths, pattern, tags, setting options) so it can be
+  resumed; `status` is `running`, `finished` or `interrupted` (a `running` run whose
+  process is gone reads as `interrupted`, see `sparring.store.reading`).
+- `scenarios`: the planned `ScenarioResult` of each scenario of a run (without trials).
+- `trials`: one `TrialResult` per finished trial; `(run_id, scenario_id, trial)` is unique.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("started_at", String(40), nullable=False, index=True),
+    Column("finished_at", String(40)),
+    Column("status", String(16), nullable=False),
+    Column("exit_code", Integer),
+    Column("paths", Text, nullable=False),
+    Column("invocation", Text, nullable=False),
+    Column("settings", Text, nullable=False),
+    Column("models", Text, nullable=False),
+    Column("head", Text, nullable=False),
+    Column("git_commit", String(64)),
+    Column("git_branch", String(255)),
+    Column("user_name", String(255)),
+    Column("host", String(255)),
+    Column("pid", Integer),
+    Column("parent_run_id", String(64)),
+)
+
+scenarios = Table(
+    "scenarios",
+    metadata,
+    Column("run_id", String(64), ForeignKey("runs.id"), primary_key=True),
+    Column("scenario_id", String(255), primary_key=True),
+    Column("position", Integer, nullable=False),
+    Column("data", Text, nullable=False),
+)
+
+trials = Table(
+    "trials",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(64), ForeignKey("runs.id"), nullable=False),
+    Column("scenario_id", String(255), nullable=False),
+    Column("trial", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("end_reason", String(32), nullable=False),
+    Column("duration_ms", Float, nullable=False),
+    Column("cost_usd", Float, nullable=False),
+    Column("finished_at", String(40), nullable=False),
+    Column("result", Text, nullable=False),
+    UniqueConstraint("run_id", "scenario_id", "trial", name="uq_trials_run_scenario_trial"),
+)
+Index("ix_trials_run_id", trials.c.run_id)
