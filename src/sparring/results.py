@@ -23,7 +23,10 @@ VerdictKind = Literal["criterion", "restriction", "should", "check"]
 TrialStatus = Literal["passed", "failed", "error", "timed_out", "skipped", "invalid"]
 """`invalid`: the simulated user wrote no usable message before `min_turns`, so the
 conversation says nothing about the agent; not judged, left out of the pass rate, exit 3."""
-ScenarioStatus = Literal["passed", "failed", "error", "skipped", "not_run", "invalid"]
+ScenarioStatus = Literal["passed", "failed", "error", "skipped", "not_run", "invalid", "undecided"]
+"""`undecided`: adaptive trials reached `max_trials` with the pass rate's 95% interval still
+straddling the threshold (see `ScenarioResult.decision`); exit 3."""
+Decision = Literal["passed", "failed"]
 EndReason = Literal[
     "goal_achieved",
     "user_gave_up",
@@ -257,6 +260,14 @@ class ScenarioResult(Record):
     """Trials the run meant to run; more than `len(trials)` when it was cut short
     (`--fail-fast`, Ctrl-C). 0 means as many as there are."""
     trials: list[TrialResult] = Field(default_factory=list[TrialResult])
+    max_trials: int | None = None
+    """Adaptive trials (`trials: {min, max}`): the most trials the scenario may run, with
+    `planned_trials` the least; `None` for a fixed count."""
+    decision: Decision | None = None
+    """Adaptive trials: where the 95% Wilson interval of the pass rate stands against the
+    threshold after the last trial (the runner sets it, `sparring.runner.adaptive`): `passed`
+    (low end at or above it, trials that did not test the agent counted as failures),
+    `failed` (high end below it, those trials counted as passes), `None` while it straddles."""
 
     @property
     def passed_trials(self) -> int:
@@ -314,6 +325,8 @@ class ScenarioResult(Record):
         invalid = self.invalid_trials
         if not counted and not self.missing_trials and not invalid:
             return "skipped"
+        if self.max_trials is not None:
+            return self._adaptive_status()
         passed = self.passed_trials
         errors = sum(t.status in ("error", "timed_out") for t in counted) + self.missing_trials
         needed = self.threshold * (len(counted) + self.missing_trials + invalid) - 1e-9
@@ -322,6 +335,15 @@ class ScenarioResult(Record):
         if passed + errors + invalid < needed:
             return "failed"
         return "error" if errors else "invalid"
+
+    def _adaptive_status(self) -> ScenarioStatus:
+        """`decision` when there is one (`passed` only with a passed trial); else `error` or
+        `invalid` when such trials could have decided it, `undecided` when none could."""
+        if self.decision == "failed" or (self.decision == "passed" and self.passed_trials):
+            return self.decision
+        if any(t.status in ("error", "timed_out") for t in self.trials) or self.missing_trials:
+            return "error"
+        return "invalid" if self.invalid_trials else "undecided"
 
     def summary(self) -> dict[str, object]:
         """Derived numbers for reports: status, pass rate, pass^k, usage totals."""
@@ -400,8 +422,8 @@ class RunResult(Record):
     @property
     def exit_code(self) -> int:
         """0 all that ran passed, 1 some failed, 3 some could not run or stayed undecided
-        (errors, timeouts, `invalid` trials) or a suite hook failed (`hook_errors`), 130
-        interrupted.
+        (errors, timeouts, `invalid` trials, adaptive trials `undecided` at their maximum)
+        or a suite hook failed (`hook_errors`), 130 interrupted.
 
         A definite failure outranks an error, so exit 1 always means the agent misbehaved,
         unless a hook failure makes it 3. An interrupted run is 130 (the shell's code for
@@ -432,7 +454,7 @@ class RunResult(Record):
         statuses = {s.status for s in self.scenarios}
         if "failed" in statuses:
             return 1
-        if statuses & {"error", "not_run", "invalid"}:
+        if statuses & {"error", "not_run", "invalid", "undecided"}:
             return 3
         return 0
 

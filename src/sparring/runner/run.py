@@ -40,10 +40,12 @@ from sparring.results import (
     ScenarioResult,
     TrialResult,
 )
+from sparring.runner.adaptive import record_trial, run_adaptive, trial_range
 from sparring.runner.code import CodeScenario
 from sparring.runner.settings import AnyRunnable, RunSettings
 from sparring.runner.trial import RunContext, run_trial
 from sparring.scenario import EXPECTED_OUTPUT_ID, Criterion, SingleTurnScenario
+from sparring.scenario.kinds import TrialRange
 from sparring.targets.base import Target
 
 
@@ -190,10 +192,16 @@ def _prepared(scenarios: Sequence[AnyRunnable], settings: RunSettings) -> list[A
     """`scenarios` ready to run (`_with_expected_output`).
 
     Raises:
-        UserError: `settings.parallel < 1`, or duplicate scenario ids.
+        UserError: `settings.parallel < 1`, duplicate scenario ids, or both a trials
+            override and `adaptive`.
     """
     if settings.parallel < 1:
         raise UserError(f"--parallel must be at least 1, got {settings.parallel}")
+    if settings.adaptive and settings.trials:
+        raise UserError(
+            "--trials and --adaptive cannot go together: --trials fixes the count, --adaptive "
+            "picks it (3 to 30, or a scenario's `trials: {min, max}`); drop one"
+        )
     ids = [s.id for s in scenarios]
     if len(set(ids)) != len(ids):
         repeated = sorted({i for i in ids if ids.count(i) > 1})
@@ -223,7 +231,7 @@ def _planned_run(
             kind=s.kind,
             source=s.source,
             threshold=s.threshold,
-            planned_trials=settings.trials or s.trials,
+            **_planned_trials(s, settings),
             **_labels(s),
         )
         for s in prepared
@@ -243,6 +251,16 @@ def _planned_run(
         scenarios=results,
         fail_on_skip=settings.fail_on_skip,
     )
+
+
+def _planned_trials(scenario: AnyRunnable, settings: RunSettings) -> dict[str, int]:
+    """`planned_trials` of a scenario's result, and `max_trials` for adaptive trials (where
+    `planned_trials` is their `min`)."""
+    adaptive = trial_range(scenario, adaptive=settings.adaptive)
+    if adaptive is not None:
+        return {"planned_trials": adaptive.min, "max_trials": adaptive.max}
+    assert isinstance(scenario.trials, int)  # not a TrialRange: trial_range returned it
+    return {"planned_trials": settings.trials or scenario.trials}
 
 
 async def _execute(
@@ -272,30 +290,76 @@ async def _run_all(
     ctx: RunContext,
 ) -> None:
     limiter = anyio.CapacityLimiter(ctx.settings.parallel)
-    remaining = list(counts)
-
-    def record(index: int, result: TrialResult) -> None:
-        results[index].trials.append(result)
-        remaining[index] -= 1
-        if ctx.settings.fail_fast and not results[index].can_still_pass(remaining[index]):
-            ctx.stop = True
-        if remaining[index] == 0:
-            ctx.observer(ScenarioFinished(results[index]))
-
-    async def one(index: int, trial: int) -> None:
-        scenario, target = bound[index]
-        async with limiter:
-            if not ctx.stop:
-                await run_trial(
-                    scenario,
-                    trial,
-                    target,
-                    ctx,
-                    trials=counts[index],
-                    on_result=lambda result: record(index, result),
-                )
-
     async with anyio.create_task_group() as tg:
-        for index, count in enumerate(counts):
-            for trial in range(1, count + 1):
-                tg.start_soon(one, index, trial)
+        for index, (scenario, target) in enumerate(bound):
+            trials = _Trials(scenario, target, results[index], ctx, limiter)
+            if results[index].max_trials is None:
+                tg.start_soon(trials.fixed, counts[index])
+            else:
+                tg.start_soon(trials.adaptive)
+
+
+class _Trials:
+    """Runs the trials of one scenario into its result, under the run's `limiter`."""
+
+    def __init__(
+        self,
+        scenario: AnyRunnable,
+        target: Target | None,
+        result: ScenarioResult,
+        ctx: RunContext,
+        limiter: anyio.CapacityLimiter,
+    ) -> None:
+        self.scenario, self.target, self.result = scenario, target, result
+        self.ctx, self.limiter = ctx, limiter
+
+    async def fixed(self, count: int) -> None:
+        """Run trials 1..count, stopping early only for `ctx.stop` (`--fail-fast`)."""
+        remaining = count
+
+        def record(trial: TrialResult) -> None:
+            nonlocal remaining
+            self.result.trials.append(trial)
+            remaining -= 1
+            if self.ctx.settings.fail_fast and not self.result.can_still_pass(remaining):
+                self.ctx.stop = True
+            if remaining == 0:
+                self.ctx.observer(ScenarioFinished(self.result))
+
+        async def one(number: int) -> None:
+            async with self.limiter:
+                if not self.ctx.stop:
+                    await self._run(number, of=count, on_result=record)
+
+        async with anyio.create_task_group() as tg:
+            for number in range(1, count + 1):
+                tg.start_soon(one, number)
+
+    async def adaptive(self) -> None:
+        """Run trials until the scenario is decided or reaches `max_trials` (`run_adaptive`)."""
+        result, ctx = self.result, self.ctx
+        min_trials, max_trials = result.planned_trials, result.max_trials or 0
+
+        def record(trial: TrialResult) -> None:
+            record_trial(result, trial, min_trials=min_trials)
+            if ctx.settings.fail_fast and result.decision == "failed":
+                ctx.stop = True
+
+        async def one(number: int) -> None:
+            await self._run(number, of=max_trials, on_result=record)
+
+        await run_adaptive(
+            result,
+            TrialRange(min=min_trials, max=max_trials),
+            one,
+            limiter=self.limiter,
+            parallel=ctx.settings.parallel,
+            stopped=lambda: ctx.stop,
+        )
+        if len(result.trials) >= min_trials:
+            ctx.observer(ScenarioFinished(result))
+
+    async def _run(self, number: int, *, of: int, on_result: Callable[[TrialResult], None]) -> None:
+        await run_trial(
+            self.scenario, number, self.target, self.ctx, trials=of, on_result=on_result
+        )

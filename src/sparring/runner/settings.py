@@ -39,6 +39,8 @@ class RunSettings:
         judge_temperature: Sampling temperature of the judge (DESIGN.md: 0).
         judge_after_failed_checks: Judge criteria and `should`s even in a trial a check
             already failed (by default no judge call is made there).
+        adaptive: Give every scenario without `trials: {min, max}` adaptive trials (3 to
+            30; `sparring.runner.adaptive`).
         no_model_reason: When set, the run uses no model at all (even one it was given) and
             every step that needs one is `skipped` with this reason; the pytest plugin sets
             it when the session is not live.
@@ -55,10 +57,16 @@ class RunSettings:
     judge_temperature: float = 0.0
     judge_after_failed_checks: bool = False
     no_model_reason: str | None = None
+    adaptive: bool = False
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, fail_fast: bool = False, fail_on_skip: bool = False
+        cls,
+        settings: Settings,
+        *,
+        fail_fast: bool = False,
+        fail_on_skip: bool = False,
+        adaptive: bool = False,
     ) -> RunSettings:
         """The run settings `settings` give (parallel, trials, timeouts, temperatures,
         limits: DESIGN.md section 3 defaults where a limit is not set)."""
@@ -76,6 +84,7 @@ class RunSettings:
             conversation_timeout_s=settings.conversation_timeout_s,
             fail_fast=fail_fast,
             fail_on_skip=fail_on_skip,
+            adaptive=adaptive,
             user_temperature=settings.user_temperature,
             judge_temperature=settings.judge_temperature,
             judge_after_failed_checks=settings.judge_after_failed_checks,

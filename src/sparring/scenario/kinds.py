@@ -15,6 +15,8 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
+    TypeAdapter,
+    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
@@ -98,6 +100,29 @@ def _fraction(value: Any) -> float:
 Threshold = Annotated[float, Field(gt=0, le=1)]
 
 
+class TrialRange(BaseModel):
+    """Adaptive trials, `trials: {min: 3, max: 30}`: at least `min` trials, then more only
+    while the 95% Wilson interval of the pass rate still straddles the threshold, at most
+    `max`; the scenario is `undecided` when `max` leaves it straddling."""
+
+    model_config = FROZEN
+    min: int = Field(default=3, ge=1, le=1000)
+    max: int = Field(default=30, ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TrialRange:
+        if self.min > self.max:
+            raise ValueError(f"trials min ({self.min}) must not be above max ({self.max})")
+        return self
+
+    def __str__(self) -> str:
+        return f"{self.min}-{self.max} adaptive"
+
+
+TrialCount = Annotated[int, Field(ge=1, le=100)]
+_TRIAL_COUNT: TypeAdapter[int] = TypeAdapter(int)
+
+
 # --- criteria and turns ----------------------------------------------------------------
 
 
@@ -179,7 +204,8 @@ class ScriptedTurn(BaseModel):
 
 class _ScenarioBase(BaseModel):
     model_config = FROZEN
-    id: str = Field(pattern=r"^[A-Za-z0-9_.:/-]+$", max_length=128)
+    id: str = Field(pattern=r"^[A-Za-z0-9_.:/-]+(\[[A-Za-z0-9_.:/-]+\])?$", max_length=128)
+    """Letters, digits, `_ . : / -`; a scenario of a data row ends in `[row-id]`."""
     name: str | None = None
     description: str | None = None
     """What is being tested; the judge reads it as context."""
@@ -189,7 +215,8 @@ class _ScenarioBase(BaseModel):
     restrictions: list[Criterion] = Field(default_factory=list[Criterion])
     checks: list[Check] = Field(default_factory=list[Check])
     """Checks over the whole conversation (or the turn each names)."""
-    trials: int = Field(default=1, ge=1, le=100)
+    trials: TrialCount | TrialRange = 1
+    """A fixed count, or `{min, max}` for adaptive trials (`TrialRange`)."""
     threshold: Threshold = 1.0
     timeout_s: float = Field(default=600, gt=0)
     """Conversation timeout in seconds."""
@@ -207,6 +234,19 @@ class _ScenarioBase(BaseModel):
     @classmethod
     def _threshold(cls, v: Any) -> float:
         return parse_threshold(v)
+
+    @field_validator("trials", mode="wrap")
+    @classmethod
+    def _trials(cls, v: Any, handler: ValidatorFunctionWrapHandler) -> int | TrialRange:
+        """A mapping is a `TrialRange`, anything else a count: errors name one of them."""
+        if isinstance(v, dict):
+            return TrialRange.model_validate(v)
+        if isinstance(v, TrialRange):
+            return v
+        count = _TRIAL_COUNT.validate_python(v)
+        if not 1 <= count <= 100:
+            raise ValueError(f"trials must be at least 1 and at most 100, got {count}")
+        return count
 
     @field_validator("criteria", mode="before")
     @classmethod
