@@ -192,16 +192,10 @@ def _prepared(scenarios: Sequence[AnyRunnable], settings: RunSettings) -> list[A
     """`scenarios` ready to run (`_with_expected_output`).
 
     Raises:
-        UserError: `settings.parallel < 1`, duplicate scenario ids, or both a trials
-            override and `adaptive`.
+        UserError: `settings.parallel < 1`, or duplicate scenario ids.
     """
     if settings.parallel < 1:
         raise UserError(f"--parallel must be at least 1, got {settings.parallel}")
-    if settings.adaptive and settings.trials:
-        raise UserError(
-            "--trials and --adaptive cannot go together: --trials fixes the count, --adaptive "
-            "picks it (3 to 30, or a scenario's `trials: {min, max}`); drop one"
-        )
     ids = [s.id for s in scenarios]
     if len(set(ids)) != len(ids):
         repeated = sorted({i for i in ids if ids.count(i) > 1})

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from sparring.config import Settings
 
+from sparring.errors import UserError
 from sparring.prompts import Limits
 from sparring.runner.code import CodeScenario
 from sparring.scenario import (
@@ -58,6 +59,18 @@ class RunSettings:
     judge_after_failed_checks: bool = False
     no_model_reason: str | None = None
     adaptive: bool = False
+
+    def __post_init__(self) -> None:
+        """Check the settings go together.
+
+        Raises:
+            UserError: both a `trials` override and `adaptive`.
+        """
+        if self.adaptive and self.trials:
+            raise UserError(
+                "--trials and --adaptive cannot go together: --trials fixes the count, "
+                "--adaptive picks it (3 to 30, or a scenario's `trials: {min, max}`); drop one"
+            )
 
     @classmethod
     def from_settings(
