@@ -41,6 +41,11 @@ def cli() -> None:
 @click.option("--parallel", "-p", type=int, help="Trials in flight at once (default 8).")
 @click.option("--trials", type=int, help="Override every scenario's trials.")
 @click.option(
+    "--adaptive",
+    is_flag=True,
+    help="Add trials (3 to 30) only until the pass rate is clearly above or below threshold.",
+)
+@click.option(
     "--model",
     "-m",
     metavar="SPEC",

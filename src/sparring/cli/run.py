@@ -65,6 +65,7 @@ def run_command(
     fail_fast: bool,
     fail_on_skip: bool,
     live: bool | None,
+    adaptive: bool = False,
     quiet: bool = False,
     **options: Any,
 ) -> int:
@@ -90,7 +91,7 @@ def run_command(
         suites=suites,
         secrets=_secrets(settings),
         settings=RunSettings.from_settings(
-            settings, fail_fast=fail_fast, fail_on_skip=fail_on_skip
+            settings, fail_fast=fail_fast, fail_on_skip=fail_on_skip, adaptive=adaptive
         ),
         models=_resolve_models(settings),
         view=_view(live=live, quiet=quiet, stderr=output == STDOUT),
