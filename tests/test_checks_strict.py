@@ -219,6 +219,15 @@ def test_end_reason_met_when_the_conversation_ended_for_a_listed_reason() -> Non
     assert v.description == "the conversation ends with goal_achieved or user_gave_up"
 
 
+def test_end_reason_not_met_names_every_reason_it_would_take() -> None:
+    spec = {"end_reason": ["goal_achieved", "user_gave_up"]}
+    v = run(spec, convo("Hi"), end_reason="max_turns")
+    assert v.reason == (
+        "expected the conversation to end with goal_achieved or user_gave_up; it ended with "
+        "max_turns"
+    )
+
+
 def test_end_reason_not_met_says_how_it_ended() -> None:
     v = run({"end_reason": "goal_achieved"}, convo("Hi"), end_reason="max_turns")
     assert v.status == "not_met"
@@ -287,9 +296,21 @@ def test_several_empty_replies_are_all_named() -> None:
     assert v.turns == (1, 3, 4) and v.turn is None
 
 
-def test_a_turn_with_some_text_among_its_messages_is_not_empty() -> None:
-    t = Transcript(messages=(Message(role="user", content="hi"), agent(""), agent("Here you go.")))
+@pytest.mark.parametrize("parts", [("", "Here you go."), ("Here you go.", " ")])
+def test_a_turn_with_some_text_among_its_messages_is_not_empty(parts: tuple[str, str]) -> None:
+    t = Transcript(messages=(Message(role="user", content="hi"), *(agent(p) for p in parts)))
     assert empty_reply_verdict(t) is None
+
+
+def test_a_greeting_with_text_does_not_hide_an_empty_first_reply() -> None:
+    t = Transcript(messages=(agent("Welcome!"), Message(role="user", content="hi"), agent("")))
+    v = empty_reply_verdict(t)
+    assert v is not None
+    assert (v.description, v.reason) == (
+        "the agent replies at every turn",
+        "the agent sent no reply at turn 1; if an empty reply is fine in this scenario, set "
+        "`allow_empty_replies: true`",
+    )
 
 
 # --- survivors of the mutation run on checks (/tmp/mutation-baseline.md) ------------------
@@ -341,9 +362,9 @@ def test_turn_zero_is_the_greeting_and_a_negative_turn_before_it_does_not_exist(
 
 
 def test_a_long_reply_gets_the_whole_regex_budget() -> None:
-    v = run({"regex": "needle"}, convo("x" * 5_000_000))  # a few ms of honest searching
-    assert v.status == "not_met"
-    assert run({"not_regex": "needle"}, convo("x" * 5_000_000)).status == "met"
+    long = convo("a" * 3_000_000)  # about 0.1 s of honest, linear searching
+    assert run({"regex": "a{2}c"}, long).status == "not_met"
+    assert run({"not_regex": "a{2}c"}, long).status == "met"
 
 
 def test_a_regex_that_takes_too_long_says_how_to_fix_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -403,6 +424,11 @@ ITEMS = {
 @pytest.mark.parametrize("reply", ["```1```", "```\n1\n```", "```json\n1\n```", " 1 "])
 def test_json_schema_reads_fenced_json_in_every_fence_form(reply: str) -> None:
     assert run({"json_schema": INTEGER}, convo(reply)).status == "met"
+
+
+@pytest.mark.parametrize("reply", ["```\n1\nabc", "abc\n1\n```", "``````"])
+def test_a_fence_that_is_not_closed_on_both_ends_is_not_json(reply: str) -> None:
+    assert run({"json_schema": INTEGER}, convo(reply)).status == "not_met"
 
 
 def test_json_schema_names_where_the_reply_breaks_it() -> None:
