@@ -47,8 +47,8 @@ def __getattr__(name: str) -> Any:
 
 def has_settings_file(directory: Path) -> bool:
     """Whether `directory` holds sparring settings: a sparring.toml, or a pyproject.toml
-    with a `[tool.sparring]` table (or one that cannot be read, so loading it says why).
-    Cheap: plain TOML, no validation."""
+    with a `[tool.sparring]` table, or pytest-agent-eval's `[tool.agent_eval]` (or one that
+    cannot be read, so loading it says why). Cheap: plain TOML, no validation."""
     if (directory / "sparring.toml").is_file():
         return True
     pyproject = directory / "pyproject.toml"
@@ -59,7 +59,7 @@ def has_settings_file(directory: Path) -> bool:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return True
     tool = data.get("tool")
-    return isinstance(tool, dict) and "sparring" in tool
+    return isinstance(tool, dict) and ("sparring" in tool or "agent_eval" in tool)
 
 
 def find_settings_dir(start: Path) -> Path | None:

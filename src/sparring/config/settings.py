@@ -193,6 +193,15 @@ def _from_file(path: Path, *, section: tuple[str, ...]) -> tuple[dict[str, Any],
     return data, str(path)
 
 
+AGENT_EVAL_SETTINGS = ("model", "yaml_dirs")
+"""pytest-agent-eval's `[tool.agent_eval]` settings that sparring takes (below its own)."""
+
+
+def _from_agent_eval(path: Path) -> tuple[dict[str, Any], str | None]:
+    values, where = _from_file(path, section=("tool", "agent_eval"))
+    return {k: v for k, v in values.items() if k in AGENT_EVAL_SETTINGS}, where
+
+
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in _FIELDS:
@@ -258,6 +267,7 @@ def load_settings(
     origin: dict[str, str] = {}
     sources = (
         [
+            _from_agent_eval(cwd / "pyproject.toml"),
             _from_file(cwd / "sparring.toml", section=()),
             _from_file(cwd / "pyproject.toml", section=("tool", "sparring")),
         ]

@@ -12,6 +12,7 @@ import copy
 import functools
 from typing import Any
 
+from sparring.loaders.cases import case_properties
 from sparring.scenario import CHECK_TYPES, TestFile, expand_check_shorthand
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -46,6 +47,8 @@ def _schema() -> dict[str, Any]:
     test_set["properties"]["scenarios"]["items"] = {"$ref": "#/$defs/Scenario"}
     for name in (*_SCENARIO_DEFS, "ScriptedTurn"):
         _widen(defs[name]["properties"])
+    for name in _SCENARIO_DEFS:  # a scenario template over rows (sparring.loaders.cases)
+        defs[name]["properties"].update(case_properties())
     return {
         "$schema": DIALECT,
         "title": "sparring test file",

@@ -22,6 +22,8 @@ from sparring.errors import ConfigError, UserError
 from sparring.judging.should import ConditionGrammarWarning, condition_problem
 from sparring.loaders._parse import Document, Loc, is_mapping, parse_documents
 from sparring.loaders._places import allowed_keys, closest
+from sparring.loaders.cases import expand_cases
+from sparring.loaders.dialects import to_native
 from sparring.loaders.errors import Problem, config_error, validation_problems
 from sparring.loaders.files import discover_files
 from sparring.loaders.schema import test_file_json_schema
@@ -161,6 +163,11 @@ def _scenario_adapter() -> TypeAdapter[Any]:
 
 def _load_document(doc: Document, *, path: str) -> tuple[list[_Loaded], list[Problem]]:
     """Validate one document, then give each scenario its target and source."""
+    doc, trouble = to_native(doc, path=path)  # another tool's test file, by its shape
+    if not trouble:
+        doc, trouble = expand_cases(doc, path=path)  # a scenario template over rows
+    if trouble:
+        return [], trouble
     line, column = doc.position(())
     data = doc.data
     if not is_mapping(data):
