@@ -9,11 +9,13 @@ the positions of what the author wrote, so every error still names the file's ow
 
 from __future__ import annotations
 
-from sparring.loaders._parse import Document, is_mapping
-from sparring.loaders.dialects import agent_eval, plainwright
-from sparring.loaders.errors import Problem
+from typing import Any
 
-__all__ = ["dialect_of", "to_native"]
+from sparring.loaders._parse import Document, is_mapping, parse_documents
+from sparring.loaders.dialects import agent_eval, plainwright
+from sparring.loaders.errors import Problem, config_error
+
+__all__ = ["dialect_of", "native_documents", "to_native"]
 
 
 def dialect_of(doc: Document) -> str | None:
@@ -41,3 +43,35 @@ def to_native(doc: Document, *, path: str) -> tuple[Document, list[Problem]]:
     if dialect == "pytest-agent-eval":
         return agent_eval.to_native(doc, path=path)
     return doc, []
+
+
+def native_documents(text: str, *, path: str) -> list[dict[str, Any]]:
+    """Each document of another tool's test file (given as text) as native test-file data.
+
+    Raises:
+        ConfigError: the text is not YAML/JSON, a document is not a test of a known dialect
+            (a native sparring file is not converted), or a dialect problem; every problem at
+            `path:line:column`.
+    """
+    problems: list[Problem] = []
+    out: list[dict[str, Any]] = []
+    for doc in parse_documents(text, path=path):
+        if doc.data is None:
+            continue
+        if dialect_of(doc) is None:
+            problems.append(
+                Problem(
+                    path,
+                    *doc.position(()),
+                    "not a pytest-agent-eval transcript (`turns:` with `expect:`) or a "
+                    "Plainwright conversation test (`config:`); a sparring test file needs no "
+                    "converting",
+                )
+            )
+            continue
+        native, trouble = to_native(doc, path=path)
+        problems += trouble
+        out.append(native.data)
+    if problems or not out:
+        raise config_error(problems or [Problem(path, None, None, "the file is empty")])
+    return out
