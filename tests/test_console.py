@@ -87,7 +87,9 @@ def test_plain_mode_prints_one_line_per_event_and_the_summary() -> None:
         "⚠ refund: trial 3/3 timed out (timeout, 1 turn, 0.0 s): conversation exceeded 600 s"
     ) in lines
     assert "⏭ nomodel: trial 2/2 skipped (skipped, 0 turns, 0.0 s)" in lines
-    assert ("■ refund: failed, pass rate 33.3% (1 of 3 passed, needs 3; threshold 80%)") in lines
+    assert (
+        "■ refund: failed, pass rate 33.3% [6%, 79%] (1 of 3 passed, needs 3; threshold 80%)"
+    ) in lines
     assert "  pipes #1 t1 agent (40 ms): Done <script> [tools: lookup]" in lines
     assert "  pipes #1 t1 user: a | b second line" in lines
 
@@ -103,7 +105,7 @@ def test_summary_lists_failures_errors_skips_once_and_the_exit_code() -> None:
     assert [c.strip() for c in row.split("│")[1:-1]] == [
         "refund",
         "✘ failed",
-        "33.3%",
+        "33.3% [6%, 79%]",
         "1 of 3 (needs 3)",
         "80%",
     ]
@@ -120,7 +122,7 @@ def test_summary_lists_failures_errors_skips_once_and_the_exit_code() -> None:
     assert f"⏭ skipped 2 trials and 1 verdict: {NO_MODEL}" in summary
     assert (
         "4 scenarios (1 failed, 1 error, 1 skipped, 1 passed) · 7 trials (2 passed, "
-        "1 failed, 1 timed out, 1 error, 2 skipped) · 4.3 s"
+        "1 failed, 1 timed out, 1 error, 2 skipped) · pass rate 2/5 passed, 40% [12%, 77%] · 4.3 s"
     ) in summary
     assert summary.rstrip().endswith(
         "exit code 1: at least one scenario failed: the agent did not meet its criteria"

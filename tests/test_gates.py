@@ -34,7 +34,7 @@ def test_skipped_members_do_not_count_and_two_thirds_meets_a_066_threshold() -> 
     assert (gate.passed, gate.ran, gate.skipped, gate.failures) == (2, 3, 1, ("a.yaml::three",))
     assert gate.met and report.overrides_exit_code
     assert report.lines() == [
-        "booking: 2/3 passed (66.7%), 1 skipped, 66% required (needs 2 of 3): PASSED",
+        "booking: 2/3 passed, 66.7% [21%, 94%], 1 skipped, 66% required (needs 2 of 3): PASSED",
         "  failed: a.yaml::three",
         "exit code overridden to 0: every gate is met and every failed test belongs to a group",
     ]
@@ -47,7 +47,7 @@ def test_a_group_whose_members_all_skipped_fails_but_changes_no_exit_code_0() ->
     assert not report.gates[0].met
     assert not report.tests_failed and not report.overrides_exit_code
     assert report.lines() == [
-        "g: 0/0 passed (-), 1 skipped, 100% required: FAILED",
+        "g: 0/0 passed, 1 skipped, 100% required: FAILED",
         "  nothing ran (1 member, all skipped): a gate over tests that did not run is not met",
         "no test failed, so the gates change nothing",
     ]
@@ -95,7 +95,7 @@ def test_a_must_pass_entry_that_matches_no_test_fails_the_gate_and_names_close_o
     assert [pin.status for pin in report.gates[0].must_pass] == ["no match", "no match"]
     assert not report.gates[0].met and not report.overrides_exit_code
     assert report.lines() == [
-        "booking: 1/2 passed (50%), 50% required (needs 1 of 2): FAILED",
+        "booking: 1/2 passed, 50% [9%, 91%], 50% required (needs 1 of 2): FAILED",
         "  failed: a.yaml::cancel_slot",
         "  must_pass: confirm_slott matched no test of this session; did you mean 'confirm_slot'?",
         "  must_pass: zzz matched no test of this session; check its spelling (a node id, test "

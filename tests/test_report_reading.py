@@ -98,7 +98,7 @@ def _failing() -> ScenarioResult:
 
 def test_markdown_puts_failures_first_in_the_table_and_the_sections() -> None:
     md = render_markdown(_run(_passed("ok"), _failing(), _passed("fine")))
-    rows = [line.split(" | ")[0] for line in md.splitlines() if line.startswith("| ")][2:]
+    rows = [line.split(" | ")[0] for line in md.splitlines() if line.startswith("| ")][2:5]
     assert rows == ["| card", "| ok", "| fine"]
     assert md.index("## ❌ card") < md.index("## ✅ ok") < md.index("## ✅ fine")
 
@@ -141,7 +141,7 @@ def test_a_tolerated_failure_is_noted_once_in_junit() -> None:
 def test_reports_say_what_a_threshold_needs() -> None:
     run = _run(_failing())
     md = render_markdown(run)
-    assert "pass rate 0% (0 of 3 passed, needs 2) · threshold 66%" in md
+    assert "pass rate 0% [0%, 56%] (0 of 3 passed, needs 2) · threshold 66%" in md
     out = io.StringIO()
     console = Console(file=out, width=300)
     with ConsoleView(console=console, live=False) as view:
@@ -158,7 +158,7 @@ def test_pass_hat_k_is_explained_where_it_is_shown() -> None:
 
 def test_markdown_shows_the_scenario_labels() -> None:
     md = render_markdown(_run(_failing()))
-    assert "| card | scripted | 3 | 0 | 0% | 66% | ❌ failed | safety, pci |" in md
+    assert "| card | scripted | 3 | 0 | 0% [0%, 56%] | 66% | ❌ failed | safety, pci |" in md
     assert "tags `safety`, `pci` · category `payments` · topic `cards` · behavior `refuses`" in md
     assert "> The agent never asks for card details." in md
 

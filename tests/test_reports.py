@@ -435,16 +435,20 @@ def test_markdown_summary_table() -> None:
     assert md.startswith("# sparring run, 2024-05-01 12:00 UTC\n")
     assert "❌ **exit code 1**" in md
     assert "| Scenario | Kind | Trials | Passed | Pass rate | Threshold | Status | Tags |" in md
-    assert ("| Refund flow (refund) | simulated | 3 | 1 | 33.3% | 80% | ❌ failed |  |") in md
-    assert "| faq | single_turn | 1 | 0 | 0% | 100% | ⚠️ error |  |" in md
+    assert (
+        "| Refund flow (refund) | simulated | 3 | 1 | 33.3% [6%, 79%] | 80% | ❌ failed |  |"
+    ) in md
+    assert "| faq | single_turn | 1 | 0 | 0% [0%, 79%] | 100% | ⚠️ error |  |" in md
     assert "| Needs a model (nomodel) | simulated | 2 | 0 | - | 50% | ⏭ skipped |  |" in md
-    assert "| pipes\\|name (pipes) | scripted | 1 | 1 | 100% | 100% | ✅ passed |  |" in md
+    assert (
+        "| pipes\\|name (pipes) | scripted | 1 | 1 | 100% [21%, 100%] | 100% | ✅ passed |  |" in md
+    )
 
 
 def test_markdown_trials_verdicts_and_transcripts() -> None:
     md = render_markdown(sample_run())
     refund = md[md.index("## ❌ Refund flow") : md.index("- Trial 1 of 3")]
-    assert "pass rate 33.3% (1 of 3 passed, needs 3) · threshold 80%" in refund
+    assert "pass rate 33.3% [6%, 79%] (1 of 3 passed, needs 3) · threshold 80%" in refund
     problems = [line for line in refund.splitlines() if line.startswith("- ")]
     assert problems[0] == "- trial 3: ⚠️ timed out: conversation exceeded 600 s"
     assert problems[1].startswith("- trial 2: ❌ **c1** The assistant apologises: Said sorry")

@@ -31,6 +31,7 @@ from typing import Literal
 
 from sparring.config import GroupGate
 from sparring.reports import percent, plural
+from sparring.reports.rates import rate_text
 from sparring.results import RunResult, ScenarioResult, passes_needed
 
 Outcome = Literal["passed", "failed", "skipped"]
@@ -121,11 +122,11 @@ class GateResult:
         if not self.rated:
             head = f"{self.name}: must_pass only: {verdict}"
         else:
-            rate = percent(self.passed / self.ran) if self.ran else "-"
+            rate = rate_text(self.passed, self.ran)
             skipped = f", {self.skipped} skipped" if self.skipped else ""
             needs = f" (needs {self.needed} of {self.ran})" if self.ran else ""
             head = (
-                f"{self.name}: {self.passed}/{self.ran} passed ({rate}){skipped}, "
+                f"{self.name}: {rate}{skipped}, "
                 f"{percent(self.threshold)} required{needs}: {verdict}"
             )
         out = [head, *([f"  {self.nothing_ran}"] if self.nothing_ran else [])]
@@ -228,7 +229,7 @@ def evaluate(
 
 def run_records(result: RunResult) -> list[TestRecord]:
     """One record per scenario of a `sparring run`: `passed` when the scenario passed,
-    `failed` when it failed or errored (an error is never a pass), else `skipped`
+    `failed` when it failed, errored or stayed `undecided` (neither is a pass), else `skipped`
     (skipped, not run, `invalid`: the agent was not tested). Known as its id and name."""
     return [
         TestRecord(
@@ -255,7 +256,7 @@ def _outcome(scenario: ScenarioResult) -> Outcome:
     status = scenario.status
     if status == "passed":
         return "passed"
-    return "failed" if status in ("failed", "error") else "skipped"
+    return "failed" if status in ("failed", "error", "undecided") else "skipped"
 
 
 def _is_member(test: TestRecord, gate: GroupGate) -> bool:

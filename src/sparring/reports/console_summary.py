@@ -31,6 +31,7 @@ from sparring.reports.outcome import (
     trial_ranges,
     verdict_what,
 )
+from sparring.reports.rates import rate_text, run_counts, with_interval
 from sparring.results import RunResult, ScenarioResult, Verdict
 
 SYMBOLS = {
@@ -41,6 +42,7 @@ SYMBOLS = {
     "skipped": "⏭",
     "not_run": "⏭",
     "invalid": "⊘",
+    "undecided": "?",
     "interrupted": "⚠",
     "start": "▶",
     "scenario": "■",
@@ -54,6 +56,7 @@ ASCII = {
     "skipped": "-",
     "not_run": "-",
     "invalid": "?",
+    "undecided": "?",
     "interrupted": "!",
     "start": ">",
     "scenario": "#",
@@ -71,6 +74,7 @@ STYLE: dict[str, str] = {
     "skipped": "dim",
     "not_run": "dim",
     "invalid": "magenta",
+    "undecided": "yellow",
     "interrupted": "yellow",
 }
 """rich styles of statuses."""
@@ -100,7 +104,7 @@ def scenario_line(s: ScenarioResult, sym: dict[str, str]) -> Text:
     counts = f"{s.passed_trials} of {out_of} passed, needs {passes}; " if out_of else ""
     line = (
         f"{sym['scenario']} {s.scenario_id}: {status_text(status)}, pass rate "
-        f"{shown_pass_rate(s)} ({counts}threshold {percent(s.threshold)})"
+        f"{with_interval(shown_pass_rate(s), s)} ({counts}threshold {percent(s.threshold)})"
     )
     return Text(line, style=f"bold {STYLE[status]}")
 
@@ -185,7 +189,7 @@ def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
         table.add_row(
             Text(s.scenario_id, overflow="fold"),
             Text(status, style=STYLE[shown]),
-            shown_pass_rate(s),
+            with_interval(shown_pass_rate(s), s),
             f"{s.passed_trials} of {out_of} (needs {passes})" if out_of else "-",
             percent(s.threshold),
         )
@@ -244,4 +248,6 @@ def _totals(result: RunResult) -> str:
     total_trials = sum(trials.values())
     text = f"{plural(len(result.scenarios), 'scenario')} ({scenario_part or 'none'})"
     text += f" · {plural(total_trials, 'trial')} ({trial_part or 'none'})"
+    if any(s.counted for s in result.scenarios):
+        text += f" · pass rate {rate_text(*run_counts(result))}"
     return text + f" · {result.duration_ms / 1000:.1f} s"

@@ -1,7 +1,8 @@
 """The canonical JSON report: `RunResult.report_dict()`, versioned, UTF-8, indented.
 
 Keys keep the schema's field order (stable across runs); derived numbers (per-scenario
-status, pass rate, pass^k, per-trial failure ids, counts, exit code) sit beside the data.
+status, pass rate, pass^k, per-trial failure ids, counts, exit code; 95% Wilson intervals of
+the scenario, run and per-criterion pass rates, `sparring.reports.rates`) sit beside the data.
 `load_json` reads a report back into a `RunResult`, so other formats can be rendered, and
 runs re-scored, from the file alone.
 """
@@ -16,12 +17,14 @@ from pydantic import BaseModel, ValidationError
 
 from sparring.errors import UserError
 from sparring.reports import write_report_text
+from sparring.reports.rates import add_intervals
 from sparring.results import SCHEMA_VERSION, RunResult, ScenarioResult, TrialResult
 
 
 def render_json(result: RunResult) -> str:
     """The JSON report text: 2-space indented, non-ASCII kept as is, ending with a newline."""
-    return json.dumps(result.report_dict(), ensure_ascii=False, indent=2) + "\n"
+    data = add_intervals(result.report_dict(), result)
+    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
 
 
 def write_json(result: RunResult, path: Path) -> None:

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from sparring.reports import one_line, percent, why_not_run, write_report_text
 from sparring.reports.outcome import passed_text, verdict_what
+from sparring.reports.rates import interval_text
 from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict, usage_totals
 
 _XML_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -120,6 +121,7 @@ def _properties(scenario: ScenarioResult) -> ET.Element:
         "status": scenario.status,
         "threshold": percent(scenario.threshold),
         "pass_rate": percent(scenario.pass_rate),
+        "pass_rate_interval": interval_text(scenario.passed_trials, len(scenario.counted)),
         "trials": str(len(scenario.trials)),
         "source": scenario.source or "",
     }
@@ -223,7 +225,8 @@ def _threshold_case(scenario: ScenarioResult) -> ET.Element:
         _outcome(
             case,
             "failure",
-            f"pass rate {percent(scenario.pass_rate)} is below the "
+            f"pass rate {percent(scenario.pass_rate)} "
+            f"{interval_text(passed, len(counted))} is below the "
             f"threshold {percent(scenario.threshold)}: {passed_text(scenario)}",
             kind="threshold",
         )
@@ -233,6 +236,15 @@ def _threshold_case(scenario: ScenarioResult) -> ET.Element:
             "error",
             "the threshold is undecided: trials that errored, timed out, never ran or "
             "were invalid (the simulated user failed) could have made the difference",
+            kind="threshold",
+        )
+    elif status == "undecided":
+        _outcome(
+            case,
+            "error",
+            f"the threshold is undecided: after {len(scenario.trials)} trials (the most "
+            f"allowed) the 95% interval {interval_text(passed, len(counted))} of the pass rate "
+            f"still holds the threshold {percent(scenario.threshold)}",
             kind="threshold",
         )
     elif status in ("skipped", "not_run"):

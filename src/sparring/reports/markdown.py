@@ -47,6 +47,7 @@ from sparring.reports.outcome import (
     trial_ranges,
     verdict_what,
 )
+from sparring.reports.rates import criterion_rates, rate_text, run_counts, with_interval
 from sparring.results import ReplyNote, RunResult, ScenarioResult, TrialResult, Verdict, pass_hat_k
 from sparring.transcript import Message, Transcript
 
@@ -61,6 +62,7 @@ STATUS_ICON: dict[str, str] = {
     "not_run": "⏭",
     "interrupted": "⚠️",
     "invalid": "⛔",
+    "undecided": "❔",
 }
 _STATUS_TEXT = {"not_met": "not met", "timed_out": "timed out", "not_run": "not run"}
 
@@ -174,6 +176,7 @@ def _header(result: RunResult, exit_status: tuple[int, str] | None) -> list[str]
         f"run `{_inline(result.run_id)}`",
         plural(len(result.scenarios), "scenario"),
         plural(trials, "trial"),
+        f"pass rate {rate_text(*run_counts(result))}",
         f"{result.duration_ms / 1000:.1f} s",
     ]
     if not result.models:  # a report without the models' settings names them at least
@@ -234,7 +237,7 @@ def _summary_table(scenarios: list[ScenarioResult]) -> list[str]:
             s.kind,
             str(len(s.trials)),
             str(s.passed_trials),
-            shown_pass_rate(s),
+            with_interval(shown_pass_rate(s), s),
             percent(s.threshold),
             _status(shown_status(s)),
             ", ".join(s.tags),
@@ -260,6 +263,7 @@ def _scenario_section(s: ScenarioResult, why_not_run: str, *, max_chars: int) ->
     ]
     if s.description:
         out += [f"> {_text(one_line(s.description, 1000))}", ""]
+    out += _criterion_table(s)
     listed = problems(s)
     out.extend(line for problem in listed for line in _problem_lines(problem))
     if listed:
@@ -279,7 +283,7 @@ def _facts(s: ScenarioResult) -> list[str]:
     facts = [
         f"`{_inline(s.scenario_id)}`",
         s.kind,
-        f"pass rate {shown_pass_rate(s)} ({passed_text(s)})",
+        f"pass rate {with_interval(shown_pass_rate(s), s)} ({passed_text(s)})",
         f"threshold {percent(s.threshold)}",
     ]
     if s.invalid_trials:  # apart: not the agent's failure, not in the pass rate
@@ -294,6 +298,20 @@ def _facts(s: ScenarioResult) -> list[str]:
     if len(hat) > 1:
         facts.append(f"{PASS_HAT_K}: " + ", ".join(f"k={k}: {v:.2f}" for k, v in hat.items()))
     return facts
+
+
+def _criterion_table(s: ScenarioResult) -> list[str]:
+    """Each criterion, `should` and check: met in how many of the trials that decided it,
+    with the 95% interval (a flaky one shows); nothing for a single trial."""
+    rates = criterion_rates(s) if len(s.trials) > 1 else []
+    rows = [
+        f"| `{_inline(c.id)}` | {c.kind} | {_cell(one_line(c.description, 120))} | "
+        f"{rate_text(c.met, c.decided).replace(' passed', ' met')} |"
+        for c in rates
+    ]
+    if not rows:
+        return []
+    return ["| Id | Kind | What | Met across trials |", "| --- | --- | --- | --- |", *rows, ""]
 
 
 def _problem_lines(problem: Problem) -> list[str]:

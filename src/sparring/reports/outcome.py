@@ -89,10 +89,15 @@ def exit_causes(result: RunResult) -> str:
     by_status: dict[str, dict[str, list[str]]] = {}
     for s in result.scenarios:
         status = s.status
-        if status in ("error", "invalid", "not_run"):
+        if status in ("error", "invalid", "not_run", "undecided"):
             cause = _cause(s, why_not_run(result))
             by_status.setdefault(status, {}).setdefault(cause, []).append(s.scenario_id)
-    words = {"error": "errored", "invalid": "invalid", "not_run": "not run"}
+    words = {
+        "error": "errored",
+        "invalid": "invalid",
+        "not_run": "not run",
+        "undecided": "undecided",
+    }
     parts = [
         f"{plural(sum(map(len, causes.values())), 'scenario')} {words[status]}: "
         + ", ".join(f"{cause} ({_ids(ids)})" for cause, ids in causes.items())
@@ -114,6 +119,8 @@ def _cause(scenario: ScenarioResult, why_not_run: str) -> str:
     """The first reason `scenario` stayed undecided, in a few words."""
     if scenario.status == "invalid":
         return "the simulated user failed"
+    if scenario.status == "undecided":
+        return f"{len(scenario.trials)} trials left the pass rate's 95% interval around threshold"
     trial = next((t for t in scenario.trials if t.status in ("error", "timed_out")), None)
     if trial is None:
         return "not run" if not scenario.trials else f"cut short: {why_not_run}"
