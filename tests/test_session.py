@@ -387,3 +387,23 @@ async def test_outside_a_run_the_judge_and_the_record_never_see_secret_values(
     assert isinstance(log, TrialLog)
     assert secret not in log.transcript.model_dump_json()
     assert log.transcript.messages[-1].content == "your key is ***"
+
+
+def test_a_session_outside_a_run_keeps_its_verdicts_with_secrets_masked() -> None:
+    from sparring.results import Verdict
+
+    log = TrialLog(scrub=lambda text: text.replace("tok-s3cret", "***"))
+    log.add_verdicts(
+        [
+            Verdict(
+                id="t1.check1",
+                kind="check",
+                description='not_contains "tok-s3cret"',
+                status="not_met",
+                reason="turn 1 said: your token is tok-s3cret",
+                evidence=("tok-s3cret",),
+            )
+        ]
+    )
+    kept = log.verdicts[0].model_dump_json()
+    assert "tok-s3cret" not in kept and "***" in kept

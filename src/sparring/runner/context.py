@@ -54,6 +54,20 @@ class Recorder(Protocol):
         ...
 
 
+def masked_verdict(verdict: Verdict, scrub: Callable[[str], str] | None) -> Verdict:
+    """`verdict` with secrets masked in its description, reason and evidence (checks quote
+    what the agent really said, which may hold a secret it echoed)."""
+    if scrub is None:
+        return verdict
+    return verdict.model_copy(
+        update={
+            "description": scrub(verdict.description),
+            "reason": scrub(verdict.reason),
+            "evidence": tuple(scrub(e) for e in verdict.evidence),
+        }
+    )
+
+
 @dataclass
 class TrialLog:
     """A `Recorder` that keeps everything in memory, for sessions outside a run.
@@ -72,8 +86,8 @@ class TrialLog:
         self.transcript = self.transcript.with_message(self._kept(message))
 
     def add_verdicts(self, verdicts: Sequence[Verdict], /) -> None:
-        """Append to `verdicts`."""
-        self.verdicts.extend(verdicts)
+        """Append to `verdicts`, secrets masked."""
+        self.verdicts.extend(masked_verdict(v, self.scrub) for v in verdicts)
 
     def add_subtest(self, subtest: SubtestResult, /) -> None:
         """Append to `subtests`, its transcript's secrets masked."""

@@ -44,6 +44,7 @@ from sparring.runner.context import (
     ConditionsNotMet,
     ConditionsUndecided,
     TrialContext,
+    masked_verdict,
 )
 from sparring.runner.settings import REPLY_TIMEOUT_HINT, AnyRunnable, RunSettings
 from sparring.scenario import (
@@ -110,7 +111,7 @@ class _TrialState:
         """Keep `verdicts` with secrets masked: a check's reason and evidence quote what the
         agent really said."""
         for v in verdicts:
-            v = _masked(v, self.ctx.scrub)
+            v = masked_verdict(v, self.ctx.scrub)
             self.verdicts.append(v)
             self.ctx.observer(VerdictAdded(self.scenario.id, self.trial, v))
 
@@ -401,19 +402,6 @@ def _assertion_text(error: AssertionError) -> str:
 
 def _scrubbed(text: str, scrub: Callable[[str], str] | None) -> str:
     return scrub(text) if scrub is not None else text
-
-
-def _masked(verdict: Verdict, scrub: Callable[[str], str] | None) -> Verdict:
-    """`verdict` with secrets masked in its description, reason and evidence."""
-    if scrub is None:
-        return verdict
-    return verdict.model_copy(
-        update={
-            "description": scrub(verdict.description),
-            "reason": scrub(verdict.reason),
-            "evidence": tuple(scrub(e) for e in verdict.evidence),
-        }
-    )
 
 
 Outcome = tuple[TrialStatus, EndReason, str | None]
