@@ -8,8 +8,10 @@ import subprocess
 import click
 
 
-def demo_agent_command(*, host: str, port: int, command: tuple[str, ...]) -> int:
-    """Serve the demo agent on `host:port`.
+def demo_agent_command(
+    *, host: str, port: int, command: tuple[str, ...], vulnerable: bool = False
+) -> int:
+    """Serve the demo agent on `host:port` (the weak red-team mode with `vulnerable`).
 
     Without `command`, serve until Ctrl-C and return 0. With it, start the server in the
     background, run `command`, stop the server and return the command's exit code.
@@ -18,7 +20,7 @@ def demo_agent_command(*, host: str, port: int, command: tuple[str, ...]) -> int
 
     args = list(command[1:] if command[:1] == ("--",) else command)
     try:
-        server = DemoServer(host=host, port=port)
+        server = DemoServer(host=host, port=port, vulnerable=vulnerable)
         server.start()
     except OSError as e:
         click.secho(listen_error(host, port, e), fg="red", err=True)

@@ -169,6 +169,40 @@ def convert(files: tuple[str, ...], out_dir: str, force: bool) -> None:
     sys.exit(convert_command(files=files, out_dir=out_dir, force=force))
 
 
+@cli.command(epilog="Exit codes as for `sparring run`: 1 means an attack succeeded.")
+@click.argument("file", type=click.Path())
+@click.option("--plugins", metavar="A,B", help="Attack plugins (default: all), e.g. pii_leak.")
+@click.option(
+    "--strategies", metavar="A,B", help="Strategies (default: all), e.g. plain,base64,crescendo."
+)
+@click.option("--attempts", type=int, help="Attempts (trials) per attack (default 1).")
+@click.option("--model", "-m", metavar="SPEC", help="Model for crescendo attacker and judge.")
+@click.option("--user-model", metavar="SPEC", help="Model for the crescendo attacker only.")
+@click.option("--judge-model", metavar="SPEC", help="Model for the judge only.")
+@click.option("--base-url", metavar="URL", help="Endpoint of openai-compatible: models.")
+@click.option("--parallel", "-p", type=int, help="Trials in flight at once (default 8).")
+@click.option("--output", "-o", type=click.Path(allow_dash=True), help="Write the JSON report.")
+@click.option("--junit", type=click.Path(), help="Write a JUnit XML report here.")
+@click.option("--markdown", type=click.Path(), help="Write a Markdown report here.")
+@click.option("--html", type=click.Path(), help="Write the HTML report here.")
+@click.option("--report", type=click.Path(), help="Write the red-team summary (Markdown) here.")
+@click.option("--secrets-file", type=click.Path(), help="NAME=value file for {{secrets.NAME}}.")
+@click.option("--live/--no-live", default=None, help="Live view (default: on a terminal).")
+@click.option("--quiet", "-q", is_flag=True, help="One line per attack, then the summary.")
+@click.option("--no-store", is_flag=True, help="Do not keep the run in the results store.")
+def redteam(**options: Any) -> None:
+    """Attack the target in FILE: prompt injection, jailbreaks, leaks of the system prompt,
+    canaries and personal data, off-topic requests.
+
+    FILE holds `target:` and optionally `redteam: {canaries, policy, plugins, strategies,
+    objective}`, or `scenarios:` with `kind: red_team` ones. Templated attacks need no model;
+    crescendo escalations and judge-decided attacks need --model.
+    """
+    from sparring.cli.redteam import redteam_command
+
+    sys.exit(redteam_command(**options))
+
+
 @cli.command()
 def schema() -> None:
     """Print the JSON Schema of test files (for editors and linters)."""
@@ -197,15 +231,20 @@ def init(directory: str) -> None:
 @cli.command("demo-agent", context_settings={"ignore_unknown_options": True})
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8787, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--vulnerable",
+    is_flag=True,
+    help="A deliberately weak mode for red-team demos: it leaks a canary under one injection.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def demo_agent(host: str, port: int, command: tuple[str, ...]) -> None:
+def demo_agent(host: str, port: int, vulnerable: bool, command: tuple[str, ...]) -> None:
     """Serve the bundled demo support agent; with `-- COMMAND`, run it then stop.
 
     Example: sparring demo-agent --port 8787 -- sparring run examples/
     """
     from sparring.cli.demo import demo_agent_command
 
-    sys.exit(demo_agent_command(host=host, port=port, command=command))
+    sys.exit(demo_agent_command(host=host, port=port, command=command, vulnerable=vulnerable))
 
 
 cli.add_command(history.runs)

@@ -67,9 +67,13 @@ def run_command(
     live: bool | None,
     adaptive: bool = False,
     quiet: bool = False,
+    given: list[AnyScenario] | None = None,
+    on_result: Callable[[RunResult], None] | None = None,
     **options: Any,
 ) -> int:
-    """Body of `sparring run`; returns the exit code (see `sparring.cli.main`).
+    """Body of `sparring run`; returns the exit code (see `sparring.cli.main`). `given`
+    scenarios are run instead of loading `paths` (`sparring redteam`); `on_result` sees the
+    result after the summary.
 
     Raises:
         UserError: bad test files, settings, model specs or targets (exit code 2).
@@ -80,7 +84,9 @@ def run_command(
     paths, pattern, tags, settings = call.paths, call.pattern, call.tags, call.settings
     files = {"JSON": output, "JUnit": junit, "Markdown": markdown, "HTML": html, "xlsx": xlsx}
     reports = report_paths(files | {"CSV zip": csv_zip})
-    scenarios, suites = _load(paths or _default_paths(), pattern=pattern, settings=settings)
+    scenarios, suites = _load(
+        paths or _default_paths(), pattern=pattern, settings=settings, given=given
+    )
     scenarios, code = _select(scenarios, suites, pattern=pattern, tags=tags)
     if list_only:
         _print_list([*scenarios, *code], trials=settings.trials)
@@ -102,6 +108,8 @@ def run_command(
     call.recording.close(result)
     exit_status, gate_lines = gate_outcome(result, settings)
     plan.view.summary(result, gate_lines=gate_lines, exit_status=exit_status)
+    if on_result is not None:
+        on_result(result)
     written = write_reports(result, reports, exit_status=exit_status, gate_lines=gate_lines)
     _after_run(result, previous)
     if not written and result.exit_code != 130:
@@ -211,22 +219,31 @@ def _after_run(result: RunResult, previous: dict[signal.Signals, Any]) -> None:
 
 
 def _load(
-    paths: tuple[str, ...], *, pattern: str | None, settings: Settings
+    paths: tuple[str, ...],
+    *,
+    pattern: str | None,
+    settings: Settings,
+    given: list[AnyScenario] | None = None,
 ) -> tuple[list[AnyScenario], SuiteRun]:
-    """YAML scenarios (filtered by `pattern`) and the Python test files' suites (their
-    models connected with `settings`)."""
+    """YAML scenarios (filtered by `pattern`; `red_team` ones expanded into attacks), or
+    the `given` ones, and the Python test files' suites (their models connected with
+    `settings`)."""
     from sparring.authoring.suite import SuiteRun
     from sparring.judging.should import ConditionGrammarWarning
     from sparring.loaders.files import split_paths
     from sparring.loaders.python import load_suites
     from sparring.loaders.yaml import load_paths
+    from sparring.redteam import expand_red_team
 
+    if given is not None:
+        return given, SuiteRun([], settings=settings)
     yaml_files, py_files = split_paths(paths)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConditionGrammarWarning)
         scenarios = load_paths(yaml_files, pattern=pattern) if yaml_files else []
     for w in caught:  # e.g. a `should` that is not a verb phrase, at its file:line
         click.secho(f"warning: {w.filename}:{w.lineno}: {w.message}", fg="yellow", err=True)
+    scenarios = expand_red_team(scenarios)
     return scenarios, SuiteRun(load_suites(py_files, named=paths), settings=settings)
 
 

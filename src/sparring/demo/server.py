@@ -89,19 +89,31 @@ class DemoServer:
         host: Interface to bind; keep the default (loopback) unless you mean to expose it.
         port: TCP port; 0 picks a free one (read it back from `port` or `url`).
         log_requests: Print one line per request to stderr.
+        vulnerable: Serve the deliberately weak mode on `/chat` and `/v1/chat/completions`
+            (it leaks a canary under one injection; see `respond`).
 
     Raises:
         OSError: the port is taken or the host cannot be bound.
     """
 
     def __init__(
-        self, *, host: str = "127.0.0.1", port: int = 0, log_requests: bool = False
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        log_requests: bool = False,
+        vulnerable: bool = False,
     ) -> None:
         self._parlant = ParlantApi()
         handler = type(
             "Handler",
             (_Handler,),
-            {"log_requests": log_requests, "parlant": self._parlant, "a2a": A2AApi()},
+            {
+                "log_requests": log_requests,
+                "parlant": self._parlant,
+                "a2a": A2AApi(),
+                "vulnerable": vulnerable,
+            },
         )
         self._httpd = _Server((host, port), handler)
         self._thread: threading.Thread | None = None
@@ -333,6 +345,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "sparring-demo"
     disable_nagle_algorithm = True  # small replies otherwise wait ~40 ms for delayed ACKs
     log_requests = False
+    vulnerable = False
     parlant: ParlantApi
     a2a: A2AApi
 
@@ -407,10 +420,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def _chat(self, body: Any) -> None:
-        self._json(200, chat_payload(respond(chat_history(body))))
+        self._json(200, chat_payload(respond(chat_history(body), vulnerable=self.vulnerable)))
 
     def _chat_stream(self, body: Any) -> None:
-        reply = respond(chat_history(body))
+        reply = respond(chat_history(body), vulnerable=self.vulnerable)
         events: list[dict[str, Any]] = [{"delta": p} for p in text_chunks(reply.reply)]
         events.append({"tool_calls": reply.tool_calls, "handover": reply.handover})
         self._sse(events)
@@ -420,7 +433,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _openai(self, body: Any) -> None:
         history = openai_history(body)
-        reply = respond(history)
+        reply = respond(history, vulnerable=self.vulnerable)
         model = str(body.get("model") or "demo")
         if body.get("stream"):
             self._sse(_openai_stream_events(reply, model=model))

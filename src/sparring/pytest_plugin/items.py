@@ -46,10 +46,11 @@ class ScenarioFile(pytest.File):
         """Load the file; a bad file is a collection error listing `path:line: problem`s."""
         from sparring.errors import UserError
         from sparring.loaders.yaml import load_paths
+        from sparring.redteam import expand_red_team
         from sparring.scenario import SimulatedScenario
 
         try:
-            scenarios = load_paths([os.path.relpath(self.path)])
+            scenarios = expand_red_team(load_paths([os.path.relpath(self.path)]))
         except UserError as e:
             raise self.CollectError(str(e)) from None
         state = plugin_state(self.config)

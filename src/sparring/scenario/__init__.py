@@ -40,6 +40,7 @@ from sparring.scenario.kinds import (
     scenario_kind,
     unseen_tool_calls,
 )
+from sparring.scenario.red_team import RedTeamScenario, RedTeamSettings
 
 __all__ = [
     "AnyScenario",
@@ -57,6 +58,8 @@ __all__ = [
     "LatencyBelowCheck",
     "NotContainsCheck",
     "NotRegexCheck",
+    "RedTeamScenario",
+    "RedTeamSettings",
     "RegexCheck",
     "Scenario",
     "ScriptedScenario",

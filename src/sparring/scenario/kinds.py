@@ -444,22 +444,27 @@ def scenario_kind(value: Any) -> str:
     return getattr(value, "kind", "simulated")
 
 
+# imported here, not at the top: it builds on `_ScenarioBase`
+from sparring.scenario.red_team import RedTeamScenario  # noqa: E402
+
 Scenario = Annotated[
     Annotated[SimulatedScenario, Tag("simulated")]
     | Annotated[ScriptedScenario, Tag("scripted")]
-    | Annotated[SingleTurnScenario, Tag("single_turn")],
+    | Annotated[SingleTurnScenario, Tag("single_turn")]
+    | Annotated[RedTeamScenario, Tag("red_team")],
     Discriminator(
         scenario_kind,
         custom_error_type="scenario_kind",
-        custom_error_message="`kind` is one of: simulated, scripted, single_turn",
+        custom_error_message="`kind` is one of: simulated, scripted, single_turn, red_team",
     ),
 ]
-AnyScenario = SimulatedScenario | ScriptedScenario | SingleTurnScenario
+AnyScenario = SimulatedScenario | ScriptedScenario | SingleTurnScenario | RedTeamScenario
+"""A `red_team` scenario is expanded into attacks (`sparring.redteam`) before a run."""
 
 
 def has_something_to_check(scenario: AnyScenario) -> bool:
     """True when the scenario has at least one criterion, check, `should` or expected output."""
-    if scenario.all_criteria or scenario.checks:
+    if scenario.all_criteria or scenario.checks or isinstance(scenario, RedTeamScenario):
         return True
     if isinstance(scenario, ScriptedScenario):
         return any(t.checks or t.should for t in scenario.turns)

@@ -1,0 +1,144 @@
+"""`sparring redteam FILE`: attack the target in FILE with the built-in library, run the
+attacks like any scenarios (reports, store, exit codes), then print what they found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from pydantic import BaseModel, ValidationError
+
+from sparring.errors import UserError
+from sparring.scenario import AnyScenario, RedTeamScenario, RedTeamSettings
+from sparring.scenario.red_team import PLUGINS, STRATEGIES
+from sparring.target_specs import FROZEN, TargetSpec
+
+_EXAMPLE = (
+    'target: {url: "http://127.0.0.1:8787/chat", response_path: reply}\n'
+    "redteam: {canaries: [NW-STAFF-7731]}"
+)
+
+
+class _RedTeamFile(BaseModel):
+    """A file holding `target:` and, optionally, `redteam:`."""
+
+    model_config = FROZEN
+    target: TargetSpec
+    redteam: RedTeamSettings = RedTeamSettings()
+
+
+def redteam_command(
+    *,
+    file: str,
+    plugins: str | None,
+    strategies: str | None,
+    attempts: int | None,
+    report: str | None,
+    **options: Any,
+) -> int:
+    """Body of `sparring redteam`; returns the exit code of the run (1 when an attack
+    succeeded).
+
+    Raises:
+        UserError: FILE is missing or holds no target, or an unknown plugin or strategy.
+        ConfigError: FILE is invalid, each problem at `path:line:column`.
+    """
+    from sparring.cli.run import run_command
+    from sparring.redteam import expand_red_team, render_summary, summarize
+
+    attacks = [
+        _overridden(s, plugins=plugins, strategies=strategies, attempts=attempts)
+        for s in _red_team_scenarios(file)
+    ]
+
+    def show(result: Any) -> None:
+        text = render_summary(summarize(result))
+        click.echo(text)
+        if report:
+            Path(report).write_text(text, encoding="utf-8")
+            click.echo(f"Red-team report: {report}", err=True)
+
+    return run_command(
+        paths=(file,),
+        pattern=None,
+        list_only=False,
+        fail_fast=False,
+        fail_on_skip=False,
+        given=expand_red_team(attacks),
+        on_result=show,
+        **options,
+    )
+
+
+def _names(value: str | None, allowed: tuple[str, ...], what: str) -> list[str] | None:
+    """`a,b` as a list of names from `allowed`, or `None` when not given."""
+    if value is None:
+        return None
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in allowed]
+    if unknown or not names:
+        raise UserError(
+            f"unknown {what} {', '.join(unknown) or repr(value)}; use a comma-separated "
+            f"list of: {', '.join(allowed)}"
+        )
+    return names
+
+
+def _overridden(
+    scenario: RedTeamScenario, *, plugins: str | None, strategies: str | None, attempts: int | None
+) -> RedTeamScenario:
+    """`scenario` with the command line's plugins, strategies and attempts."""
+    update: dict[str, Any] = {}
+    if (chosen := _names(plugins, PLUGINS, "plugin")) is not None:
+        update["plugins"] = chosen
+    if (chosen := _names(strategies, STRATEGIES, "strategy")) is not None:
+        update["strategy"] = chosen
+    if attempts is not None:
+        if attempts < 1:
+            raise UserError(f"--attempts {attempts}: give 1 or more attempts per attack")
+        update["trials"] = attempts
+    return RedTeamScenario.model_validate({**scenario.model_dump(), **update})
+
+
+def _red_team_scenarios(file: str) -> list[RedTeamScenario]:
+    """The red-team scenarios of FILE: its `red_team` scenarios when it has `scenarios:`,
+    else one built from its `target:` and `redteam:` settings (every plugin and strategy).
+    """
+    from sparring.loaders._parse import parse_documents
+    from sparring.loaders.errors import config_error, validation_problems
+    from sparring.loaders.yaml import load_paths
+
+    path = Path(file)
+    if not path.is_file():
+        raise UserError(f"{file!r} is not a file; give a YAML file such as:\n{_EXAMPLE}")
+    documents = parse_documents(path.read_text(encoding="utf-8"), path=file)
+    data = documents[0].data if documents else None
+    if isinstance(data, dict) and "scenarios" in data:
+        found: list[AnyScenario] = load_paths([path])
+        chosen = [s for s in found if isinstance(s, RedTeamScenario)]
+        if not chosen:
+            raise UserError(
+                f"{file} has no `kind: red_team` scenario; add one, or give a file with "
+                f"only `target:` and `redteam:`, e.g.\n{_EXAMPLE}"
+            )
+        return chosen
+    try:
+        spec = _RedTeamFile.model_validate(data)
+    except ValidationError as e:
+        raise config_error(
+            validation_problems(e, doc=documents[0], path=file, single=False)
+        ) from None
+    settings = spec.redteam
+    return [
+        RedTeamScenario(
+            id="redteam",
+            target=spec.target,
+            objective=settings.objective,
+            canaries=settings.canaries,
+            policy=settings.policy,
+            plugins=settings.plugins,
+            strategy=settings.strategies,
+            source=f"{file}:{documents[0].position(('target',))[0]}",
+        )
+    ]
