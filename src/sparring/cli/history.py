@@ -15,12 +15,16 @@ if TYPE_CHECKING:
     from sparring.store.database import Store
     from sparring.store.reading import RunSummary
 
-_STORE_HELP = "The results store (default: the `store` setting, else .sparring/sparring.db)."
+STORE_HELP = "The results store (default: the `store` setting, else .sparring/sparring.db)."
 _RUN_STATUSES = ("running", "finished", "interrupted")
 
 
-def _open(store: str | None) -> Store:
-    """The store `--store` names, else the one the settings name (as `sparring run`)."""
+def open_named(store: str | None) -> Store:
+    """The store `--store` names, else the one the settings name (as `sparring run`).
+
+    Raises:
+        StoreError: the store cannot be opened (see `sparring.store.database.open_store`).
+    """
     from sparring.config import load_settings
     from sparring.store.database import open_store
     from sparring.store.location import store_url
@@ -31,13 +35,13 @@ def _open(store: str | None) -> Store:
 @click.command("runs")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--status", type=click.Choice(_RUN_STATUSES), help="Only runs in this state.")
-@click.option("--store", metavar="URL", help=_STORE_HELP)
+@click.option("--store", metavar="URL", help=STORE_HELP)
 def runs(limit: int, status: str | None, store: str | None) -> None:
     """List the stored runs, newest first: id, start, duration, status, trials by status,
     pass rate, cost, git commit, paths and models."""
     from sparring.store.reading import list_runs
 
-    found = list_runs(_open(store), limit=limit, status=status)
+    found = list_runs(open_named(store), limit=limit, status=status)
     if not found:
         click.echo("No stored runs yet: `sparring run` keeps every run.")
     for run in found:
@@ -76,7 +80,7 @@ def run_line(run: RunSummary) -> str:
 @click.argument("run_id", metavar="RUN")
 @click.option("--scenario", "scenario_id", metavar="ID", help="Show this scenario's trials.")
 @click.option("--trial", type=click.IntRange(min=1), help="Show this trial's transcript.")
-@click.option("--store", metavar="URL", help=_STORE_HELP)
+@click.option("--store", metavar="URL", help=STORE_HELP)
 def show(run_id: str, scenario_id: str | None, trial: int | None, store: str | None) -> None:
     """Show a stored run (RUN: its id or the start of it): its summary; with --scenario
     one scenario's trials; with --trial too, that trial's transcript with each verdict
@@ -85,7 +89,7 @@ def show(run_id: str, scenario_id: str | None, trial: int | None, store: str | N
     from sparring.reports.console import ConsoleView, default_console
     from sparring.store.reading import find_run, load_run
 
-    opened = _open(store)
+    opened = open_named(store)
     result = load_run(opened, find_run(opened, run_id).id)
     if scenario_id is None:
         if trial is not None:
@@ -179,7 +183,7 @@ def _print_trial(trial: TrialResult) -> None:
 @click.option("--html", type=click.Path(), help="HTML report (one offline page).")
 @click.option("--xlsx", type=click.Path(), help="xlsx export (Runs, Insights, Transcript).")
 @click.option("--csv", "csv_zip", type=click.Path(), help="csv-zip export (one CSV per sheet).")
-@click.option("--store", metavar="URL", help=_STORE_HELP)
+@click.option("--store", metavar="URL", help=STORE_HELP)
 def report(run_id: str, store: str | None, **files: str | None) -> None:
     """Write the reports of a stored run (RUN: its id or the start of it), identical to
     those the run itself wrote; the group gates are those of the run's settings."""
@@ -193,7 +197,7 @@ def report(run_id: str, store: str | None, **files: str | None) -> None:
     asked = report_paths({labels[k]: v for k, v in files.items() if v})
     if not asked:
         raise UserError("name a report to write: --output, --junit, --markdown, --html, ...")
-    opened = _open(store)
+    opened = open_named(store)
     found = find_run(opened, run_id)
     result = load_run(opened, found.id)
     settings = Settings.model_validate(run_settings(opened, found.id))

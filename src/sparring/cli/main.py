@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from sparring.cli import history
+from sparring.cli import export, history
 
 EXIT_USAGE = 2
 
@@ -250,6 +250,7 @@ def demo_agent(host: str, port: int, vulnerable: bool, command: tuple[str, ...])
 cli.add_command(history.runs)
 cli.add_command(history.show)
 cli.add_command(history.report)
+cli.add_command(export.export)
 
 
 def main() -> None:
