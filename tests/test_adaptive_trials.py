@@ -15,7 +15,7 @@ from sparring.loaders.yaml import load_text
 from sparring.results import RunResult
 from sparring.runner import RunSettings, run_scenarios
 from sparring.scenario import ScriptedScenario
-from sparring.scenario.kinds import TrialRange
+from sparring.scenario.base import TrialRange
 from sparring.targets.scripted import ScriptedTarget
 from sparring.transcript import Transcript
 

@@ -23,7 +23,7 @@ import anyio
 from sparring.judging.statistics import decided
 from sparring.results import Decision, ScenarioResult, TrialResult
 from sparring.runner.settings import AnyRunnable
-from sparring.scenario.kinds import TrialRange
+from sparring.scenario.base import TrialRange
 
 ADAPTIVE_DEFAULT = TrialRange()
 """What `--adaptive` gives a scenario that has no `trials: {min, max}` of its own."""

@@ -45,7 +45,7 @@ from sparring.runner.code import CodeScenario
 from sparring.runner.settings import AnyRunnable, RunSettings
 from sparring.runner.trial import RunContext, run_trial
 from sparring.scenario import EXPECTED_OUTPUT_ID, Criterion, SingleTurnScenario
-from sparring.scenario.kinds import TrialRange
+from sparring.scenario.base import TrialRange
 from sparring.targets.base import Target
 
 

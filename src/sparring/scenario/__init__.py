@@ -2,9 +2,20 @@
 
 These pydantic models are the test-file schema: the YAML loader validates against them and
 `sparring schema` prints their JSON Schema. All are frozen and reject unknown keys.
-`checks.py` holds the check specs, `kinds.py` the scenario kinds, criteria and thresholds.
+`checks.py` holds the check specs, `base.py` what every kind shares (thresholds, criteria,
+turns), `kinds.py` the scenario kinds and the test file, `red_team.py` the red-team kind.
 """
 
+from sparring.scenario.base import (
+    EMPTY_REPLY_ID,
+    Criterion,
+    ScenarioBase,
+    ScriptedTurn,
+    Threshold,
+    TrialCount,
+    TrialRange,
+    parse_threshold,
+)
 from sparring.scenario.checks import (
     CHECK_TYPES,
     Check,
@@ -23,24 +34,26 @@ from sparring.scenario.checks import (
     is_raw_list,
 )
 from sparring.scenario.kinds import (
-    EMPTY_REPLY_ID,
     EXPECTED_OUTPUT_ID,
     GOAL_CRITERION_ID,
     AnyScenario,
-    Criterion,
     Scenario,
     ScriptedScenario,
-    ScriptedTurn,
     SimulatedScenario,
     SingleTurnScenario,
     TestFile,
-    Threshold,
     has_something_to_check,
-    parse_threshold,
     scenario_kind,
     unseen_tool_calls,
 )
-from sparring.scenario.red_team import RedTeamScenario, RedTeamSettings
+from sparring.scenario.red_team import (
+    PLUGINS,
+    STRATEGIES,
+    Plugin,
+    RedTeamScenario,
+    RedTeamSettings,
+    Strategy,
+)
 
 __all__ = [
     "AnyScenario",
@@ -49,27 +62,34 @@ __all__ = [
     "ContainsCheck",
     "ConversationEnd",
     "Criterion",
-    "GOAL_CRITERION_ID",
     "EMPTY_REPLY_ID",
     "EXPECTED_OUTPUT_ID",
     "EndReasonCheck",
     "EqualsCheck",
+    "GOAL_CRITERION_ID",
     "JsonSchemaCheck",
     "LatencyBelowCheck",
     "NotContainsCheck",
     "NotRegexCheck",
+    "PLUGINS",
+    "Plugin",
     "RedTeamScenario",
     "RedTeamSettings",
     "RegexCheck",
+    "STRATEGIES",
     "Scenario",
+    "ScenarioBase",
     "ScriptedScenario",
     "ScriptedTurn",
     "SimulatedScenario",
     "SingleTurnScenario",
+    "Strategy",
     "TestFile",
     "Threshold",
     "ToolArgsCheck",
     "ToolCalledCheck",
+    "TrialCount",
+    "TrialRange",
     "expand_check_shorthand",
     "has_something_to_check",
     "is_raw_list",

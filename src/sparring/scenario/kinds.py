@@ -6,7 +6,6 @@ These pydantic models are the test-file schema: the YAML loader validates agains
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
@@ -15,14 +14,17 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
-    TypeAdapter,
-    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
-from pydantic.json_schema import SkipJsonSchema
 
-from sparring.scenario.checks import Check, expand_check_shorthand, is_raw_list
+from sparring.scenario.base import (
+    Criterion,
+    ScenarioBase,
+    ScriptedTurn,
+)
+from sparring.scenario.checks import Check
+from sparring.scenario.red_team import RedTeamScenario
 from sparring.target_specs import (
     FROZEN,
     A2ATargetSpec,
@@ -30,263 +32,6 @@ from sparring.target_specs import (
     TargetSpec,
     is_raw_mapping,
 )
-
-
-def parse_threshold(value: Any) -> float:
-    """Read a pass-rate threshold as a fraction in (0, 1].
-
-    `0.8`, `"80%"` and `80` all mean 0.8 (DESIGN.md section 1). A number above 1 without `%`
-    is read as percent only from 10 to 100; whole numbers such as `8` are ambiguous (0.8 or
-    8%?), and others such as `1.5` get "did you mean '1.5%' (0.015) or 1.0?". Zero (`0`,
-    `"0%"`) is refused: it would pass even when every trial fails.
-
-    Raises:
-        ValueError: not a number, zero, out of range, or ambiguous (with a "did you mean"
-            hint).
-    """
-    fraction = _fraction(value)
-    if fraction == 0:
-        raise ValueError(
-            "a threshold of 0 passes even when every trial fails; did you mean 1 (every "
-            "trial must pass, the default) or a pass rate such as 0.8 (80%)?"
-        )
-    return fraction
-
-
-def _fraction(value: Any) -> float:
-    """`value` as a fraction in [0, 1]; see `parse_threshold`."""
-    if isinstance(value, bool):
-        raise ValueError("threshold must be a number such as 0.8 or '80%', not a boolean")
-    if isinstance(value, str):
-        text = value.strip()
-        if text.endswith("%"):
-            try:
-                percent = float(text[:-1])
-            except ValueError:
-                raise ValueError(f"threshold {value!r} is not a percentage like '80%'") from None
-            if not 0 <= percent <= 100:
-                raise ValueError(f"threshold {value!r} must be between 0% and 100%")
-            return percent / 100
-        try:
-            value = float(text)
-        except ValueError:
-            raise ValueError(f"threshold {value!r} is not a number like 0.8 or '80%'") from None
-    if not isinstance(value, int | float):
-        raise ValueError(f"threshold must be a number such as 0.8 or '80%', got {value!r}")
-    try:
-        number = float(value)
-    except OverflowError:  # an integer too large for a float (10**400)
-        raise ValueError(
-            "threshold is a number far out of range: use a fraction 0-1 or a percent 0-100"
-        ) from None
-    if 0 <= number <= 1:
-        return number
-    if 1 < number < 10 and number.is_integer():
-        raise ValueError(
-            f"threshold {value} is ambiguous: did you mean {number / 10:g} ({number * 10:g}%)? "
-            f"Write a fraction (0.8) or a percentage ('80%' or 80; for {value}% write "
-            f"'{value}%')"
-        )
-    if 1 < number < 10:  # 1.5 is neither a fraction nor a percent without `%`
-        raise ValueError(
-            f"threshold {value} is above 1: did you mean '{number:g}%' ({number / 100:g}) or "
-            "1.0 (100%)? Write a fraction (0.8) or a percentage ('80%' or 80)"
-        )
-    if 10 <= number <= 100:
-        return number / 100
-    raise ValueError(f"threshold {value} is out of range: use a fraction 0-1 or a percent 0-100")
-
-
-Threshold = Annotated[float, Field(gt=0, le=1)]
-
-
-class TrialRange(BaseModel):
-    """Adaptive trials, `trials: {min: 3, max: 30}`: at least `min` trials, then more only
-    while the 95% Wilson interval of the pass rate still straddles the threshold, at most
-    `max`; the scenario is `undecided` when `max` leaves it straddling."""
-
-    model_config = FROZEN
-    min: int = Field(default=3, ge=1, le=1000)
-    max: int = Field(default=30, ge=1, le=1000)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> TrialRange:
-        if self.min > self.max:
-            raise ValueError(f"trials min ({self.min}) must not be above max ({self.max})")
-        return self
-
-    def __str__(self) -> str:
-        return f"{self.min}-{self.max} adaptive"
-
-
-TrialCount = Annotated[int, Field(ge=1, le=100)]
-_TRIAL_COUNT: TypeAdapter[int] = TypeAdapter(int)
-
-
-# --- criteria and turns ----------------------------------------------------------------
-
-
-class Criterion(BaseModel):
-    """A statement the judge decides for the whole conversation.
-
-    `kind: success` must hold ("The assistant offers a refund"); `kind: restriction` names
-    something that must not happen and is met when it did not happen.
-    """
-
-    model_config = FROZEN
-    id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=64)
-    text: str = Field(min_length=1, max_length=500)
-    kind: Literal["success", "restriction"] = "success"
-
-    @field_validator("id")
-    @classmethod
-    def _not_reserved(cls, id_: str) -> str:
-        if _RESERVED_SHOULD.fullmatch(id_):
-            raise ValueError(f"id {id_!r} is reserved for should assertions; pick another id")
-        if _RESERVED_CHECK.fullmatch(id_):
-            raise ValueError(f"id {id_!r} is reserved for checks; pick another id")
-        return id_
-
-
-EMPTY_REPLY_ID = "empty_reply"
-"""Verdict id of the built-in check that fails a trial with an empty agent reply."""
-# verdict ids sparring gives `should` assertions and checks (scenario-level and per turn)
-_RESERVED_SHOULD = re.compile(r"t\d+\.should\d+")
-_RESERVED_CHECK = re.compile(rf"(t\d+\.)?check\d+|{EMPTY_REPLY_ID}")
-
-
-def _criteria_list(values: Any, *, prefix: str, kind: str) -> Any:
-    if not is_raw_list(values):
-        return values
-    out: list[Any] = []
-    for i, v in enumerate(values, start=1):
-        if isinstance(v, str):
-            out.append({"id": f"{prefix}{i}", "text": v, "kind": kind})
-        elif is_raw_mapping(v) and "kind" not in v:
-            out.append({**v, "kind": kind})
-        else:
-            out.append(v)
-    return out
-
-
-class ScriptedTurn(BaseModel):
-    """One scripted user message, with checks and `should` assertions on the agent's reply."""
-
-    model_config = FROZEN
-    user: str
-    checks: list[Check] = Field(default_factory=list[Check])
-    should: list[str] = Field(default_factory=list)
-    """Verb phrases completing "The message should ...", judged on this reply."""
-
-    @field_validator("should", mode="before")
-    @classmethod
-    def _one_or_many(cls, v: Any) -> Any:
-        return [v] if isinstance(v, str) else v
-
-    @field_validator("checks", mode="before")
-    @classmethod
-    def _expand(cls, v: Any) -> Any:
-        return [expand_check_shorthand(c) for c in v] if is_raw_list(v) else v
-
-    @field_validator("checks")
-    @classmethod
-    def _not_the_end(cls, checks: list[Check]) -> list[Check]:
-        if any(c.type == "end_reason" for c in checks):
-            raise ValueError(
-                "an end_reason check looks at how the conversation ended, which a turn's "
-                "reply cannot know; move it to the scenario's `checks:`"
-            )
-        return checks
-
-
-# --- scenarios -------------------------------------------------------------------------
-
-
-class _ScenarioBase(BaseModel):
-    model_config = FROZEN
-    id: str = Field(pattern=r"^[A-Za-z0-9_.:/-]+(\[[A-Za-z0-9_.:/-]+\])?$", max_length=128)
-    """Letters, digits, `_ . : / -`; a scenario of a data row ends in `[row-id]`."""
-    name: str | None = None
-    description: str | None = None
-    """What is being tested; the judge reads it as context."""
-    target: TargetSpec | None = None
-    """Overrides the file's target."""
-    criteria: list[Criterion] = Field(default_factory=list[Criterion])
-    restrictions: list[Criterion] = Field(default_factory=list[Criterion])
-    checks: list[Check] = Field(default_factory=list[Check])
-    """Checks over the whole conversation (or the turn each names)."""
-    trials: TrialCount | TrialRange = 1
-    """A fixed count, or `{min, max}` for adaptive trials (`TrialRange`)."""
-    threshold: Threshold = 1.0
-    timeout_s: float = Field(default=600, gt=0)
-    """Conversation timeout in seconds."""
-    tags: list[str] = Field(default_factory=list)
-    allow_empty_replies: bool = False
-    """Let an empty (or whitespace-only) agent reply pass; by default one fails the trial."""
-    judge_after_failed_checks: bool = False
-    """Judge criteria and `should`s even when a check already failed the trial."""
-    require_evidence: bool = True
-    """A judge's `met` for a success criterion or `should` must quote the conversation."""
-    source: SkipJsonSchema[str | None] = None
-    """`file:line` the scenario came from; set by the loader."""
-
-    @field_validator("threshold", mode="before")
-    @classmethod
-    def _threshold(cls, v: Any) -> float:
-        return parse_threshold(v)
-
-    @field_validator("trials", mode="wrap")
-    @classmethod
-    def _trials(cls, v: Any, handler: ValidatorFunctionWrapHandler) -> int | TrialRange:
-        """A mapping is a `TrialRange`, anything else a count: errors name one of them."""
-        if isinstance(v, dict):
-            return TrialRange.model_validate(v)
-        if isinstance(v, TrialRange):
-            return v
-        count = _TRIAL_COUNT.validate_python(v)
-        if not 1 <= count <= 100:
-            raise ValueError(f"trials must be at least 1 and at most 100, got {count}")
-        return count
-
-    @field_validator("criteria", mode="before")
-    @classmethod
-    def _criteria(cls, v: Any) -> Any:
-        return _criteria_list(v, prefix="c", kind="success")
-
-    @field_validator("restrictions", mode="before")
-    @classmethod
-    def _restrictions(cls, v: Any) -> Any:
-        return _criteria_list(v, prefix="r", kind="restriction")
-
-    @field_validator("checks", mode="before")
-    @classmethod
-    def _expand(cls, v: Any) -> Any:
-        return [expand_check_shorthand(c) for c in v] if is_raw_list(v) else v
-
-    @model_validator(mode="after")
-    def _unique_criterion_ids(self) -> _ScenarioBase:
-        ids = [c.id for c in self.all_criteria]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
-        if dupes:
-            raise ValueError(f"criterion ids must be unique; repeated: {', '.join(dupes)}")
-        return self
-
-    def _check_turns_within(self, limit: int, what: str) -> None:
-        """Reject a scenario-level check whose `turn` (or -turn) is above `limit`."""
-        for k, check in enumerate(self.checks):
-            if check.turn is not None and abs(check.turn) > limit:
-                raise ValueError(f"checks[{k}] looks at turn {check.turn}, but {what}")
-
-    @property
-    def all_criteria(self) -> list[Criterion]:
-        """Success criteria then restrictions, as the judge grades them."""
-        return [*self.criteria, *self.restrictions]
-
-    @property
-    def display_name(self) -> str:
-        """`name` if given, else `id`."""
-        return self.name or self.id
-
 
 GOAL_CRITERION_ID = "goal"
 """Id of the criterion a simulated scenario with nothing else to check is judged on."""
@@ -296,7 +41,7 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class SimulatedScenario(_ScenarioBase):
+class SimulatedScenario(ScenarioBase):
     """A simulated user (persona + goal, played by a model) talks to the target."""
 
     kind: Literal["simulated"] = "simulated"
@@ -360,7 +105,7 @@ class SimulatedScenario(_ScenarioBase):
         return 1
 
 
-class ScriptedScenario(_ScenarioBase):
+class ScriptedScenario(ScenarioBase):
     """User messages written in the test are sent in order; agent replies are live."""
 
     kind: Literal["scripted"] = "scripted"
@@ -399,7 +144,7 @@ def _turn_check_problem(n: int, k: int, turn: int, count: int) -> str:
 EXPECTED_OUTPUT_ID = "expected_output"  # the criterion id the runner gives expected_output
 
 
-class SingleTurnScenario(_ScenarioBase):
+class SingleTurnScenario(ScenarioBase):
     """One prompt, one reply (Q&A); `expected_output` is shown to the judge as reference."""
 
     kind: Literal["single_turn"] = "single_turn"
@@ -443,9 +188,6 @@ def scenario_kind(value: Any) -> str:
         return "simulated"
     return getattr(value, "kind", "simulated")
 
-
-# imported here, not at the top: it builds on `_ScenarioBase`
-from sparring.scenario.red_team import RedTeamScenario  # noqa: E402
 
 Scenario = Annotated[
     Annotated[SimulatedScenario, Tag("simulated")]

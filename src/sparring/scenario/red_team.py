@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field, field_validator
 
-from sparring.scenario.kinds import _ScenarioBase  # pyright: ignore[reportPrivateUsage]
+from sparring.scenario.base import ScenarioBase
 from sparring.target_specs import FROZEN
 
 Plugin = Literal[
@@ -78,7 +78,7 @@ class RedTeamSettings(BaseModel):
         return _real_canaries(canaries)
 
 
-class RedTeamScenario(_ScenarioBase):
+class RedTeamScenario(ScenarioBase):
     """`kind: red_team`: attacks on the target, one scenario per plugin x strategy x
     template when run (`sparring.redteam.expand_red_team`); `trials` is the attempts per
     attack, and its own `checks` / `criteria` / `restrictions` apply to every attack.
