@@ -65,7 +65,7 @@ def run_line(run: RunSummary) -> str:
         run.id,
         run.started_at[:19].replace("T", " "),
         duration,
-        run.status,
+        run.status + (" (baseline)" if run.baseline else ""),
         f"{total} trial{'s' if total != 1 else ''}" + (f": {counts}" if counts else ""),
         f"pass {percent(run.pass_rate)}",
         usd(run.cost_usd),

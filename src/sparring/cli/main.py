@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from sparring.cli import export, history
+from sparring.cli import diff, export, history
 
 EXIT_USAGE = 2
 
@@ -251,6 +251,8 @@ cli.add_command(history.runs)
 cli.add_command(history.show)
 cli.add_command(history.report)
 cli.add_command(export.export)
+cli.add_command(diff.diff)
+cli.add_command(diff.baseline)
 
 
 def main() -> None:

@@ -47,6 +47,7 @@ class RunSummary:
     cost_usd: float
     duration_ms: float | None
     parent_run_id: str | None
+    baseline: bool = False
 
     @property
     def pass_rate(self) -> float | None:
@@ -129,6 +130,7 @@ def _summary(
         cost_usd=cost_usd,
         duration_ms=duration,
         parent_run_id=row.parent_run_id,
+        baseline=bool(row.baseline),
     )
 
 
@@ -165,6 +167,42 @@ def find_run(
         raise UserError(f"no run {ref!r} in the store; `sparring runs` lists the stored runs")
     ids = ", ".join(r.id for r in matches[:5])
     raise UserError(f"{ref!r} starts several run ids ({ids}); give more of the id")
+
+
+def diff_pair(
+    store: Store, base_ref: str | None, run_ref: str | None
+) -> tuple[RunSummary, RunSummary]:
+    """The runs `sparring diff [BASE] [RUN]` compares: RUN as named, else the newest run
+    not running; BASE as named, else the run marked baseline, else the newest run before
+    RUN on RUN's git branch (both not running, and not RUN itself).
+
+    Raises:
+        UserError: a named run is missing or ambiguous, the store holds no finished run,
+            or no base can be found (with how to name or mark one).
+    """
+    run = find_run(store, run_ref, where=lambda r: r.status != "running", what="finished run")
+    if base_ref is not None:
+        return find_run(store, base_ref), run
+    stored = list_runs(store)
+    marked = next((r for r in stored if r.baseline and r.id != run.id), None)
+    if marked is not None:
+        return marked, run
+    earlier = (
+        r
+        for r in stored
+        if r.started_at < run.started_at
+        and r.git_branch == run.git_branch
+        and r.status != "running"
+    )
+    base = next(earlier, None)
+    if base is None:
+        branch = f" on branch {run.git_branch}" if run.git_branch else ""
+        raise UserError(
+            f"nothing to compare run {run.id} with: no run is marked baseline and no earlier "
+            f"run{branch} is stored; give BASE (`sparring diff BASE RUN`) or mark one with "
+            "`sparring baseline RUN`"
+        )
+    return base, run
 
 
 def load_run(store: Store, run_id: str) -> RunResult:

@@ -5,8 +5,9 @@ run reads back into exactly the `RunResult` the run reported.
 
 - `runs`: one row per run. `head` is the `RunResult` without its scenarios; `invocation`
   what `sparring run` was given (paths, pattern, tags, setting options) so it can be
-  resumed; `status` is `running`, `finished` or `interrupted` (a `running` run whose
-  process is gone reads as `interrupted`, see `sparring.store.reading`).
+  resumed; `parent_run_id` the run it reran; `baseline` marks the run `sparring diff`
+  compares against by default; `status` is `running`, `finished` or `interrupted` (a
+  `running` run whose process is gone reads as `interrupted`, see `sparring.store.reading`).
 - `scenarios`: the planned `ScenarioResult` of each scenario of a run (without trials).
 - `trials`: one `TrialResult` per finished trial; `(run_id, scenario_id, trial)` is unique.
 """
@@ -14,6 +15,7 @@ run reads back into exactly the `RunResult` the run reported.
 from __future__ import annotations
 
 from sqlalchemy import (
+    Boolean,
     Column,
     Float,
     ForeignKey,
@@ -24,6 +26,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 metadata = MetaData()
@@ -47,6 +50,7 @@ runs = Table(
     Column("host", String(255)),
     Column("pid", Integer),
     Column("parent_run_id", String(64)),
+    Column("baseline", Boolean, nullable=False, server_default=false()),
 )
 
 scenarios = Table(

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Executable, delete, insert, update
 from sqlalchemy.exc import SQLAlchemyError
 
+from sparring.errors import UserError
 from sparring.results import RunResult, TrialResult
 from sparring.store.database import Store
 from sparring.store.provenance import Provenance
@@ -178,6 +179,20 @@ class RunWriter:
                 conn.execute(statement, params)
         except SQLAlchemyError as e:
             self.errors.append(_why(e))
+
+
+def mark_baseline(store: Store, run_id: str) -> None:
+    """Mark stored run `run_id` as the baseline `sparring diff` compares against by
+    default, unmarking any other (one transaction).
+
+    Raises:
+        UserError: no run `run_id` in the store.
+    """
+    with store.engine.begin() as conn:
+        marked = conn.execute(update(runs).where(runs.c.id == run_id).values(baseline=True))
+        if not marked.rowcount:
+            raise UserError(f"no run {run_id!r} in the store; `sparring runs` lists them")
+        conn.execute(update(runs).where(runs.c.id != run_id).values(baseline=False))
 
 
 def _why(error: SQLAlchemyError) -> str:
