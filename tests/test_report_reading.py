@@ -163,7 +163,7 @@ def test_markdown_shows_the_scenario_labels() -> None:
     assert "> The agent never asks for card details." in md
 
 
-def test_the_models_settings_are_shown_in_markdown_and_the_console() -> None:
+def test_the_models_settings_are_shown_in_markdown_the_console_and_junit() -> None:
     models = [
         ModelSettings(
             role="user",
@@ -191,6 +191,12 @@ def test_the_models_settings_are_shown_in_markdown_and_the_console() -> None:
     out = io.StringIO()
     print_summary(run, console=Console(file=out, width=300))
     assert f"models: {said}" in out.getvalue()
+    junit = render_junit(run)
+    assert (
+        '<property name="model.judge" value="judge openai:gpt-4o-mini, temperature 0, seed 0, '
+        'max tokens 1024" />' in junit
+    )
+    assert '<property name="model.user" value="simulated user openai:gpt-4o-mini' in junit
 
 
 def test_markdown_cuts_passed_details_first_and_keeps_every_failure() -> None:

@@ -36,7 +36,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from sparring.reports import one_line, percent, why_not_run, write_report_text
-from sparring.reports.outcome import passed_text, verdict_what
+from sparring.reports.outcome import model_text, passed_text, verdict_what
 from sparring.reports.rates import interval_text
 from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict, usage_totals
 
@@ -47,8 +47,9 @@ _MESSAGE_CHARS = 500
 def render_junit(result: RunResult) -> str:
     """The JUnit XML report as text, with an XML declaration, indented."""
     root = ET.Element("testsuites", name=_clean(f"sparring run {result.run_id}"))
+    models = {f"model.{m.role}": model_text(m) for m in result.models}
     suites = [
-        _suite(s, timestamp=result.started_at, why_not_run=why_not_run(result))
+        _suite(s, timestamp=result.started_at, why_not_run=why_not_run(result), models=models)
         for s in result.scenarios
     ]
     if result.hook_errors:
@@ -73,9 +74,11 @@ def write_junit(result: RunResult, path: Path) -> None:
 _COUNT_KEYS = {"failures": "failure", "errors": "error", "skipped": "skipped"}
 
 
-def _suite(scenario: ScenarioResult, *, timestamp: str, why_not_run: str) -> ET.Element:
+def _suite(
+    scenario: ScenarioResult, *, timestamp: str, why_not_run: str, models: dict[str, str]
+) -> ET.Element:
     suite = ET.Element("testsuite", name=_clean(scenario.scenario_id), timestamp=_clean(timestamp))
-    suite.append(_properties(scenario))
+    suite.append(_properties(scenario, models))
     cases: list[ET.Element] = []
     for trial in scenario.trials:
         cases.extend(_trial_cases(trial))
@@ -113,7 +116,9 @@ def _hooks_suite(errors: list[str], *, timestamp: str) -> ET.Element:
     return suite
 
 
-def _properties(scenario: ScenarioResult) -> ET.Element:
+def _properties(scenario: ScenarioResult, models: dict[str, str]) -> ET.Element:
+    """The scenario's facts, usage, and the models' sampling settings (`model.judge`:
+    `judge openai:gpt-4o-mini, temperature 0, seed 1234`)."""
     props = ET.Element("properties")
     values = {
         "name": scenario.name,
@@ -136,6 +141,7 @@ def _properties(scenario: ScenarioResult) -> ET.Element:
             for name, value in usage.model_dump().items()
         }
     )
+    values.update(models)
     for name, value in values.items():
         ET.SubElement(props, "property", name=name, value=_clean(value))
     return props
