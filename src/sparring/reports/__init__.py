@@ -11,11 +11,19 @@ The small text helpers below are shared by the renderers.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sparring.results import RunResult, ScenarioResult, TrialResult, UsageTotals
+    from sparring.results import (
+        RunResult,
+        ScenarioResult,
+        SubtestResult,
+        TrialResult,
+        UsageTotals,
+        Verdict,
+    )
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SPACES = re.compile(r"\s+")
@@ -64,6 +72,21 @@ def trial_size(trial: TrialResult) -> str:
 
 REPLAYED_HISTORY = "history replayed (the agent's own replies)"
 """Said of a sub-test whose target replayed the written history (`SubtestResult.history`)."""
+
+
+def subtest_verdicts(trial: TrialResult, sub: SubtestResult) -> list[Verdict]:
+    """The verdicts of `trial` that belong to its sub-test `sub`: ids under `sub.id`
+    (`unfold1.step4.should1` for `unfold1.step4`), in the trial's order."""
+    prefix = f"{sub.id}."
+    return [v for v in trial.verdicts if v.id.startswith(prefix)]
+
+
+def not_judged(verdicts: Iterable[Verdict]) -> str:
+    """` (2 not judged)` after a status when some of `verdicts` were `skipped` (a `should`
+    with no judge model, a check after the trial had already failed), so a `passed` never
+    hides what went unchecked; `""` when none were."""
+    skipped = sum(v.status == "skipped" for v in verdicts)
+    return f" ({skipped} not judged)" if skipped else ""
 
 
 def shown_status(scenario: ScenarioResult) -> str:

@@ -37,7 +37,7 @@ from sparring.events import (
     TrialStarted,
     VerdictAdded,
 )
-from sparring.reports import REPLAYED_HISTORY, one_line, trial_size
+from sparring.reports import REPLAYED_HISTORY, not_judged, one_line, subtest_verdicts, trial_size
 from sparring.reports.console_summary import (
     ASCII,
     STYLE,
@@ -281,7 +281,8 @@ class ConsoleView:
         for sub in trial.subtests:  # unfold steps, in the order they were written
             replayed = f", {REPLAYED_HISTORY}" if sub.history == "replayed" else ""
             text = (
-                f"  {self._sym[sub.status]} {sub.id} {status_text(sub.status)}{replayed}: "
+                f"  {self._sym[sub.status]} {sub.id} {status_text(sub.status)}"
+                f"{not_judged(subtest_verdicts(trial, sub))}{replayed}: "
                 f"{sub.name}"
             )
             self._emit(

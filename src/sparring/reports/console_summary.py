@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sparring.reports import one_line as _one_line
 from sparring.reports import (
+    not_judged,
     percent,
     plural,
     shown_pass_rate,
@@ -23,6 +23,7 @@ from sparring.reports import (
     stopped_by_fail_fast,
     usage_text,
 )
+from sparring.reports import one_line as _one_line
 from sparring.reports.outcome import (
     cited_turns,
     exit_meaning,
@@ -182,9 +183,7 @@ def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
     for s in result.scenarios:
         shown = shown_status(s)
         status = f"{sym[shown]} {status_text(shown)}"
-        skipped = sum(v.status == "skipped" for t in s.counted for v in t.verdicts)
-        if skipped:  # say when a row passed with part of it unchecked
-            status += f" ({skipped} not judged)"
+        status += not_judged(v for t in s.counted for v in t.verdicts)
         passes, out_of = s.needed
         table.add_row(
             Text(s.scenario_id, overflow="fold"),

@@ -34,9 +34,11 @@ from markupsafe import Markup
 from sparring.judging.statistics import wilson_interval
 from sparring.reports import (
     REPLAYED_HISTORY,
+    not_judged,
     percent,
     plural,
     shown_status,
+    subtest_verdicts,
     trial_size,
     usage_text,
     usd,
@@ -149,6 +151,8 @@ class SubtestView:
     id: str
     name: str
     status: str
+    not_judged: str
+    """` (1 not judged)` after the status when some of its verdicts were skipped, or `""`."""
     notes: list[str]
     conversation: ConversationView
 
@@ -360,18 +364,15 @@ def _user_label(s: ScenarioResult) -> str:
 
 
 def _trial(trial: TrialResult, of: int, user_label: str, keys: Iterator[str]) -> TrialView:
-    own = {f"{sub.id}.": sub for sub in trial.subtests}
-    main = [v for v in trial.verdicts if not any(v.id.startswith(p) for p in own)]
+    own = tuple(f"{sub.id}." for sub in trial.subtests)
+    main = [v for v in trial.verdicts if not v.id.startswith(own)]
     facts = [
         f"end reason {trial.end_reason}",
         trial_size(trial),
         f"{trial.duration_ms / 1000:.1f} s",
         f"cost {_cost(trial.usage_totals())}",
     ]
-    subtests = [
-        _subtest(sub, [v for v in trial.verdicts if v.id.startswith(prefix)], keys)
-        for prefix, sub in own.items()
-    ]
+    subtests = [_subtest(sub, subtest_verdicts(trial, sub), keys) for sub in trial.subtests]
     return TrialView(
         number=trial.trial,
         of=of,
@@ -392,6 +393,7 @@ def _subtest(sub: SubtestResult, verdicts: list[Verdict], keys: Iterator[str]) -
         id=sub.id,
         name=sub.name,
         status=sub.status,
+        not_judged=not_judged(verdicts),
         notes=[n for n in (replayed, sub.error) if n],
         conversation=_conversation(sub.transcript, verdicts, [], user_label="user", keys=keys),
     )

@@ -25,12 +25,14 @@ from pathlib import Path
 
 from sparring.reports import (
     REPLAYED_HISTORY,
+    not_judged,
     one_line,
     percent,
     plural,
     shown_pass_rate,
     shown_status,
     strip_control,
+    subtest_verdicts,
     trial_size,
     usage_text,
     why_not_run,
@@ -353,7 +355,8 @@ def _trial_section(trial: TrialResult, *, of: int, max_chars: int) -> list[str]:
             )
         )
     for sub in trial.subtests:  # in the order they were written
-        summary = f"Sub-test {_text(sub.id)}: {_status(sub.status)} · "
+        status = _status(sub.status) + not_judged(subtest_verdicts(trial, sub))
+        summary = f"Sub-test {_text(sub.id)}: {status} · "
         if sub.history == "replayed":
             summary += f"{_text(REPLAYED_HISTORY)} · "
         summary += _text(one_line(sub.name, 300))

@@ -1,0 +1,74 @@
+"""What a new user trying sparring from its README found: sub-tests that passed with a
+`should` nobody judged, the data-driven example, `--tag` typos, `--quiet` order, the
+`not_regex` lines of Markdown, the threshold message, and trials of skipped pytest tests."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from sparring.reports.console import ConsoleView
+from sparring.reports.html import render_html
+from sparring.reports.markdown import render_markdown
+from sparring.results import RunResult, ScenarioResult, SubtestResult, TrialResult, Verdict
+from sparring.transcript import Message, Transcript
+from tests.test_console import run_events
+
+NO_MODEL = "no model configured"
+
+
+def _verdict(id: str, status: str, kind: str = "should") -> Verdict:
+    reason = NO_MODEL if status == "skipped" else "as asked"
+    return Verdict(id=id, kind=kind, description=f"about {id}", status=status, reason=reason)  # type: ignore[arg-type]
+
+
+def _unjudged_subtest_run() -> RunResult:
+    """A Python test's unfold: step 2 passed its check while its `should` was skipped (no
+    judge model), step 4 failed its check (so the trial failed and reports show both)."""
+    chat = Transcript(
+        messages=(Message(role="user", content="Hi"), Message(role="agent", content="Hello"))
+    )
+    verdicts = [
+        _verdict("unfold1.step2.should1", "skipped"),
+        _verdict("unfold1.step2.check1", "met", kind="check"),
+        _verdict("unfold1.step4.check1", "not_met", kind="check"),
+    ]
+    subtests = [
+        SubtestResult(id=f"unfold1.step{k}", name=f"step {k}", status=status, transcript=chat)  # type: ignore[arg-type]
+        for k, status in ((2, "passed"), (4, "failed"))
+    ]
+    trial = TrialResult(
+        scenario_id="py",
+        trial=1,
+        status="failed",
+        end_reason="script_done",
+        verdicts=verdicts,
+        subtests=subtests,
+    )
+    scenario = ScenarioResult(
+        scenario_id="py", name="py", kind="python", threshold=1.0, trials=[trial]
+    )
+    return RunResult(
+        sparring_version="0",
+        run_id="r",
+        started_at="2026-01-01T00:00:00+00:00",
+        scenarios=[scenario],
+    )
+
+
+def test_a_sub_test_whose_should_was_not_judged_says_so_in_every_report() -> None:
+    run = _unjudged_subtest_run()
+    out = io.StringIO()
+    with ConsoleView(console=Console(file=out, force_terminal=False, width=100)) as view:
+        for event in run_events(run):
+            view(event)
+    lines = [line.strip() for line in out.getvalue().splitlines()]
+    assert "✔ unfold1.step2 passed (1 not judged): step 2" in lines
+    assert "✘ unfold1.step4 failed: step 4" in lines
+    markdown = render_markdown(run)
+    assert "Sub-test unfold1.step2: ✅ passed (1 not judged) · step 2" in markdown
+    assert "Sub-test unfold1.step4: ❌ failed · step 4" in markdown
+    html = render_html(run)
+    assert "passed</span> (1 not judged) sub-test <code>unfold1.step2</code>" in html
+    assert "failed</span> sub-test <code>unfold1.step4</code>" in html
