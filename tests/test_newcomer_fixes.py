@@ -5,17 +5,33 @@
 from __future__ import annotations
 
 import io
+import re
+from pathlib import Path
 
+import pytest
 from rich.console import Console
 
+from sparring.loaders import load_paths
 from sparring.reports.console import ConsoleView
 from sparring.reports.html import render_html
 from sparring.reports.markdown import render_markdown
 from sparring.results import RunResult, ScenarioResult, SubtestResult, TrialResult, Verdict
+from sparring.runner import RunSettings, TargetPool, run_scenarios
+from sparring.secrets import Secrets
 from sparring.transcript import Message, Transcript
 from tests.test_console import run_events
 
 NO_MODEL = "no model configured"
+README = Path(__file__).parent.parent / "README.md"
+DEMO_AGENT = "target: {type: callable, ref: 'sparring.demo.agent:chat'}\n"
+
+
+def readme_yaml(section: str) -> str:
+    """The first ```yaml block of README.md's `### <section>`."""
+    text = README.read_text(encoding="utf-8").split(f"### {section}\n", 1)[1]
+    found = re.search(r"```yaml\n(.*?)```", text.split("\n### ", 1)[0], re.S)
+    assert found is not None, f"README section {section!r} has no yaml block"
+    return found.group(1)
 
 
 def _verdict(id: str, status: str, kind: str = "should") -> Verdict:
@@ -72,3 +88,27 @@ def test_a_sub_test_whose_should_was_not_judged_says_so_in_every_report() -> Non
     html = render_html(run)
     assert "passed</span> (1 not judged) sub-test <code>unfold1.step2</code>" in html
     assert "failed</span> sub-test <code>unfold1.step4</code>" in html
+
+
+@pytest.mark.anyio
+async def test_the_readme_data_driven_example_passes_against_the_demo_agent(
+    tmp_path: Path,
+) -> None:
+    example = readme_yaml("Data-driven scenarios")
+    (tmp_path / "t.yaml").write_text(DEMO_AGENT + example, encoding="utf-8")
+    (tmp_path / "rows.csv").write_text("id,mood,order\nlate,worried,10237\n", encoding="utf-8")
+    scenarios = load_paths([tmp_path / "t.yaml"])
+    async with TargetPool(secrets=Secrets({})) as pool:
+        result = await run_scenarios(
+            scenarios,
+            targets=pool.for_scenario,
+            user_model=None,  # the simulated `status` rows are skipped: no model
+            judge_model=None,
+            settings=RunSettings(),
+        )
+    statuses = {s.scenario_id: s.status for s in result.scenarios}
+    assert statuses == {
+        "refund[late-order]": "passed",
+        "refund[2]": "passed",
+        "status[late]": "skipped",
+    }

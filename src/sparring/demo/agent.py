@@ -518,7 +518,7 @@ def _not_delivered_text(order: Order) -> str:
             f"Order #{order.order_id} hasn't shipped yet, so there's nothing to refund. "
             "If you'd like to cancel it, I can connect you with a colleague who can."
         )
-    sorry = "I'm sorry it's running late. " if order.status == "delayed" else ""
+    sorry = "I'm sorry it's delayed. " if order.status == "delayed" else ""
     return (
         f"{sorry}Order #{order.order_id} hasn't been delivered yet, so I can't start a "
         f"refund. Once it arrives you'll have {REFUND_WINDOW_DAYS} days to return it for "
