@@ -17,6 +17,7 @@ from sparring.reports.html import render_html
 from sparring.reports.markdown import render_markdown
 from sparring.results import RunResult, ScenarioResult, SubtestResult, TrialResult, Verdict
 from sparring.runner import RunSettings, TargetPool, run_scenarios
+from sparring.scenario.base import parse_threshold
 from sparring.secrets import Secrets
 from sparring.transcript import Message, Transcript
 from tests.test_console import run_events
@@ -112,3 +113,10 @@ async def test_the_readme_data_driven_example_passes_against_the_demo_agent(
         "refund[2]": "passed",
         "status[late]": "skipped",
     }
+
+
+@pytest.mark.parametrize("value", [-1, "-5%", 101, "150%"])
+def test_an_out_of_range_threshold_says_it_must_be_above_0(value: object) -> None:
+    with pytest.raises(ValueError, match=r"out of range") as caught:
+        parse_threshold(value)
+    assert "a fraction above 0 up to 1 (0.8) or a percent above 0 up to 100" in str(caught.value)

@@ -56,7 +56,7 @@ def _fraction(value: Any) -> float:
             except ValueError:
                 raise ValueError(f"threshold {value!r} is not a percentage like '80%'") from None
             if not 0 <= percent <= 100:
-                raise ValueError(f"threshold {value!r} must be between 0% and 100%")
+                raise ValueError(f"threshold {value!r} is out of range: {_RANGE}")
             return percent / 100
         try:
             value = float(text)
@@ -67,9 +67,7 @@ def _fraction(value: Any) -> float:
     try:
         number = float(value)
     except OverflowError:  # an integer too large for a float (10**400)
-        raise ValueError(
-            "threshold is a number far out of range: use a fraction 0-1 or a percent 0-100"
-        ) from None
+        raise ValueError(f"threshold is a number far out of range: {_RANGE}") from None
     if 0 <= number <= 1:
         return number
     if 1 < number < 10 and number.is_integer():
@@ -85,7 +83,11 @@ def _fraction(value: Any) -> float:
         )
     if 10 <= number <= 100:
         return number / 100
-    raise ValueError(f"threshold {value} is out of range: use a fraction 0-1 or a percent 0-100")
+    raise ValueError(f"threshold {value} is out of range: {_RANGE}")
+
+
+_RANGE = "use a fraction above 0 up to 1 (0.8) or a percent above 0 up to 100 ('80%' or 80)"
+"""What a threshold may be; 0 is refused too (`parse_threshold`)."""
 
 
 Threshold = Annotated[float, Field(gt=0, le=1)]
