@@ -91,22 +91,27 @@ def test_a_sub_test_whose_should_was_not_judged_says_so_in_every_report() -> Non
     assert "failed</span> sub-test <code>unfold1.step4</code>" in html
 
 
+async def run_on_demo_agent(directory: Path, scenarios_yaml: str) -> RunResult:
+    """Run a test file of `scenarios_yaml` in `directory` against the demo agent, with no
+    model (simulated scenarios and `should`s are skipped)."""
+    (directory / "t.yaml").write_text(DEMO_AGENT + scenarios_yaml, encoding="utf-8")
+    async with TargetPool(secrets=Secrets({})) as pool:
+        return await run_scenarios(
+            load_paths([directory / "t.yaml"]),
+            targets=pool.for_scenario,
+            user_model=None,
+            judge_model=None,
+            settings=RunSettings(),
+        )
+
+
 @pytest.mark.anyio
 async def test_the_readme_data_driven_example_passes_against_the_demo_agent(
     tmp_path: Path,
 ) -> None:
     example = readme_yaml("Data-driven scenarios")
-    (tmp_path / "t.yaml").write_text(DEMO_AGENT + example, encoding="utf-8")
     (tmp_path / "rows.csv").write_text("id,mood,order\nlate,worried,10237\n", encoding="utf-8")
-    scenarios = load_paths([tmp_path / "t.yaml"])
-    async with TargetPool(secrets=Secrets({})) as pool:
-        result = await run_scenarios(
-            scenarios,
-            targets=pool.for_scenario,
-            user_model=None,  # the simulated `status` rows are skipped: no model
-            judge_model=None,
-            settings=RunSettings(),
-        )
+    result = await run_on_demo_agent(tmp_path, example)  # `status[late]` needs a model
     statuses = {s.scenario_id: s.status for s in result.scenarios}
     assert statuses == {
         "refund[late-order]": "passed",
@@ -120,3 +125,18 @@ def test_an_out_of_range_threshold_says_it_must_be_above_0(value: object) -> Non
     with pytest.raises(ValueError, match=r"out of range") as caught:
         parse_threshold(value)
     assert "a fraction above 0 up to 1 (0.8) or a percent above 0 up to 100" in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_markdown_quotes_a_failed_not_regex_reply_once_and_shows_its_flag_twice(
+    tmp_path: Path,
+) -> None:
+    checks = '[{not_regex: "DELAYED", ignore_case: true}, {not_contains: "tent"}]'
+    scenario = "scenarios:\n  - id: nr\n    turns:\n      - user: Where is order 10237?\n"
+    result = await run_on_demo_agent(tmp_path, scenario + f"        checks: {checks}\n")
+    markdown = render_markdown(result)
+    regex_line = next(line for line in markdown.splitlines() if "**t1.check1**" in line)
+    assert (
+        "does not match /DELAYED/i: expected no reply in turn 1 to match /DELAYED/i" in regex_line
+    )
+    assert markdown.count("Basecamp 2-Person Tent) is delayed") == 3  # 2 checks, the reply

@@ -159,9 +159,9 @@ def describe(check: Check) -> str:
         case NotContainsCheck():
             return f"does not contain {quoted_list(_values(check.value), 'or')}{where}"
         case RegexCheck():
-            return f"matches /{check.pattern}/{'i' if check.ignore_case else ''}{where}"
+            return f"matches {_slashed(check)}{where}"
         case NotRegexCheck():
-            return f"does not match /{check.pattern}/{'i' if check.ignore_case else ''}{where}"
+            return f"does not match {_slashed(check)}{where}"
         case EqualsCheck():
             return f"equals {quoted(check.value)}{where}"
         case JsonSchemaCheck():
@@ -281,6 +281,11 @@ def _not_contains(check: NotContainsCheck, scope: Scope) -> Outcome:
     )
 
 
+def _slashed(check: RegexCheck | NotRegexCheck) -> str:
+    """`/pattern/`, or `/pattern/i` with `ignore_case`: a pattern as every line shows it."""
+    return f"/{check.pattern}/{'i' if check.ignore_case else ''}"
+
+
 @lru_cache(maxsize=256)
 def _compiled(pattern: str, ignore_case: bool) -> regex.Pattern[str]:
     return regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
@@ -318,7 +323,7 @@ def _too_slow(check: RegexCheck | NotRegexCheck, stopped: _TooSlow) -> Outcome:
         False,
         error=True,
         reason=(
-            f"the pattern /{check.pattern}/ took over {REGEX_TIMEOUT_S:g} s and was stopped "
+            f"the pattern {_slashed(check)} took over {REGEX_TIMEOUT_S:g} s and was stopped "
             f"on the {stopped.length:,}-character reply at turn {stopped.turn}; it "
             "backtracks too much: anchor it (e.g. `^...`) and avoid nested quantifiers "
             "such as `(x+)+`"
@@ -334,7 +339,7 @@ def _regex(check: RegexCheck, scope: Scope) -> Outcome:
     if hit is not None:
         return Outcome(True, evidence=(hit,))
     return Outcome(
-        False, reason=f"expected {scope_text(scope)} to match /{check.pattern}/; {last_said(scope)}"
+        False, reason=f"expected {scope_text(scope)} to match {_slashed(check)}; {last_said(scope)}"
     )
 
 
@@ -347,7 +352,7 @@ def _not_regex(check: NotRegexCheck, scope: Scope) -> Outcome:
         return Outcome(True)
     return Outcome(
         False,
-        reason=f"expected no reply in {scope_text(scope)} to match /{check.pattern}/, "
+        reason=f"expected no reply in {scope_text(scope)} to match {_slashed(check)}, "
         f"but {hits[0]}",
         evidence=hits,
     )

@@ -367,14 +367,17 @@ def _trial_section(trial: TrialResult, *, of: int, max_chars: int) -> list[str]:
 
 
 def _verdict_lines(v: Verdict, *, prefix: str = "") -> list[str]:
-    """`- <prefix>✅ **t1.check1** (turn 1) contains "x": reason`, quotes below."""
+    """`- <prefix>✅ **t1.check1** (turn 1) contains "x": reason`, quotes below (those the
+    reason already holds, such as the reply a `not_regex` check found, only there)."""
     at = f" (turn {v.turn})" if v.turn is not None else ""
     head = f"- {prefix}{STATUS_ICON[v.status]} **{_text(v.id)}**{at} "
     head += _text(one_line(verdict_what(v), 300))
-    if v.reason:
-        head += f": {_text(one_line(v.reason, 2000))}"
+    reason = one_line(v.reason, 2000)
+    if reason:
+        head += f": {_text(reason)}"
     head += cited_turns(v)
-    return [head, *(f"  > {_text(one_line(quote, 500))}" for quote in v.evidence)]
+    quotes = (one_line(quote, 500) for quote in v.evidence)
+    return [head, *(f"  > {_text(quote)}" for quote in quotes if quote not in reason)]
 
 
 def _transcript(
