@@ -146,8 +146,8 @@ async def test_errors_never_tip_an_adaptive_scenario_to_passed_or_failed() -> No
     assert r.status == "error"
 
 
-async def test_adaptive_setting_gives_fixed_scenarios_3_to_30_trials() -> None:
-    s = scenario(threshold=0.9, trials=5)
+async def test_adaptive_setting_gives_scenarios_without_trials_3_to_30() -> None:
+    s = scenario(threshold=0.9)
     result, _ = await run(agent(lambda n: n % 2 == 1), s, parallel=1, adaptive=True)
     (r,) = result.scenarios
     assert (r.planned_trials, r.max_trials, len(r.trials), r.status) == (3, 30, 4, "failed")

@@ -20,6 +20,10 @@ the run red, and so does a session that stopped early (`-x`, `--maxfail`, `--fai
 gates were judged on part of the tests. Gates only ever lift exit code 1: a gate that is not
 met when no test failed changes nothing (tests that were skipped, e.g. without a model, do
 not make CI red; `--fail-on-skip` does).
+
+A `sparring run` scenario whose adaptive trials ended `undecided` is neither: it counts in
+its group's rate as not passed and is listed as `undecided:`, never as `failed:`; it keeps
+no exit code 1 and no gate lifts the exit code 3 it gives.
 """
 
 from __future__ import annotations
@@ -34,8 +38,10 @@ from sparring.reports import percent, plural
 from sparring.reports.rates import rate_text
 from sparring.results import RunResult, ScenarioResult, passes_needed
 
-Outcome = Literal["passed", "failed", "skipped"]
-MustPassStatus = Literal["passed", "failed", "skipped", "no match"]
+Outcome = Literal["passed", "failed", "undecided", "skipped"]
+"""`undecided` (only under `sparring run`): adaptive trials left the pass rate around the
+threshold; not a pass, not a failure (exit code 3, which gates never lift)."""
+MustPassStatus = Literal["passed", "failed", "undecided", "skipped", "no match"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,7 +52,8 @@ class TestRecord:
         nodeid: pytest's node id, e.g. `tests/evals/booking.yaml::confirm_slot` (under
             `sparring run`: the scenario id).
         outcome: `failed` if any phase (setup, call, teardown) failed, else `passed` if the
-            test ran and passed, else `skipped`.
+            test ran and passed, `undecided` for a scenario whose adaptive trials ended
+            `undecided`, else `skipped`.
         names: Other names `must_pass` may use: the test's name, a scenario's id.
         tags: Scenario tags (YAML `tags:`).
         markers: Names of the test's pytest markers.
@@ -70,8 +77,8 @@ class MustPass:
 
     entry: str
     status: MustPassStatus
-    """`failed` if any test it names failed, `passed` if all that ran passed, `skipped` if
-    none ran, `no match` if it names no test of the session."""
+    """`failed` if any test it names failed, else `undecided` if one is, `passed` if all
+    that ran passed, `skipped` if none ran, `no match` if it names no test of the session."""
     close: tuple[str, ...] = ()
     """For `no match`: names of the session's tests that look like `entry` (did-you-mean)."""
 
@@ -98,10 +105,12 @@ class GateResult:
     threshold: float
     passed: int
     ran: int
-    """Members that passed or failed (skipped ones are left out)."""
+    """Members that passed, failed or were undecided (skipped ones are left out)."""
     skipped: int
     failures: tuple[str, ...]
     """Node ids of the members that failed."""
+    undecided: tuple[str, ...] = ()
+    """Node ids of the members that were undecided: they count in `ran`, not as passed."""
     must_pass: tuple[MustPass, ...]
     met: bool
     rated: bool = True
@@ -131,6 +140,7 @@ class GateResult:
             )
         out = [head, *([f"  {self.nothing_ran}"] if self.nothing_ran else [])]
         out += [f"  failed: {nodeid}" for nodeid in self.failures]
+        out += [f"  undecided: {nodeid}" for nodeid in self.undecided]
         return [*out, *(pin.line() for pin in self.must_pass)]
 
 
@@ -229,8 +239,9 @@ def evaluate(
 
 def run_records(result: RunResult) -> list[TestRecord]:
     """One record per scenario of a `sparring run`: `passed` when the scenario passed,
-    `failed` when it failed, errored or stayed `undecided` (neither is a pass), else `skipped`
-    (skipped, not run, `invalid`: the agent was not tested). Known as its id and name."""
+    `failed` when it failed or errored (not a pass), `undecided` when it is (not a pass
+    either, but no failure: exit code 3), else `skipped` (skipped, not run, `invalid`: the
+    agent was not tested). Known as its id and name."""
     return [
         TestRecord(
             nodeid=s.scenario_id,
@@ -254,9 +265,9 @@ def gated_exit_code(result: RunResult, report: GateReport) -> int:
 
 def _outcome(scenario: ScenarioResult) -> Outcome:
     status = scenario.status
-    if status == "passed":
-        return "passed"
-    return "failed" if status in ("failed", "error", "undecided") else "skipped"
+    if status in ("passed", "undecided"):
+        return status
+    return "failed" if status in ("failed", "error") else "skipped"
 
 
 def _is_member(test: TestRecord, gate: GroupGate) -> bool:
@@ -269,7 +280,8 @@ def _gate(name: str, gate: GroupGate, tests: list[TestRecord], known: _Names) ->
     members = [t for t in tests if _is_member(t, gate)]
     passed = sum(t.outcome == "passed" for t in members)
     failures = tuple(t.nodeid for t in members if t.outcome == "failed")
-    ran = passed + len(failures)
+    undecided = tuple(t.nodeid for t in members if t.outcome == "undecided")
+    ran = passed + len(failures) + len(undecided)
     pins = tuple(_must_pass(entry, tests, known) for entry in gate.must_pass)
     rated = bool(gate.tags or gate.markers)
     nothing_ran = _nothing_ran(gate, members) if rated else _no_pin_ran(pins)
@@ -285,6 +297,7 @@ def _gate(name: str, gate: GroupGate, tests: list[TestRecord], known: _Names) ->
         ran=ran,
         skipped=len(members) - ran,
         failures=failures,
+        undecided=undecided,
         must_pass=pins,
         met=met,
         rated=rated,
@@ -336,6 +349,7 @@ def _must_pass(entry: str, tests: list[TestRecord], known: _Names) -> MustPass:
             status="no match",
             close=tuple(difflib.get_close_matches(entry, candidates, n=3)),
         )
-    if "failed" in outcomes:
-        return MustPass(entry=entry, status="failed")
+    for status in ("failed", "undecided"):
+        if status in outcomes:
+            return MustPass(entry=entry, status=status)
     return MustPass(entry=entry, status="passed" if "passed" in outcomes else "skipped")

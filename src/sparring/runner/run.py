@@ -287,10 +287,11 @@ async def _run_all(
     async with anyio.create_task_group() as tg:
         for index, (scenario, target) in enumerate(bound):
             trials = _Trials(scenario, target, results[index], ctx, limiter)
-            if results[index].max_trials is None:
+            max_trials = results[index].max_trials
+            if max_trials is None:
                 tg.start_soon(trials.fixed, counts[index])
             else:
-                tg.start_soon(trials.adaptive)
+                tg.start_soon(trials.adaptive, TrialRange(min=counts[index], max=max_trials))
 
 
 class _Trials:
@@ -329,28 +330,27 @@ class _Trials:
             for number in range(1, count + 1):
                 tg.start_soon(one, number)
 
-    async def adaptive(self) -> None:
-        """Run trials until the scenario is decided or reaches `max_trials` (`run_adaptive`)."""
+    async def adaptive(self, trials: TrialRange) -> None:
+        """Run trials until the scenario is decided or reaches `trials.max` (`run_adaptive`)."""
         result, ctx = self.result, self.ctx
-        min_trials, max_trials = result.planned_trials, result.max_trials or 0
 
         def record(trial: TrialResult) -> None:
-            record_trial(result, trial, min_trials=min_trials)
+            record_trial(result, trial, trials)
             if ctx.settings.fail_fast and result.decision == "failed":
                 ctx.stop = True
 
         async def one(number: int) -> None:
-            await self._run(number, of=max_trials, on_result=record)
+            await self._run(number, of=trials.max, on_result=record)
 
         await run_adaptive(
             result,
-            TrialRange(min=min_trials, max=max_trials),
+            trials,
             one,
             limiter=self.limiter,
             parallel=ctx.settings.parallel,
             stopped=lambda: ctx.stop,
         )
-        if len(result.trials) >= min_trials:
+        if len(result.trials) >= trials.min:
             ctx.observer(ScenarioFinished(result))
 
     async def _run(self, number: int, *, of: int, on_result: Callable[[TrialResult], None]) -> None:
