@@ -20,6 +20,7 @@ from sparring.events import Event, RunFinished
 from sparring.models.base import Model
 from sparring.results import RunResult
 from sparring.runner import NO_MODEL_HINT, AnyRunnable, RunSettings, TargetPool, run_scenarios
+from sparring.runner.adaptive import unconfirmable
 from sparring.scenario import AnyScenario
 
 if TYPE_CHECKING:
@@ -103,6 +104,8 @@ def run_command(
         view=_view(live=live, quiet=quiet, stderr=output == STDOUT),
         recording=call.recording,
     )
+    if (warning := unconfirmable([*scenarios, *code], adaptive=adaptive)) is not None:
+        click.secho(f"warning: {warning}", fg="yellow", err=True)
     previous = _ignore_stop_signals()
     result = anyio.run(_run, plan)
     call.recording.close(result)
