@@ -43,7 +43,8 @@ def cli() -> None:
 @click.option(
     "--adaptive",
     is_flag=True,
-    help="Add trials (3 to 30) only until the pass rate is clearly above or below threshold.",
+    help="Scenarios without their own trials: add trials (3 to 30) only until the pass rate "
+    "is clearly above or below threshold.",
 )
 @click.option(
     "--model",

@@ -40,8 +40,8 @@ class RunSettings:
         judge_temperature: Sampling temperature of the judge (DESIGN.md: 0).
         judge_after_failed_checks: Judge criteria and `should`s even in a trial a check
             already failed (by default no judge call is made there).
-        adaptive: Give every scenario without `trials: {min, max}` adaptive trials (3 to
-            30; `sparring.runner.adaptive`).
+        adaptive: Give every scenario without `trials` of its own adaptive trials (3 to
+            30; `sparring.runner.adaptive`); a count it sets stays fixed.
         no_model_reason: When set, the run uses no model at all (even one it was given) and
             every step that needs one is `skipped` with this reason; the pytest plugin sets
             it when the session is not live.

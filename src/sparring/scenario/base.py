@@ -96,7 +96,8 @@ Threshold = Annotated[float, Field(gt=0, le=1)]
 class TrialRange(BaseModel):
     """Adaptive trials, `trials: {min: 3, max: 30}`: at least `min` trials, then more only
     while the 95% Wilson interval of the pass rate still straddles the threshold, at most
-    `max`; the scenario is `undecided` when `max` leaves it straddling."""
+    `max`; the scenario is `undecided` when `max` leaves it straddling. At a threshold of 1
+    every trial must pass: it fails at the first failed trial, passes once `max` passed."""
 
     model_config = FROZEN
     min: int = Field(default=3, ge=1, le=1000)
