@@ -5,9 +5,11 @@ limit, whichever models use it: a simulated user and a judge on the same server 
 connections. The client is made at the first call in a loop (HTTP connections belong to the
 loop that opened them) and closed when the last model using it is closed.
 
-Where aiohttp is installed (`pip install "sparring[aiohttp]"`, which is the openai SDK's
-`aiohttp` extra) the client runs on the SDK's aiohttp transport: measured with
-`bench/run_bench.py --http`, it costs about half the CPU per call of the default httpx one.
+The client runs on the SDK's aiohttp transport (sparring depends on `openai[aiohttp]`):
+measured with `bench/run_bench.py --http`, it costs about half the CPU per call of the SDK's
+default httpx transport, which is used where aiohttp is missing, for a `base_url` with
+credentials in it (aiohttp refuses those beside an Authorization header), and on event
+loops other than asyncio.
 
 Every request the SDK sends (retries included) is counted for the call that sent it
 (`sparring.models._requests`).

@@ -7,8 +7,9 @@ the SDK's own; what is left after them becomes a `ModelError` that says what to 
 failed call fails alone: the next one is sent as if nothing happened.
 
 Connections: models of one event loop that reach the same endpoint with the same key share
-one SDK client (`sparring.models._openai_clients`), on the SDK's aiohttp transport where
-aiohttp is installed (it costs about half the CPU per call of the default one).
+one SDK client (`sparring.models._openai_clients`), on the SDK's aiohttp transport (about
+half the CPU per call of its default httpx one; importing the SDK then takes about 0.08 s
+more, as it imports aiohttp).
 """
 
 from __future__ import annotations
