@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from sparring.events import RunFinished, RunStarted, ScenarioFinished
 from sparring.loaders import load_paths
 from sparring.reports.console import ConsoleView
 from sparring.reports.html import render_html
@@ -21,6 +22,7 @@ from sparring.scenario.base import parse_threshold
 from sparring.secrets import Secrets
 from sparring.transcript import Message, Transcript
 from tests.test_console import run_events
+from tests.test_reports import sample_run
 
 NO_MODEL = "no model configured"
 README = Path(__file__).parent.parent / "README.md"
@@ -140,3 +142,21 @@ async def test_markdown_quotes_a_failed_not_regex_reply_once_and_shows_its_flag_
         "does not match /DELAYED/i: expected no reply in turn 1 to match /DELAYED/i" in regex_line
     )
     assert markdown.count("Basecamp 2-Person Tent) is delayed") == 3  # 2 checks, the reply
+
+
+def test_quiet_prints_scenario_lines_in_file_order_as_soon_as_they_can() -> None:
+    run = sample_run()  # refund, broken, nomodel, greet: finished here in reverse order
+    out = io.StringIO()
+    view = ConsoleView(console=Console(file=out, force_terminal=False, width=100), quiet=True)
+    view(RunStarted(scenarios=4, trials=6, user_model=None, judge_model=None, run=run))
+    ids = [s.scenario_id for s in run.scenarios]
+    printed: list[list[str]] = []
+    for scenario in reversed(run.scenarios[1:]):  # greet, nomodel, broken: all wait
+        view(ScenarioFinished(scenario))
+        printed.append([i for i in ids if f"■ {i}:" in out.getvalue()])
+    assert printed == [[], [], []]
+    view(ScenarioFinished(run.scenarios[0]))  # refund, the first: every line prints
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("■ ")]
+    assert [line.split(":")[0][2:] for line in lines] == ids
+    view(RunFinished(run))
+    assert out.getvalue().count("■ refund:") == 1

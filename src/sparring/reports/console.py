@@ -49,7 +49,7 @@ from sparring.reports.console_summary import (
     verdict_text,
 )
 from sparring.reports.outcome import verdict_what
-from sparring.results import RunResult, TrialResult, Verdict
+from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict
 from sparring.transcript import Message
 
 _LINE_CHARS = 160
@@ -127,6 +127,10 @@ class ConsoleView:
         self._done = 0
         self._started = time.monotonic()
         self._result: RunResult | None = None
+        self._places: dict[str, int] = {}
+        """`quiet`: each scenario's place in the run, so its line prints in file order."""
+        self._waiting: dict[int, Text] = {}
+        self._next_place = 0
         self._summary_printed = False
         self._broken = False
 
@@ -152,6 +156,7 @@ class ConsoleView:
         tb: TracebackType | None,
     ) -> None:
         self._stop_live()
+        self._print_waiting(every=True)
         if self._result is not None:
             self._print_summary_once()
         elif self._total:
@@ -197,9 +202,10 @@ class ConsoleView:
             case TrialFinished():
                 self._on_trial_finished(event.result)
             case ScenarioFinished():
-                self._emit(scenario_line(event.result, self._sym))
+                self._on_scenario_finished(event.result)
             case RunFinished():
                 self._result = event.result
+                self._print_waiting(every=True)
                 if not self._entered:
                     self._print_summary_once()
 
@@ -213,6 +219,8 @@ class ConsoleView:
             if name
         ]
         if self._quiet:
+            scenarios = event.run.scenarios if event.run is not None else []
+            self._places = {s.scenario_id: place for place, s in enumerate(scenarios)}
             return
         self._emit(
             Text(
@@ -291,6 +299,31 @@ class ConsoleView:
                     style=STYLE[sub.status],
                 )
             )
+
+    def _on_scenario_finished(self, result: ScenarioResult) -> None:
+        """Print the scenario's line; `quiet` prints them in the run's (file) order, each
+        once it and every scenario before it finished."""
+        line = scenario_line(result, self._sym)
+        place = self._places.get(result.scenario_id)
+        if place is None:  # not quiet, or the run's order is unknown: as they finish
+            self._emit(line)
+            return
+        with self._lock:
+            self._waiting[place] = line
+        self._print_waiting()
+
+    def _print_waiting(self, *, every: bool = False) -> None:
+        """Print the waiting scenario lines up to the first scenario still running, or
+        `every` one (the run ended, maybe with scenarios left unfinished)."""
+        with self._lock:
+            ready: list[Text] = []
+            for place in sorted(self._waiting):
+                if place > self._next_place and not every:
+                    break
+                ready.append(self._waiting.pop(place))
+                self._next_place = place + 1
+        for line in ready:
+            self._emit(line)
 
     @property
     def _plain(self) -> bool:
