@@ -19,10 +19,12 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
 import textwrap
+import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -49,7 +51,7 @@ HEADER_CANARY = 'HDR4 "TKN8\\VAL3'
 """In a header: printable ASCII, as HTTP requires, with `"`, `\\` and a space."""
 MODEL_KEY = "sk-MDLK5-QQZ2-canary"
 """The models' API key (OPENAI_API_KEY)."""
-TOKENS = ("QXJ1", "WZK7", "PLM9", "HDR4", "TKN8", "VAL3", "MDLK5", "QQZ2")
+TOKENS = ("QXJ1", "WZK7", "PLM9", "HDR4", "TKN8", "VAL3", "MDLK5", "QQZ2", "PTH2", "PQW6", "PZX5")
 SECRETS_FILE = f"CANARY='{CANARY}'\nHEADER_CANARY='{HEADER_CANARY}'\n"
 
 
@@ -80,8 +82,11 @@ ECHOES: dict[str, Callable[[dict[str, str]], Answer]] = {
 
 
 def echo(request: EchoRequest) -> Answer:
-    """The agent: echoes the body's, the header's and the query's secret, and the model key."""
+    """The agent: echoes the body's, the header's and the query's secret, and the model key;
+    under /express/ it echoes its path instead (`echo_path`)."""
     body: dict[str, Any] = request.body or {}
+    if request.path.startswith("/express/"):
+        return echo_path(request.path, str(body.get("message")))
     got = {
         "body": str(body.get("key", "")),
         "header": request.headers.get("x-key", ""),
@@ -89,6 +94,32 @@ def echo(request: EchoRequest) -> Answer:
         "model_key": MODEL_KEY,
     }
     return ECHOES[str(body.get("message"))](got)
+
+
+PATH_CANARY = 'PTH2 Ä "PQW6\\|^[]{}`PZX5'
+"""In a url's path: httpx leaves `\\ | ^ [ ] { }` raw and percent-encodes the rest."""
+PATH_TOKENS = ("PTH2", "PQW6", "PZX5")
+
+
+def echo_path(path: str, message: str) -> Answer:
+    """The agent answering under /express/: an Express-style 404 page quoting the path as it
+    got it, or a reply quoting it with lower-case percent-encoding."""
+    if message == "404":
+        return Answer(f"<pre>Cannot POST {path}</pre>", status=404)
+    return Answer({"reply": re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), path)})
+
+
+_NEVER_SAID = "        checks:\n          - contains: never said\n"
+
+
+def path_canary_file(url: str) -> str:
+    """A target with the path canary in its url; a scenario per `echo_path` answer."""
+    return (
+        f'target:\n  url: "{url}/express/{{{{secrets.PATH_CANARY}}}}/chat"\n'
+        "  body_template: {message: '{{input}}'}\n  response_path: reply\nscenarios:\n"
+        f"  - id: not_found\n    turns:\n      - user: '404'\n{_NEVER_SAID}"
+        f"  - id: lower_case\n    turns:\n      - user: lower\n{_NEVER_SAID}"
+    )
 
 
 def _target(url: str) -> str:
@@ -230,6 +261,57 @@ def test_sparring_run_in_a_terminal_shows_no_canary(
     assert_no_canary("terminal", text)
 
 
+@pytest.fixture
+def path_project(tmp_path: Path, agent: EchoServer) -> Path:
+    (tmp_path / "path.yaml").write_text(path_canary_file(agent.url("")), encoding="utf-8")
+    (tmp_path / "secrets.env").write_text(f"PATH_CANARY='{PATH_CANARY}'\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_a_secret_in_the_url_path_echoed_by_the_agent_stays_out_of_every_artifact(
+    path_project: Path,
+) -> None:
+    """httpx leaves `\\` and others raw in a path; the agent's 404 page and its reply (with
+    lower-case hex) quote that path: the console, every report and the store mask it."""
+    reports = ["-o", "r.json", "--junit", "r.xml", "--markdown", "r.md", "--html", "r.html"]
+    done = subprocess.run(
+        [sys.executable, "-m", "sparring.cli", "run", "path.yaml", "--secrets-file"]
+        + ["secrets.env", "--store", "store.db", *reports],
+        cwd=path_project,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr  # failed and erred
+    report = json.loads((path_project / "r.json").read_text(encoding="utf-8"))
+    trials = {s["scenario_id"]: s["trials"][0] for s in report["scenarios"]}
+    assert "Cannot POST /express/***/chat" in json.dumps(trials["not_found"])  # it did echo
+    assert "/express/***/chat" in json.dumps(trials["lower_case"])
+    texts = {name: (path_project / name).read_text(encoding="utf-8") for name in reports[1::2]}
+    texts["console"] = done.stdout + done.stderr
+    texts["store"] = (path_project / "store.db").read_bytes().decode("utf-8", "replace")
+    for where, text in texts.items():
+        found = [token for token in PATH_TOKENS if token in text]
+        assert not found, f"{where} holds {found}:\n{text}"
+
+
+@pytest.mark.parametrize("message", ["404", "lower"])
+def test_doctor_shows_no_secret_of_the_url_path(path_project: Path, message: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "sparring.cli", "doctor", "path.yaml", "--secrets-file"]
+        + ["secrets.env", "--message", message],
+        cwd=path_project,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "/express/***/chat" in done.stdout, done.stdout + done.stderr
+    found = [token for token in PATH_TOKENS if token in done.stdout + done.stderr]
+    assert not found, f"doctor --message {message} holds {found}:\n{done.stdout}"
+
+
 @pytest.mark.parametrize("mode", list(ECHOES))
 def test_doctor_shows_no_canary(project: Path, mode: str) -> None:
     done = subprocess.run(
@@ -361,9 +443,33 @@ def test_url_encoded_forms_and_pieces_cut_by_an_ellipsis_are_masked() -> None:
     assert secrets.scrub("a normal text… that was cut") == "a normal text… that was cut"
 
 
+def test_percent_encoding_with_lower_case_hex_or_some_characters_left_raw_is_masked() -> None:
+    secrets = Secrets({"CANARY": CANARY, "PATH_CANARY": PATH_CANARY})
+    for name in ("CANARY", "PATH_CANARY"):
+        value = secrets.get(name)
+        upper = quote(value, safe="")
+        forms = [upper, re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), upper)]
+        forms += [str(httpx.URL(f"http://h/{value}/x")), quote(upper, safe="")]  # %255C
+        for form in forms:
+            assert_no_canary(f"{name} as {form}", secrets.scrub(f"GET {form} 404"))
+        assert_no_canary("cut", secrets.scrub(f"said: {forms[1][:14]}…"))
+
+
 def test_the_models_api_keys_are_secrets_from_the_environment_and_the_settings() -> None:
     env = {"OPENAI_API_KEY": "sk-env-key-123", "ANTHROPIC_API_KEY": "ant-key-456"}
     secrets = Secrets.load(env=env, api_key="setting-key-789")
     said = "sk-env-key-123, ant-key-456 and setting-key-789"
     assert secrets.scrub(said) == "***, *** and ***"
     assert Secrets.load(env={}).scrub(said) == said  # no key set: nothing to mask
+
+
+def test_html_character_references_and_decomposed_letters_are_masked() -> None:
+    secrets = Secrets({"CANARY": CANARY})
+    secrets.get("CANARY")
+    for form in (
+        CANARY.replace('"', "&quot;"),
+        CANARY.replace('"', "&#34;").replace("Ä", "&#xC4;"),
+        unicodedata.normalize("NFD", CANARY),
+        quote(unicodedata.normalize("NFD", CANARY)),
+    ):
+        assert secrets.scrub(f"<p>{form}</p>") == "<p>***</p>", form

@@ -11,11 +11,14 @@ into `***`, changing verdicts and breaking JSON. The models' API keys are scrubb
 `OPENAI_API_KEY` and `ANTHROPIC_API_KEY` from the environment and the `api_key` setting
 (`Secrets.load(api_key=...)`), since an agent that shares the environment can echo them.
 
-Each scrubbed value is masked in every form it takes on the way to a report (`_forms`): as
-typed; URL-encoded (`quote`, `quote_plus`, and as HTTP clients encode each part of a URL);
-escaped once as a JSON or Python string literal shows it (`\"`, `\\`, `\u00e9` with
-`ensure_ascii`, `repr`), and escaped twice (JSON inside JSON: an echoed body, tool
-arguments given as objects, an error body quoted in an error, a repr of a dict).
+Each scrubbed value is masked in every form it takes on the way to a report
+(`_secret_pattern`), character by character, so forms mixed within one text are masked
+too: each character as typed, percent-encoded (its UTF-8 bytes as `%XX`, hex digits in
+either case, `%` itself encoded again any number of times, a space as `+`: whatever an
+HTTP client leaves raw in a URL's path, query or userinfo), escaped any number of times
+as a JSON or Python string literal shows it (`\"`, `\\`, `\u00e9`, `\xe9`), as an HTML
+character reference (`&quot;`, `&#34;`, `&#x22;`), and an accented letter composed or
+decomposed (NFC or NFD).
 
 Trade-off: values shorter than `MIN_SCRUB_CHARS` (4) characters are not scrubbed, so such
 a value does show in reports and errors. Matching is by substring, and masking every `1`,
@@ -31,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, quote_plus, unquote
@@ -87,25 +91,26 @@ _URL_SAFE = (
     "!$&'()*+,;=:@/?",  # query and fragment: sub-delims, ':', '@', '/', '?'
     "!$&'()*+,;=:@/",  # path
     "!$&'()*+,",  # userinfo (username / password)
+    "!$&'()*+,;=:@/?[]\\^{}|%",  # httpx's path and query: also leaves these raw
 )
+_PERCENT = re.compile(r"%[0-9A-F]{2}")
 
 
 def _forms(value: str) -> set[str]:
     """The texts `value` may show as in logs, error messages, echoed payloads and reports:
     as typed, URL-encoded (fully, and as HTTP clients encode each part of a URL), and
-    escaped once and twice (see `_escapes`). `_escaped_any_depth` matches escapes of any
-    depth; these exact texts serve to find a piece of a form cut short."""
+    escaped once and twice (see `_escapes`). `_secret_pattern` matches every form; these
+    exact texts serve to find a piece of a form cut short."""
     once = _escapes(value)
     twice = {form for escaped in once for form in _escapes(escaped)}
     return {value, *_url_forms(value), *once, *twice}
 
 
 def _url_forms(value: str) -> set[str]:
-    return {
-        quote(value, safe=""),
-        quote_plus(value),
-        *(quote(value, safe=safe) for safe in _URL_SAFE),
-    }
+    """`value` percent-encoded as `quote`, `quote_plus` and HTTP clients do, with upper- and
+    lower-case hex digits (`%C3%84`, `%c3%84`)."""
+    upper = {quote(value, safe=""), quote_plus(value), *(quote(value, safe=s) for s in _URL_SAFE)}
+    return upper | {_PERCENT.sub(lambda m: m.group().lower(), form) for form in upper}
 
 
 _HEX_ESCAPE = re.compile(r"\\u([0-9a-f]{4})")
@@ -128,17 +133,37 @@ _NAMED_ESCAPES = {"\n": "n", "\r": "r", "\t": "t", "\b": "b", "\f": "f"}
 _BACKSLASHES = r"\\+"
 
 
-def _escaped_any_depth(value: str) -> str:
-    r"""A regex matching `value` as typed or escaped any number of times as a JSON or Python
-    string literal (`"` as `\"`, `\\\"`, ...; `\` as `\\`, `\\\\`, ...; `é` as `é`,
-    `\u00e9`, `\\u00e9`, `\xe9`, ...): JSON inside JSON inside a quoted error stays masked
-    however deep it is nested."""
-    return "".join(_escaped_char(char) for char in value)
+def _secret_pattern(value: str) -> str:
+    r"""A regex matching `value` with each character in any of its forms (the module
+    docstring): as typed, percent-encoded (`%5C`, `%5c`, `%255C`), escaped any number of
+    times as a JSON or Python string literal (`"` as `\"`, `\\\"`, ...; `é` as `\u00e9`,
+    `\\u00e9`, `\xe9`, ...), as an HTML character reference, composed or decomposed. JSON
+    inside JSON inside a quoted error stays masked however deep it is nested, and a URL an
+    HTTP client encoded part by part is masked whichever characters it left raw."""
+    return "".join(_composed_char(char) for char in unicodedata.normalize("NFC", value))
 
 
-def _escaped_char(char: str) -> str:
+def _composed_char(char: str) -> str:
+    """`_char_forms(char)`, or the forms of its NFD decomposition (`Ä` as `A` + U+0308)."""
+    decomposed = unicodedata.normalize("NFD", char)
+    if decomposed == char:
+        return _char_forms(char)
+    return f"(?:{_char_forms(char)}|{''.join(map(_char_forms, decomposed))})"
+
+
+_HTML_NAMES = {'"': "quot", "&": "amp", "'": "apos", "<": "lt", ">": "gt"}
+
+
+def _char_forms(char: str) -> str:
+    """A regex matching `char` in each of its forms, but decomposed (`_secret_pattern`)."""
     code = ord(char)
     options = [r"\\*" + re.escape(char) if char in "\"'\\/" else re.escape(char)]
+    options.append("".join(rf"%(?:25)*{_hex(byte, 2)}" for byte in char.encode("utf-8")))
+    if char == " ":
+        options.append(r"\+")
+    options.append(rf"&#(?:0*{code}|[xX]0*{_hex(code, len(f'{code:x}'))});")
+    if char in _HTML_NAMES:
+        options.append(f"&{_HTML_NAMES[char]};")
     if char in _NAMED_ESCAPES:
         options.append(_BACKSLASHES + _NAMED_ESCAPES[char])
     if not 0x20 <= code < 0x7F or char in "&<>":
@@ -157,7 +182,7 @@ def _escaped_char(char: str) -> str:
                 + "u"
                 + _hex(0xDC00 + low, 4)
             )
-    return options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
+    return "(?:" + "|".join(options) + ")"
 
 
 def _hex(code: int, width: int) -> str:
@@ -171,8 +196,8 @@ CUT = "…"
 
 
 class Scrubber:
-    """Masks a growing set of values as `***`, in every form they take: as typed, escaped
-    any number of times (`_escaped_any_depth`), URL-encoded; and a piece of one of
+    """Masks a growing set of values as `***`, in every form they take (`_secret_pattern`:
+    as typed, percent-encoded, escaped any number of times, ...); and a piece of one of
     `_forms` at least `MIN_SCRUB_CHARS` long that ends where a text was cut (`CUT`).
 
     Cheap per call: one compiled regex (longest value first, so a value that contains
@@ -238,9 +263,7 @@ class Scrubber:
         size = self._size()
         if size and self._built_for != size:
             values = sorted(self._all_values(), key=len, reverse=True)
-            urls = sorted({f for v in values for f in _url_forms(v)} - set(values), key=len)
-            regexes = [re.escape(f) for f in reversed(urls)]
-            self._pattern = re.compile("|".join([*map(_escaped_any_depth, values), *regexes]))
+            self._pattern = re.compile("|".join(map(_secret_pattern, values)))
             forms = {f for v in values for f in _forms(v)}
             self._pieces = frozenset(f[:k] for f in forms for k in range(1, len(f) + 1))
             self._longest_piece = max((len(p) for p in self._pieces), default=0)
