@@ -32,7 +32,10 @@ def test_default_store_is_in_the_project_root(tmp_path: Path) -> None:
     assert url == f"sqlite:///{tmp_path.resolve()}/.sparring/sparring.db"
     assert store_url("runs.db", cwd=tmp_path) == f"sqlite:///{tmp_path.resolve()}/runs.db"
     assert store_url("postgresql+psycopg://u:pw@h/db", cwd=tmp_path).endswith("h/db")
-    assert shown_url("postgresql+psycopg://u:pw@h/db") == "postgresql+psycopg://u:***@h/db"
+    assert (
+        shown_url("postgresql+psycopg://u:pw@h/db?password=p")
+        == "postgresql+psycopg://***@h/db?***"
+    )
 
 
 def test_a_new_store_is_at_the_head_revision_in_wal_mode(tmp_path: Path) -> None:

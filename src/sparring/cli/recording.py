@@ -29,6 +29,7 @@ from sparring.events import (
     VerdictAdded,
 )
 from sparring.results import RunResult, ScenarioResult, TrialResult
+from sparring.secrets import MASK, mask_url
 
 if TYPE_CHECKING:
     from sparring.runner import AnyRunnable
@@ -122,8 +123,10 @@ def _stored_call(
     paths, pattern, tags = current
     paths, pattern = paths or tuple(stored["paths"]), pattern or stored.get("pattern")
     tags = tags or tuple(stored.get("tags", ()))
-    merged = {**stored.get("options", {}), **{k: v for k, v in given.items() if v is not None}}
+    options, masked = _unmasked(stored.get("options", {}))
+    merged = {**options, **{k: v for k, v in given.items() if v is not None}}
     settings = load_settings(merged)
+    _say_masked(run_id, masked, settings)
     if resume is not None:  # the stored plan says how many trials each scenario has
         settings = settings.model_copy(update={"trials": None})
     else:
@@ -179,12 +182,46 @@ def _failed_scenarios(store: Store, ref: str | None) -> tuple[str, set[str]]:
     return run.id, failed
 
 
+_URL_OPTIONS = ("base_url",)
+"""Setting options that are URLs: kept as reports show them (`mask_url`: no user name,
+password, query or fragment), so a credential in one is never stored."""
+
+
+def _unmasked(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A stored run's `options` without the URLs kept masked, and those URLs by option
+    name: the current settings give them again (command line, environment, config)."""
+    masked = {k: str(v) for k, v in options.items() if k in _URL_OPTIONS and MASK in str(v)}
+    return {k: v for k, v in options.items() if k not in masked}, masked
+
+
+def _say_masked(run_id: str, masked: Mapping[str, str], settings: Settings) -> None:
+    """Tell which URLs of run `run_id` were stored masked, and what is used instead."""
+    for name, shown in masked.items():
+        now = getattr(settings, name)
+        option = "--" + name.replace("_", "-")
+        instead = (
+            f"using {mask_url(now)} from the current settings"
+            if now
+            else f"no {name} is set now: give {option} again"
+        )
+        click.secho(
+            f"note: run {run_id} was given {option} {shown}, stored masked (it may hold a "
+            f"credential); {instead}",
+            fg="yellow",
+            err=True,
+        )
+
+
 def _invocation(
     paths: tuple[str, ...], pattern: str | None, tags: tuple[str, ...], given: Mapping[str, Any]
 ) -> dict[str, Any]:
     """What `sparring run` was given, to run it again (the store URL left out: it is how
-    the run is found, and may hold a password)."""
-    options = {k: v for k, v in given.items() if v is not None and k != "store"}
+    the run is found, and may hold a password; URL options masked, see `_URL_OPTIONS`)."""
+    options = {
+        k: mask_url(v) if k in _URL_OPTIONS else v
+        for k, v in given.items()
+        if v is not None and k != "store"
+    }
     return {
         "cwd": str(Path.cwd()),
         "paths": list(paths),

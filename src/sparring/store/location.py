@@ -5,8 +5,9 @@ Imports no SQLAlchemy, so the CLI can say where the store is without loading it.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
+
+from sparring.secrets import mask_url
 
 STORE_DIR = ".sparring"
 STORE_FILE = "sparring.db"
@@ -37,5 +38,6 @@ def store_url(setting: str | None, *, cwd: Path) -> str:
 
 
 def shown_url(url: str) -> str:
-    """`url` fit for messages and reports: a password in it is masked (`user:***@host`)."""
-    return re.sub(r"(://[^/:@]*:)[^/@]*@", r"\1***@", url)
+    """`url` fit for messages, reports and the store: user name and password, query and
+    fragment masked as reports show URLs (`postgresql://***@host/db?***`, see `mask_url`)."""
+    return mask_url(url)

@@ -1,0 +1,75 @@
+"""The results store after the breaker's findings: no credential of `--base-url` kept in
+clear text (and `--resume` takes it from the current settings again), a corrupted store
+file is a clear usage error, and one interrupted run is resumed by one process only."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from sparring.models.scripted import example_for_schema
+from tests.support.openai_server import Reply, ScriptedOpenAIServer
+from tests.test_cli import sparring
+
+AGENT = "def agent(history):\n    return 'Your order 10234 ships today.'\n"
+SUITE = """target: {type: callable, ref: 'agent_module:agent'}
+scenarios:
+  - id: judged
+    trials: 2
+    turns:
+      - user: Where is order 10234?
+        should: say when the order ships
+"""
+
+
+def _project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "agent_module.py").write_text(AGENT)
+    (tmp_path / "t.yaml").write_text(SUITE)
+    return tmp_path
+
+
+def _judge(request: dict[str, Any]) -> Reply:
+    schema = request.get("response_format", {}).get("json_schema", {}).get("schema", {})
+    return Reply(json.dumps(example_for_schema(schema, text="Your order 10234 ships today.")))
+
+
+def _db(tmp_path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(tmp_path / ".sparring" / "sparring.db")
+
+
+def _interrupt(tmp_path: Path) -> None:
+    """The stored run as if killed before its second trial finished."""
+    with _db(tmp_path) as conn:
+        conn.execute("UPDATE runs SET status = 'interrupted'")
+        conn.execute("DELETE FROM trials WHERE trial = 2")
+
+
+def test_base_url_credentials_are_stored_masked_and_resume_takes_them_again(
+    tmp_path: Path,
+) -> None:
+    _project(tmp_path)
+    with ScriptedOpenAIServer([_judge] * 10) as server:
+        port = server.base_url.split(":")[2].split("/")[0]
+        url = f"http://usr:pwSECRET@127.0.0.1:{port}/v1?api-key=QKEY77"
+        model = ("--model", "openai-compatible:j")
+        done = sparring("run", "t.yaml", *model, "--base-url", url, "--no-live", cwd=tmp_path)
+        assert "Stored as run" in done.stderr, done.stdout + done.stderr
+        with _db(tmp_path) as conn:
+            invocation, settings = conn.execute("SELECT invocation, settings FROM runs").fetchone()
+        for kept in (invocation, settings):
+            assert "pwSECRET" not in kept and "usr" not in kept and "QKEY77" not in kept
+        assert json.loads(invocation)["options"]["base_url"] == (
+            f"http://***@127.0.0.1:{port}/v1?***"
+        )
+        _interrupt(tmp_path)
+        lost = sparring("run", "--resume", "--no-live", cwd=tmp_path)
+        assert "stored masked" in lost.stderr and "give --base-url again" in lost.stderr
+        server.paths.clear()
+        resumed = sparring("run", "--resume", "--base-url", url, "--no-live", cwd=tmp_path)
+        assert "stored masked" in resumed.stderr, resumed.stderr
+        assert f"using http://***@127.0.0.1:{port}/v1?***" in resumed.stderr
+        assert server.paths and all("api-key=QKEY77" in path for path in server.paths)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
