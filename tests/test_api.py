@@ -389,6 +389,7 @@ def test_the_failing_seed_example_raises_outside_a_run_too() -> None:
 
 def sparring(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARRING_", "OPENAI_"))}
+    env |= {k: v for k, v in os.environ.items() if k == "SPARRING_STORE"}  # tests' own
     return subprocess.run(
         [sys.executable, "-m", "sparring.cli", *args],
         capture_output=True,

@@ -22,6 +22,7 @@ EXAMPLES = Path(__file__).parent.parent / "examples"
 
 def sparring(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARRING_", "OPENAI_"))}
+    env |= {k: v for k, v in os.environ.items() if k == "SPARRING_STORE"}  # tests' own
     env["COLUMNS"] = "200"  # console lines are searched below: the same at any terminal width
     return subprocess.run(
         [sys.executable, "-m", "sparring.cli", *args],

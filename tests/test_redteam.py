@@ -30,6 +30,7 @@ redteam:
 
 def sparring(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARRING_", "OPENAI_"))}
+    env |= {k: v for k, v in os.environ.items() if k == "SPARRING_STORE"}  # tests' own
     env["COLUMNS"] = "200"
     return subprocess.run(
         [sys.executable, "-m", "sparring.cli", *args],

@@ -27,6 +27,7 @@ assertion at all passes, like a pytest test.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -63,6 +64,11 @@ if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
     import httpx
+
+    from sparring.config import Settings
+    from sparring.runner.code import CodeScenario
+    from sparring.secrets import Secrets
+    from sparring.store.recorder import Recorder
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -282,14 +288,17 @@ class Suite:
         settings: RunSettings | None = None,
         observer: Observer | None = None,
         secrets_file: str | Path | None = None,
+        store: bool = True,
     ) -> RunResult:
         """Run every test (those whose name matches the regex `pattern`) and return the
         result; reports are rendered from it (`sparring.reports`). `{{secrets.NAME}}` is
         filled from the environment and `secrets_file` (default: the `secrets_file`
-        setting).
+        setting). The run is kept in the results store as it happens (the `store`
+        setting; `store=False`: not kept).
 
         Raises:
-            UserError: misconfiguration (bad pattern, target, model).
+            UserError: misconfiguration (bad pattern, target, model); a store that cannot
+                be opened (`StoreError`).
             HookError: an after_all hook raised or did not return in time; `error.result`
                 holds the run's result, whose `hook_errors` and `exit_code` (3) say so too.
         """
@@ -302,6 +311,38 @@ class Suite:
         secrets = Secrets.load(
             file=secrets_file or configured.secrets_file, api_key=configured.api_key
         )
+        recorder = self._recorder(configured) if store else None
+        try:
+            result = await self._arun(run, scenarios, settings, recorder, observer, secrets)
+        except BaseException:
+            if recorder is not None:
+                recorder.close(None)
+            raise
+        if recorder is not None and (lost := recorder.close(result)):
+            warnings.warn(
+                f"the results store could not keep all of the run: {lost[0]}", stacklevel=2
+            )
+        if run.hook_errors:
+            raise _hook_failure(result.hook_errors, result)
+        return result
+
+    def _recorder(self, configured: Settings) -> Recorder:
+        from sparring.store.recorder import Recorder
+
+        paths = sorted({t.source.rsplit(":", 1)[0] for t in self.tests if ":" in t.source})
+        return Recorder.open(configured, paths=paths, cwd=Path.cwd())
+
+    async def _arun(
+        self,
+        run: SuiteRun,
+        scenarios: list[CodeScenario],
+        settings: RunSettings | None,
+        recorder: Recorder | None,
+        observer: Observer | None,
+        secrets: Secrets,
+    ) -> RunResult:
+        if recorder is not None:
+            observer = recorder.observe(observer)
         async with AsyncExitStack() as stack:
             models_off = settings is not None and settings.no_model_reason is not None
             judge = (
@@ -319,8 +360,6 @@ class Suite:
                     scrub=secrets.scrub,
                 )
         result.hook_errors.extend(secrets.scrub(e) for e in run.hook_errors)
-        if run.hook_errors:
-            raise _hook_failure(result.hook_errors, result)
         return result
 
     def run(
@@ -330,6 +369,7 @@ class Suite:
         settings: RunSettings | None = None,
         observer: Observer | None = None,
         secrets_file: str | Path | None = None,
+        store: bool = True,
     ) -> RunResult:
         """`arun` from synchronous code. Inside a running event loop (Jupyter, an async
         test, a web app) the run goes to a worker thread with its own loop, so the caller's
@@ -338,7 +378,11 @@ class Suite:
         def go() -> RunResult:
             return anyio.run(
                 lambda: self.arun(
-                    pattern=pattern, settings=settings, observer=observer, secrets_file=secrets_file
+                    pattern=pattern,
+                    settings=settings,
+                    observer=observer,
+                    secrets_file=secrets_file,
+                    store=store,
                 )
             )
 

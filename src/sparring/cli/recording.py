@@ -61,7 +61,8 @@ def prepare_run(
     setting_names: Sequence[str],
 ) -> RunCall:
     """Settings and the store for `sparring run`; `options` holds the command's options
-    (`no_store`, `resume` and `rerun_failed` among them: `""` means the default run).
+    (`no_store`, `list_only`, `resume` and `rerun_failed` among them: `""` means the
+    default run). A listing of a new run opens no store.
 
     Raises:
         UserError: `--no-store` with `--resume` or `--rerun-failed`, both of those, a
@@ -72,7 +73,8 @@ def prepare_run(
     resume, rerun = options.get("resume"), options.get("rerun_failed")
     if resume is not None and rerun is not None:
         raise UserError("give --resume or --rerun-failed, not both")
-    if options.get("no_store"):
+    listing = options.get("list_only") and resume is None and rerun is None
+    if options.get("no_store") or listing:  # a listing keeps nothing
         if resume is not None or rerun is not None:
             raise UserError("--resume and --rerun-failed read the results store: drop --no-store")
         return RunCall(
@@ -234,20 +236,9 @@ def _invocation(
 def _record(
     invocation: dict[str, Any], settings: Settings, *, parent: str | None = None
 ) -> RunRecord:
-    from sparring.store.location import shown_url
-    from sparring.store.provenance import current_provenance
-    from sparring.store.writer import RunRecord
+    from sparring.store.recorder import run_record
 
-    kept = settings.model_dump(mode="json", exclude={"api_key"})
-    for key in ("base_url", "store"):  # a password in a URL is masked
-        kept[key] = kept[key] and shown_url(kept[key])
-    return RunRecord(
-        paths=invocation["paths"],
-        invocation=invocation,
-        settings=kept,
-        provenance=current_provenance(Path.cwd()),
-        parent_run_id=parent,
-    )
+    return run_record(invocation, settings, cwd=Path.cwd(), parent=parent)
 
 
 @dataclass(kw_only=True)

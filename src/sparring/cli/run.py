@@ -56,7 +56,6 @@ def run_command(
     paths: tuple[str, ...],
     pattern: str | None,
     tags: tuple[str, ...] = (),
-    list_only: bool,
     output: str | None,
     junit: str | None,
     markdown: str | None,
@@ -89,7 +88,7 @@ def run_command(
         paths or _default_paths(), pattern=pattern, settings=settings, given=given
     )
     scenarios, code = _select(scenarios, suites, pattern=pattern, tags=tags)
-    if list_only:
+    if options.get("list_only"):  # also given to `prepare_run`: a listing keeps nothing
         _print_list([*scenarios, *code], trials=settings.trials)
         return 0
     plan = _Plan(

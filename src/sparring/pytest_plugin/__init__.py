@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
     from sparring.config import Settings
     from sparring.gates import GateReport, Outcome, TestRecord
-    from sparring.results import ScenarioResult
+    from sparring.pytest_plugin.storing import SessionStore
+    from sparring.results import RunResult, ScenarioResult
 
 LIVE_HINT = (
     "calls a model (simulated user or judge), so it runs only when asked: pass "
@@ -75,6 +76,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE.md",
         default=None,
         help="write a Markdown report of every sparring test of the session",
+    )
+    group.addoption(
+        "--sparring-no-store",
+        action="store_true",
+        default=False,
+        help="do not keep the session's sparring tests in the results store "
+        "(default: one run per session, in the `store` setting's store)",
     )
 
 
@@ -162,6 +170,8 @@ class SparringState:
         self.gate_report: GateReport | None = None
         self.report_note: str | None = None
         """Where the Markdown report went, or why it could not be written."""
+        self.store: SessionStore | None = None
+        """Keeps the session's sparring tests as one run (the controller, first result)."""
         if self.configured:
             for name, gate in self._load_settings().groups.items():
                 for marker in gate.markers:
@@ -328,8 +338,18 @@ class SparringState:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Record every phase of every test (on the controller: of every worker)."""
-        if self.controller:
-            self.tests.setdefault(report.nodeid, _Seen()).add(report)
+        if not self.controller:
+            return
+        self.tests.setdefault(report.nodeid, _Seen()).add(report)
+        result = dict(report.user_properties).get(RESULT_PROPERTY)
+        if isinstance(result, str) and not self.config.getoption("sparring_no_store"):
+            if self.store is None:
+                from sparring.pytest_plugin.storing import SessionStore
+
+                args = [str(a) for a in self.config.invocation_params.args]
+                cwd = self.settings_dir or self.config.rootpath
+                self.store = SessionStore(settings=self.settings, cwd=cwd, paths=args)
+            self.store.add(report.nodeid, result, head=self.session_run([]))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -337,6 +357,10 @@ class SparringState:
         report, which states the session's final exit code."""
         if not self.controller:
             return
+        if self.store is not None:
+            head = self.session_run([])
+            head.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+            self.store.close(head, exit_code=int(exitstatus))
         code, overridden = int(exitstatus), False
         if self.configured and self.settings.groups:
             from sparring.gates import evaluate
@@ -368,23 +392,19 @@ class SparringState:
                 terminalreporter.write_line(line)
         if self.report_note:
             terminalreporter.write_line(self.report_note)
+        if self.store is not None and self.store.note:
+            terminalreporter.write_line(self.store.note)
 
-    def _write_report(self, path: Path, *, exit_status: tuple[int, str]) -> str:
-        """Write the Markdown report of every sparring test seen, with the group summary
-        and the session's `exit_status` (code, meaning); say where, or why not."""
+    def session_run(self, scenarios: list[ScenarioResult]) -> RunResult:
+        """The session as a run of `scenarios`: started when pytest started, lasting until
+        now, with the models it may use (none unless live)."""
         from datetime import UTC, datetime
 
         from sparring import __version__
-        from sparring.reports.markdown import write_markdown
-        from sparring.results import RunResult, ScenarioResult
+        from sparring.results import RunResult
 
-        scenarios = [
-            ScenarioResult.model_validate_json(seen.result).model_copy(update={"name": nodeid})
-            for nodeid, seen in self.tests.items()
-            if seen.result
-        ]
         live = self.live
-        run = RunResult(
+        return RunResult(
             sparring_version=__version__,
             run_id=f"pytest-{os.getpid()}",
             started_at=datetime.fromtimestamp(self.started, UTC).isoformat(timespec="seconds"),
@@ -393,6 +413,19 @@ class SparringState:
             judge_model=self.settings.resolved_judge_model if live else None,
             scenarios=scenarios,
         )
+
+    def _write_report(self, path: Path, *, exit_status: tuple[int, str]) -> str:
+        """Write the Markdown report of every sparring test seen, with the group summary
+        and the session's `exit_status` (code, meaning); say where, or why not."""
+        from sparring.reports.markdown import write_markdown
+        from sparring.results import ScenarioResult
+
+        scenarios = [
+            ScenarioResult.model_validate_json(seen.result).model_copy(update={"name": nodeid})
+            for nodeid, seen in self.tests.items()
+            if seen.result
+        ]
+        run = self.session_run(scenarios)
         try:
             write_markdown(
                 run,

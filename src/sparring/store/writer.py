@@ -19,7 +19,7 @@ from sqlalchemy import Executable, delete, insert, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from sparring.errors import UserError
-from sparring.results import RunResult, TrialResult
+from sparring.results import RunResult, ScenarioResult, TrialResult
 from sparring.store.database import Store
 from sparring.store.provenance import Provenance
 from sparring.store.schema import runs, scenarios, trials
@@ -93,7 +93,8 @@ class RunWriter:
         try:
             with self.store.engine.begin() as conn:
                 conn.execute(insert(runs), row)
-                conn.execute(insert(scenarios), planned_scenarios)
+                if planned_scenarios:  # a pytest session's come as its tests finish
+                    conn.execute(insert(scenarios), planned_scenarios)
         except SQLAlchemyError as e:
             self.errors.append(_why(e))
             return
@@ -136,6 +137,17 @@ class RunWriter:
             }
         )
 
+    def add_scenario(self, result: ScenarioResult, *, position: int) -> None:
+        """Keep a finished scenario (`result`, its trials included) of a run started with
+        no planned scenarios (a pytest session's): its row now, its trials queued."""
+        if self._thread is None:
+            return
+        data = result.model_dump_json(exclude={"trials"})
+        row = {"run_id": self.run_id, "scenario_id": result.scenario_id, "position": position}
+        self._write(insert(scenarios), row | {"data": data})
+        for trial in result.trials:
+            self.add(trial)
+
     def flush(self) -> None:
         """Write every queued trial and stop the writer thread."""
         if self._thread is not None:
@@ -153,6 +165,13 @@ class RunWriter:
             "exit_code": exit_code,
             "head": result.model_dump_json(exclude={"scenarios"}),
         }
+        self._write(update(runs).where(runs.c.id == self.run_id), values)
+
+    def abandon(self) -> None:
+        """Write the queued trials and mark the run `interrupted` (its process raised
+        before a result: it keeps every trial that finished)."""
+        self.flush()
+        values = {"status": "interrupted", "finished_at": now_iso()}
         self._write(update(runs).where(runs.c.id == self.run_id), values)
 
     def _start_thread(self) -> None:
