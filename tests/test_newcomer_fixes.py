@@ -24,6 +24,8 @@ from sparring.transcript import Message, Transcript
 from tests.test_console import run_events
 from tests.test_reports import sample_run
 
+pytest_plugins = ["pytester"]
+
 NO_MODEL = "no model configured"
 README = Path(__file__).parent.parent / "README.md"
 DEMO_AGENT = "target: {type: callable, ref: 'sparring.demo.agent:chat'}\n"
@@ -160,3 +162,22 @@ def test_quiet_prints_scenario_lines_in_file_order_as_soon_as_they_can() -> None
     assert [line.split(":")[0][2:] for line in lines] == ids
     view(RunFinished(run))
     assert out.getvalue().count("■ refund:") == 1
+
+
+def test_a_skipped_sparring_test_reports_its_planned_trials(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml("[tool.sparring]\n")
+    pytester.makepyfile(
+        test_skip="""
+        import pytest
+
+        @pytest.mark.skip(reason="not today")
+        @pytest.mark.sparring(trials=3, threshold=0.66)
+        def test_later():
+            pass
+        """
+    )
+    result = pytester.runpytest("--sparring-report", "r.md")
+    result.assert_outcomes(skipped=1)
+    report = (pytester.path / "r.md").read_text(encoding="utf-8")
+    row = next(line for line in report.splitlines() if line.startswith("| test_skip.py"))
+    assert row.split(" | ")[2:4] == ["3", "0"]  # Trials, Passed

@@ -699,7 +699,7 @@ def test_the_markdown_report_lists_skipped_tests_with_why(pytester: pytest.Pytes
         report,
     )
     assert re.search(
-        r"\| test_agent\.py::test_below_the_threshold_fails \| python \| 1 \| 0 \| "
+        r"\| test_agent\.py::test_below_the_threshold_fails \| python \| 4 \| 0 \| "
         r"- \| 75% \| ⏭ skipped \|",
         report,
     )

@@ -320,39 +320,55 @@ def conclude(item: pytest.Item, result: ScenarioResult) -> None:
 
 
 def unrun_result(item: pytest.Item, *, skipped: bool, reason: str) -> ScenarioResult:
-    """The result of a sparring test that never reached its trials: one trial, `skipped`
-    (not live, no model, a skip marker) or `error` (a bad marker option, a fixture that
-    failed), saying `reason`; so reports list it as `sparring run` lists such scenarios."""
-    from sparring.errors import UserError
+    """The result of a sparring test that never reached its trials: each planned trial
+    `skipped` (not live, no model, a skip marker), or one trial `error` (a bad marker
+    option, a fixture that failed), saying `reason`; so reports list it as `sparring run`
+    lists such scenarios."""
     from sparring.results import ScenarioResult, TrialResult
 
-    scenario_id, kind, threshold = item.nodeid, "python", 1.0
+    scenario_id, kind = item.nodeid, "python"
     if isinstance(item, ScenarioItem):
         scenario_id, kind = item.scenario.id, item.scenario.kind
-        threshold = item.scenario.threshold
-    elif isinstance(item, SuiteTestItem):
-        threshold = item.test.threshold
-    elif isinstance(item, pytest.Function):
-        try:
-            threshold = marker_options(item)[1]
-        except UserError:
-            pass  # the test's own failure reports the bad option
+    planned, threshold = _planned(item)
+    trials = [
+        TrialResult(
+            scenario_id=scenario_id,
+            trial=n,
+            status="skipped" if skipped else "error",
+            end_reason="skipped" if skipped else "test_error",
+            error=reason,
+        )
+        for n in range(1, (planned if skipped else 1) + 1)
+    ]
     path, line, _ = item.reportinfo()
-    trial = TrialResult(
-        scenario_id=scenario_id,
-        trial=1,
-        status="skipped" if skipped else "error",
-        end_reason="skipped" if skipped else "test_error",
-        error=reason,
-    )
     return ScenarioResult(
         scenario_id=scenario_id,
         name=item.nodeid,
         kind=kind,
         source=f"{os.path.relpath(path)}:{(line or 0) + 1}",
         threshold=threshold,
-        trials=[trial],
+        planned_trials=len(trials),
+        trials=trials,
     )
+
+
+def _planned(item: pytest.Item) -> tuple[int, float]:
+    """`(trials, threshold)` a sparring test asks for: its scenario's (the least of
+    adaptive trials), its suite test's repetitions, or its marker's; `(1, 1.0)` when its
+    marker is bad (the test's own failure reports the bad option)."""
+    from sparring.errors import UserError
+
+    if isinstance(item, ScenarioItem):
+        trials = item.scenario.trials
+        return trials if isinstance(trials, int) else trials.min, item.scenario.threshold
+    if isinstance(item, SuiteTestItem):
+        return item.test.repetitions, item.test.threshold
+    if isinstance(item, pytest.Function):
+        try:
+            return marker_options(item)[:2]
+        except UserError:
+            pass
+    return 1, 1.0
 
 
 def describe_failure(result: ScenarioResult) -> str:
