@@ -23,6 +23,8 @@ from sparring.secrets import Secrets
 from sparring.transcript import Message, Transcript
 from tests.test_console import run_events
 from tests.test_reports import sample_run
+from tests.test_run_cli_options import _project as project  # pyright: ignore[reportPrivateUsage]
+from tests.test_run_cli_options import sparring
 
 pytest_plugins = ["pytester"]
 
@@ -181,3 +183,19 @@ def test_a_skipped_sparring_test_reports_its_planned_trials(pytester: pytest.Pyt
     report = (pytester.path / "r.md").read_text(encoding="utf-8")
     row = next(line for line in report.splitlines() if line.startswith("| test_skip.py"))
     assert row.split(" | ")[2:4] == ["3", "0"]  # Trials, Passed
+
+
+def test_a_tag_no_scenario_has_exits_2_with_the_known_tags_and_a_did_you_mean(
+    tmp_path: Path,
+) -> None:
+    project(tmp_path)
+    typo = sparring("run", "suite.yaml", "--tag", "smok", cwd=tmp_path)
+    assert typo.returncode == 2
+    assert (
+        "--tag smok matches no scenario (did you mean --tag smoke?); known tags: smoke, status"
+        in typo.stderr
+    )
+    one_of_two = sparring(
+        "run", "suite.yaml", "--list", "--tag", "status", "--tag", "smok", cwd=tmp_path
+    )
+    assert one_of_two.returncode == 2 and "--tag smok matches no scenario" in one_of_two.stderr

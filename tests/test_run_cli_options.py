@@ -60,7 +60,9 @@ def test_tag_runs_the_scenarios_with_any_of_the_tags_and_list_shows_tags(tmp_pat
         "asks-number  [scripted, 1 trial, #status, #smoke]  suite.yaml:3",
         "1 scenario",
     ]
-    both = sparring("run", "suite.yaml", "--list", "--tag", "nope", "--tag", "status", cwd=tmp_path)
+    both = sparring(
+        "run", "suite.yaml", "--list", "--tag", "smoke", "--tag", "status", cwd=tmp_path
+    )
     assert [line.split()[0] for line in both.stdout.splitlines()[:-1]] == ["asks-number", "banana"]
     ran = sparring("run", "suite.yaml", "--tag", "smoke", "-o", "r.json", cwd=tmp_path)
     assert ran.returncode == 0, ran.stdout + ran.stderr
@@ -69,7 +71,7 @@ def test_tag_runs_the_scenarios_with_any_of_the_tags_and_list_shows_tags(tmp_pat
     assert report["scenarios"][0]["tags"] == ["status", "smoke"]
     none = sparring("run", "suite.yaml", "--tag", "nope", cwd=tmp_path)
     assert none.returncode == 2
-    assert "no scenario matches --tag nope; run with --list to see the ids and tags" in none.stderr
+    assert "--tag nope matches no scenario; known tags: smoke, status" in none.stderr
 
 
 def test_output_dash_writes_pure_json_to_stdout(tmp_path: Path) -> None:

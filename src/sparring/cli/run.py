@@ -143,10 +143,13 @@ def _select(
     tests have no tags).
 
     Raises:
-        UserError: nothing is left, with what was asked for.
+        UserError: a tag no scenario has (`_check_tags`), or nothing is left, with what was
+            asked for.
     """
     code = suites.scenarios(pattern=pattern)
     if tags:
+        if scenarios:  # else what is asked for matches nothing, as said below
+            _check_tags(tags, scenarios, pattern=pattern)
         scenarios = [s for s in scenarios if set(tags).intersection(s.tags)]
         code = []
     if scenarios or code:
@@ -159,6 +162,31 @@ def _select(
         )
     raise UserError(
         "the test files hold no scenarios (only sparring reports?); give files with `scenarios:`"
+    )
+
+
+def _check_tags(
+    tags: tuple[str, ...], scenarios: list[AnyScenario], *, pattern: str | None
+) -> None:
+    """Refuse a `--tag` that no scenario has: a typo would quietly run fewer scenarios.
+
+    Raises:
+        UserError: names each such tag with the closest known one ("did you mean"), and
+            lists the tags the scenarios have.
+    """
+    import difflib
+
+    known = sorted({tag for s in scenarios for tag in s.tags})
+    unknown = [tag for tag in tags if tag not in known]
+    if not unknown:
+        return
+    close = [m[0] for tag in unknown if (m := difflib.get_close_matches(tag, known, n=1))]
+    hint = f" (did you mean {' or '.join(f'--tag {c}' for c in close)}?)" if close else ""
+    among = f" that --pattern {pattern!r} matches" if pattern else ""
+    raise UserError(
+        f"{' and '.join(f'--tag {tag}' for tag in unknown)} "
+        f"{'matches' if len(unknown) == 1 else 'match'} no scenario{among}{hint}; known "
+        f"tags: {', '.join(known) or 'none'} (Python tests have no tags)"
     )
 
 
