@@ -73,3 +73,35 @@ def test_base_url_credentials_are_stored_masked_and_resume_takes_them_again(
         assert f"using http://***@127.0.0.1:{port}/v1?***" in resumed.stderr
         assert server.paths and all("api-key=QKEY77" in path for path in server.paths)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+
+
+def _corrupt_store(tmp_path: Path, content: bytes) -> Path:
+    store = tmp_path / ".sparring" / "sparring.db"
+    store.parent.mkdir()
+    store.write_bytes(content)
+    return store
+
+
+def test_a_store_file_that_is_no_database_is_a_clear_usage_error(tmp_path: Path) -> None:
+    store = _corrupt_store(_project(tmp_path), bytes(range(256)) * 20)
+    for args in (["run", "t.yaml"], ["runs"], ["show", "abc123"]):
+        done = sparring(*args, cwd=tmp_path)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr
+        message = done.stderr
+        assert f"{store} is not a sparring store: not a database" in message, message
+        assert f"mv {store} {store}.broken" in message
+        assert "--store OTHER.db" in message and "--no-store" in message
+    assert sparring("run", "t.yaml", "--no-store", cwd=tmp_path).returncode == 0  # way out
+
+
+def test_another_programs_sqlite_database_is_not_taken_for_a_store(tmp_path: Path) -> None:
+    store = _corrupt_store(_project(tmp_path), b"")
+    with sqlite3.connect(store) as conn:
+        conn.execute("CREATE TABLE customers (name TEXT)")
+    done = sparring("run", "t.yaml", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "not a sparring store: an SQLite database of something else" in done.stderr
+    with sqlite3.connect(store) as conn:  # left as it was
+        tables = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    assert tables == [("customers",)]

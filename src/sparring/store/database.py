@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError, OperationalError
 
 from sparring.errors import UserError
 from sparring.results import SCHEMA_VERSION
@@ -51,23 +51,45 @@ def open_store(url: str) -> Store:
 
     Raises:
         StoreError: the URL is malformed, its driver is not installed (PostgreSQL needs
-            the `postgres` extra), the database cannot be reached, or its schema revision
-            is newer than `HEAD_REVISION`.
+            the `postgres` extra), the database cannot be reached, an SQLite file is not a
+            sparring store (not a database, damaged, or another program's database), or
+            its schema revision is newer than `HEAD_REVISION`.
     """
     engine = _engine(url)
     try:
         with engine.begin() as conn:
             _migrate(conn, url)
-    except OperationalError as e:
+    except DatabaseError as e:  # OperationalError among them
         engine.dispose()
-        raise StoreError(
-            f"cannot open the results store {shown_url(url)}: {e.orig}; check the `store` "
-            "setting (or SPARRING_STORE, --store), or run with --no-store"
-        ) from None
+        file = _sqlite_file(url)
+        if file is None or isinstance(e, OperationalError):
+            raise StoreError(
+                f"cannot open the results store {shown_url(url)}: {e.orig}; check the "
+                "`store` setting (or SPARRING_STORE, --store), or run with --no-store"
+            ) from None
+        raise _not_a_store(file, f"not a database or a damaged one ({e.orig})") from None
     except BaseException:
         engine.dispose()
         raise
     return Store(engine=engine, url=url)
+
+
+def _sqlite_file(url: str) -> str | None:
+    """The file of an SQLite store `url`; `None` for another database or `:memory:`."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return parsed.database
+
+
+def _not_a_store(file: str, what: str) -> StoreError:
+    """The error for an SQLite `file` that is not a sparring store: `what` it is instead,
+    and the ways out."""
+    return StoreError(
+        f"the results store {file} is not a sparring store: {what}. Move the file away "
+        f"(mv {file} {file}.broken; the next run starts a new store), keep this run "
+        "elsewhere with --store OTHER.db, or run with --no-store"
+    )
 
 
 def _engine(url: str) -> Engine:
@@ -117,13 +139,17 @@ def _migrate(conn: Connection, url: str) -> None:
     write lock, so concurrent openers migrate once).
 
     Raises:
-        StoreError: the store's revision is newer than `HEAD_REVISION`.
+        StoreError: the store's revision is newer than `HEAD_REVISION`, or an SQLite file
+            holds tables but no sparring schema revision.
     """
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": _MIGRATION_LOCK})
     current = _revision(conn)
     if current == HEAD_REVISION:
         return
+    file = _sqlite_file(url)
+    if current is None and file is not None and (tables := inspect(conn).get_table_names()):
+        raise _not_a_store(file, f"an SQLite database of something else (tables {tables})")
     if current is not None and not _older(current):
         raise StoreError(
             f"the results store {shown_url(url)} has schema revision {current}, newer than "
