@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from sparring.authoring.session import ConditionsNotMet, ConditionsUndecided, open_session
+from sparring.api import ConditionsNotMet, ConditionsUndecided, open_session
 from sparring.judging.answers import UNVERIFIED_QUOTE
 from sparring.judging.judge import NO_REPLY, ShouldItem, judge_conversation
 from sparring.judging.sampling import JUDGE_SEED, model_settings, models_used
@@ -44,7 +44,10 @@ SCENARIO = SimulatedScenario(
     criteria=["The assistant gives the tracking number"],
     restrictions=["Asks for the card number"],
 )
-UNGROUNDED = 'the judge cited nothing the conversation contains, so its "met" does not count'
+UNGROUNDED = (
+    "the judge cited nothing from the agent's reply at turn 1 or its tool calls (a quote "
+    'needs 4 or more letters or digits, or all of a shorter reply), so its "met" does not count'
+)
 
 
 def entry(verdict: str, *quotes: str) -> dict[str, Any]:

@@ -120,7 +120,7 @@ async def test_simulated_conversation_uses_turns_plus_one_model_calls() -> None:
             user_says("Hi, refund please"),
             user_says("Order 1"),
             user_says("Thanks"),
-            judge_says("Order 1", c1="met", r1="met"),
+            judge_says("b", c1="met", r1="met"),
         ]
     )
     result, _ = await run([scenario], ScriptedTarget(["a", "b", "c"]), model=model)

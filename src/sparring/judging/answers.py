@@ -5,8 +5,9 @@ top-level object is read as the schema `judge_schema` asks for: `verdicts` keyed
 (a missing `verdicts` is never read as the verdict map itself), each entry exactly one
 `VERDICT_SCHEMA` object: a key besides its four (say `met` or `Verdict`, which could
 contradict `verdict`), a value of the wrong type, or an id the answer gives twice with
-different values (anywhere in it, in any letter case) is no decision. A `met` that quotes
-nothing the conversation contains is turned into an error by the caller
+different values (anywhere in it, in any letter case) is no decision. JSON the agent wrote
+is never an answer, however the judge quotes it (`DecisionReader.screen`). A `met` that
+quotes nothing substantial the agent said is turned into an error by the caller
 (`DecisionReader.ungrounded`).
 """
 
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from sparring.models.structured import json_objects_in
 from sparring.prompts import Scrub, message_text
 from sparring.results import ReplyNote
 from sparring.transcript import Message, Transcript
@@ -27,6 +29,15 @@ _EVIDENCE_ITEMS = 5
 _NOTE_CHARS = 300
 _FIELDS = ("reason", "evidence", "turns", "verdict")
 """The keys of a verdict entry (`VERDICT_SCHEMA`), all required, no others."""
+
+SUBSTANTIAL = 4
+"""Letters and digits a quote needs to ground a `met` (fewer: the whole agent message)."""
+
+ECHOED = (
+    "the judge's answer repeats what the agent wrote (its JSON is in an agent message or "
+    "tool call of the conversation), so it is not a verdict; give your own judgement"
+)
+"""Why an answer whose JSON the agent wrote is refused (`DecisionReader.screen`)."""
 
 UNVERIFIED_QUOTE = "(not found in the transcript)"
 """Put before evidence the judge quoted that the conversation does not contain."""
@@ -55,6 +66,16 @@ class Decision:
     turns: tuple[int, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class _AgentMessage:
+    """An agent message as a judge may quote it: its `_texts`, `_normalised`, and the
+    letters and digits a quote of it needs (`SUBSTANTIAL`, or all of a shorter message)."""
+
+    turn: int
+    texts: tuple[str, ...]
+    need: int
+
+
 class DecisionReader:
     """Reads one verdict entry of a judge answer (`VERDICT_SCHEMA`), failing closed.
 
@@ -69,14 +90,32 @@ class DecisionReader:
     def __init__(self, transcript: Transcript, *, scrub: Scrub | None) -> None:
         self.scrub = scrub
         said: list[str] = []
+        agent: list[_AgentMessage] = []
         turn, turns = 0, set[int]()
         for message in transcript.messages:
             turn += message.role == "user"
             turns.add(turn)
-            said += [_normalised(t) for t in _texts(message, scrub)]
+            texts = _texts(message, scrub)
+            said += [_normalised(t) for t in texts]
+            if message.role == "agent" and texts:
+                need = min(SUBSTANTIAL, _alnum(message_text(message)))
+                agent.append(_AgentMessage(turn, tuple(_normalised(t) for t in texts), need))
         self.said = "\0".join(said)
         """Every text of the conversation, `_normalised`, apart (quotes do not span two)."""
         self.valid_turns = frozenset(turns)
+        self.agent = tuple(agent)
+        self._agent_json = _AgentJson(transcript, scrub)
+
+    def screen(self, source: str, value: Any) -> None:
+        """`screen` for `complete_json`: refuses an answer whose JSON the agent wrote: its
+        `source` text (whitespace aside) in an agent message or tool call, or `value` equal
+        to an object written there (quoted, echoed, fenced or escaped).
+
+        Raises:
+            ValueError: `ECHOED`.
+        """
+        if self._agent_json.holds(source, value):
+            raise ValueError(ECHOED)
 
     def decision(self, raw: Any) -> Decision | str:
         """The entry as a decision, or why it cannot be one (`_entry_problem`)."""
@@ -95,13 +134,23 @@ class DecisionReader:
             self._turns(value["turns"]),
         )
 
-    def ungrounded(self, decision: Decision) -> str | None:
-        """Why a `met` rests on nothing the conversation contains (every quote of it is
-        marked `UNVERIFIED_QUOTE`, or it has none); `None` when one quote is found."""
-        if any(not q.startswith(UNVERIFIED_QUOTE) for q in decision.evidence):
-            return None
+    def ungrounded(self, decision: Decision, *, turn: int | None) -> str | None:
+        """Why a `met` rests on nothing the agent said; `None` when one of its quotes is
+        found in an agent message or tool call (`turn`: in the agent's reply at that turn)
+        and is substantial: `SUBSTANTIAL` letters and digits, or all of a shorter message."""
+        messages = [m for m in self.agent if turn is None or m.turn == turn]
+        for quote in decision.evidence:
+            core = _core(quote)
+            if any(_alnum(core) >= m.need and any(core in t for t in m.texts) for m in messages):
+                return None
+        where = (
+            "any agent message or tool call"
+            if turn is None
+            else f"the agent's reply at turn {turn} or its tool calls"
+        )
         return (
-            'the judge cited nothing the conversation contains, so its "met" does not count '
+            f"the judge cited nothing from {where} (a quote needs {SUBSTANTIAL} or more "
+            f'letters or digits, or all of a shorter reply), so its "met" does not count '
             f"(its reason: {decision.reason})"
         )
 
@@ -134,8 +183,38 @@ def _texts(message: Message, scrub: Scrub | None) -> list[str]:
 
 def _found(quote: str, said: str) -> bool:
     """Whether `quote` (without its quotation marks) occurs in `said` (`_normalised`)."""
-    core = _normalised(quote.strip("\"'“”‘’. …"))
+    core = _core(quote)
     return any(c.isalnum() for c in core) and core in said
+
+
+def _core(quote: str) -> str:
+    """`quote` without its quotation marks, `_normalised`; `""` for a quote marked
+    `UNVERIFIED_QUOTE`."""
+    if quote.startswith(UNVERIFIED_QUOTE):
+        return ""
+    return _normalised(quote.strip("\"'“”‘’. …"))
+
+
+def _alnum(text: str) -> int:
+    """How many letters and digits `text` has."""
+    return sum(c.isalnum() for c in text)
+
+
+class _AgentJson:
+    """What the agent wrote, to tell an answer copied from it (`DecisionReader.screen`)."""
+
+    def __init__(self, transcript: Transcript, scrub: Scrub | None) -> None:
+        self.texts = [t for m in transcript.messages if m.role == "agent" for t in _texts(m, scrub)]
+        self.compact = "\0".join("".join(t.split()) for t in self.texts)
+        self._objects: list[dict[str, Any]] | None = None
+
+    def holds(self, source: str, value: Any) -> bool:
+        """Whether `source` (whitespace aside) or an object equal to `value` is in it."""
+        if "".join(source.split()) in self.compact:
+            return True
+        if self._objects is None:
+            self._objects = [o for t in self.texts if "{" in t for o in json_objects_in(t)]
+        return any(value == o for o in self._objects)
 
 
 def _normalised(text: str) -> str:

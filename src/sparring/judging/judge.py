@@ -2,10 +2,10 @@
 
 Verdicts are keyed by id, never by position. The judge fails closed: an item the answer
 leaves out, or an answer that stays unreadable after the one repair, a failed model call,
-or a `met` that quotes nothing the conversation contains, gives `error` verdicts, never
-`met`. The
-transcript is fenced data in the prompt and a verdict can only come from the answer read as
-the requested schema (`sparring.judging.answers`; DESIGN.md sections 3 and 5).
+an answer repeating JSON the agent wrote, or a `met` that quotes nothing substantial the
+agent said, gives `error` verdicts, never `met`. The transcript is fenced data in the prompt
+and a verdict can only come from the answer read as the requested schema
+(`sparring.judging.answers`; DESIGN.md sections 3 and 5).
 """
 
 from __future__ import annotations
@@ -147,8 +147,9 @@ async def judge_conversation(
         temperature: Judge sampling temperature.
         usage: Model calls and tokens are added to it.
         scrub: Removes secrets from transcript text before the judge sees it.
-        require_evidence: A `met` success criterion or `should` must quote the
-            conversation (`DecisionReader.ungrounded`), else it is `error`.
+        require_evidence: A `met` success criterion must quote an agent message or tool
+            call, a `met` `should` the reply at its turn (`DecisionReader.ungrounded`), else
+            it is `error`.
 
     Returns:
         One verdict per item, in item order; a note per agent reply turn the judge noted.
@@ -205,6 +206,7 @@ async def _ask(
             temperature=temperature,
             seed=judge_seed(model),
             usage=usage,
+            screen=reader.screen,
         )
     except ModelOutputError as e:
         return f"the judge's answer could not be read, even after one repair: {e}"
@@ -226,7 +228,7 @@ def _from_answer(item: _Item, answer: Answer, ground: DecisionReader | None) -> 
         )
     status, reason = decision.status, decision.reason
     if ground is not None and status == "met" and item.kind != "restriction":
-        why = ground.ungrounded(decision)
+        why = ground.ungrounded(decision, turn=item.turn)
         status, reason = ("error", why) if why is not None else (status, reason)
     return item.verdict(status, reason, evidence=decision.evidence, turns=decision.turns)
 

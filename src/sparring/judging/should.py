@@ -3,8 +3,9 @@
 `judge_shoulds` decides each condition on one agent reply with its own structured model call,
 all calls at once. It shares the conversation judge's fencing, rendering limits, evidence
 checks and fail-closed reading (`sparring.judging.judge`, `sparring.judging.answers`): an
-answer that stays unreadable after one repair, a failed model call, or a `met` that quotes
-nothing the conversation contains is an `error` verdict, never `met`. A reply that is empty
+answer that stays unreadable after one repair (one repeating JSON the agent wrote too), a
+failed model call, or a `met` that quotes nothing substantial of the reply is an `error`
+verdict, never `met`. A reply that is empty
 is `not_met` without asking.
 
 `condition_problem` is the cheap grammar check behind `ConditionGrammarWarning`: a condition
@@ -146,6 +147,7 @@ async def _judge_one(
             temperature=judge.temperature,
             seed=judge_seed(judge.model),
             usage=usage,
+            screen=reader.screen,
         )
     except ModelOutputError as e:
         why = f"the judge's answer could not be read, even after one repair: {e}"
@@ -154,7 +156,7 @@ async def _judge_one(
         why = f"the judge model failed: {e}"
         return should_verdict(condition, turn=turn, status="error", reason=why)
     status, reason = decision.status, decision.reason
-    ungrounded = reader.ungrounded(decision) if status == "met" else None
+    ungrounded = reader.ungrounded(decision, turn=turn) if status == "met" else None
     if judge.require_evidence and ungrounded is not None:
         status, reason = "error", ungrounded
     return should_verdict(condition, turn=turn, status=status, reason=reason, decision=decision)

@@ -2,10 +2,11 @@
 
 `complete_json` asks the model for JSON matching a schema and reads the answer by
 `parse_json_loosely`: the whole answer, or the one top-level JSON object in it (code fences
-and prose around it are dropped); an object nested in other text, or an answer holding
-several objects, is never read. The caller's function validates the value; on failure the
-model is asked once more with the bad answer and a format reminder. A second failure raises
-`ModelOutputError`, which callers record as `error` (fail closed).
+and prose around it are dropped); an object nested in other text, an answer holding several
+objects, or one inside a `<think>` block left open, is never read. The caller's functions
+screen the JSON's source text (say, for JSON someone else wrote) and validate the value; on
+failure the model is asked once more with the bad answer and a format reminder. A second
+failure raises `ModelOutputError`, which callers record as `error` (fail closed).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from pydantic import ValidationError
 
@@ -38,13 +39,23 @@ def parse_json_loosely(text: str) -> Any:
     it dropped. It must parse as a whole: an object found inside other text (within
     brackets, or within braces that do not parse) is never read, and text holding several
     top-level objects (say an agent reply the answer quotes, besides the answer) is
-    rejected rather than guessed at. Within the value, a key given twice, or in two letter
-    cases, with different values is rejected too.
+    rejected rather than guessed at. A leading `<think>` block never closed (a reasoning
+    model cut off by its token limit) holds no answer, whatever JSON it quotes. Within the
+    value, a key given twice, or in two letter cases, with different values is rejected.
 
     Raises:
-        ValueError: no JSON, several top-level objects, one that does not parse, a key
-            given twice, or nesting deeper than `MAX_DEPTH`; the message says which and
-            how to answer instead.
+        ValueError: no JSON, an unclosed `<think>` block, several top-level objects, one
+            that does not parse, a key given twice, or nesting deeper than `MAX_DEPTH`;
+            the message says which and how to answer instead.
+    """
+    return read_json_loosely(text)[0]
+
+
+def read_json_loosely(text: str) -> tuple[Any, str]:
+    """`parse_json_loosely(text)` and the source text of the JSON it read (stripped).
+
+    Raises:
+        ValueError: as `parse_json_loosely`.
     """
     whole = text.strip()
     if not whole:
@@ -54,7 +65,7 @@ def parse_json_loosely(text: str) -> Any:
         raise ValueError("the answer held only a <think> block, no JSON")
     for candidate in dict.fromkeys((whole, body)):
         try:
-            return _loads(candidate)
+            return _loads(candidate), candidate
         except _Unreadable as e:
             raise ValueError(str(e)) from None
         except ValueError:
@@ -114,15 +125,25 @@ def _too_deep(value: Any) -> bool:
 
 
 def _without_leading_think(text: str) -> str:
-    """`text` (stripped) after a leading `<think>...</think>` block; `text` itself if none."""
+    """`text` (stripped) after a leading `<think>...</think>` block; `text` itself if none.
+
+    Raises:
+        ValueError: the `<think>` block is never closed, so no answer follows it.
+    """
     if not text.startswith("<think>"):
         return text
     end = text.find("</think>")
-    return text if end == -1 else text[end + len("</think>") :].strip()
+    if end == -1:
+        raise ValueError(
+            "the answer opened a <think> block and never closed it (cut off?), so it holds "
+            "no answer; close </think> and then give the JSON object"
+        )
+    return text[end + len("</think>") :].strip()
 
 
-def _one_object(text: str) -> Any:
-    """The one top-level JSON object in prose, parsed as a whole (`_top_level_values`)."""
+def _one_object(text: str) -> tuple[Any, str]:
+    """The one top-level JSON object in prose, parsed as a whole (`_top_level_values`),
+    and its source text."""
     spans = _top_level_values(text)
     if not spans:
         raise ValueError("the answer contained no JSON object")
@@ -134,7 +155,7 @@ def _one_object(text: str) -> Any:
         )
     start, end = spans[0]
     try:
-        return _loads(text[start:end])
+        return _loads(text[start:end]), text[start:end]
     except _Unreadable as e:
         raise ValueError(str(e)) from None
     except ValueError as e:
@@ -168,6 +189,34 @@ def _top_level_values(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in spans if text[a] == "{" or "{" in text[a:b]]
 
 
+def json_objects_in(text: str) -> list[dict[str, Any]]:
+    """Every JSON object written anywhere in `text`: top-level ones, those nested in them,
+    those inside brackets or braces that do not parse as a whole, and those escaped in JSON
+    strings, down to `MAX_DEPTH` levels of text; in no set order."""
+    found: list[dict[str, Any]] = []
+    pending: list[tuple[str, int]] = [(text, 0)]
+    while pending:
+        chunk, level = pending.pop()
+        if level > MAX_DEPTH:
+            continue
+        for start, end in _top_level_values(chunk):
+            try:
+                values: list[Any] = [json.loads(chunk[start:end])]
+            except (ValueError, RecursionError):
+                pending.append((chunk[start + 1 : end], level + 1))
+                continue
+            while values:
+                value = values.pop()
+                if isinstance(value, dict):
+                    found.append(cast(dict[str, Any], value))
+                    values += cast(dict[str, Any], value).values()
+                elif isinstance(value, list):
+                    values += cast(list[Any], value)
+                elif isinstance(value, str) and "{" in value:
+                    pending.append((value, level + 1))
+    return found
+
+
 def describe_problem(error: ValueError) -> str:
     """A short, model-readable account of why an answer was rejected."""
     if isinstance(error, ValidationError):
@@ -189,6 +238,7 @@ async def complete_json(
     temperature: float,
     seed: int | None = None,
     usage: Usage | None = None,
+    screen: Callable[[str, Any], None] | None = None,
 ) -> T:
     """Ask `model` for JSON matching `schema`; return `validate(parsed)`.
 
@@ -203,6 +253,9 @@ async def complete_json(
         seed: Sent to the model (`Model.complete`) when given, for repeatable answers.
         usage: When given, each call made is added to it: tokens, and cost in USD by
             `sparring.models.pricing` (unknown prices count as `unpriced_calls`).
+        screen: Called with the source text of the answer's JSON and its parsed value
+            before `validate`; raises `ValueError` to reject the answer as `validate` does
+            (say, JSON the model copied from the conversation).
 
     Returns:
         The validated value. At most two model calls are made.
@@ -212,9 +265,10 @@ async def complete_json(
         ModelError: a model call failed.
     """
     call = _Call(model, schema, schema_name, temperature, seed, usage)
+    read = _Read(validate, screen)
     first = await call(messages)
     try:
-        return validate(parse_json_loosely(first.text))
+        return read(first.text)
     except ValueError as e:
         problem = describe_problem(e)
     reminder = (
@@ -229,12 +283,26 @@ async def complete_json(
     ]
     second = await call(repair)
     try:
-        return validate(parse_json_loosely(second.text))
+        return read(second.text)
     except ValueError as e:
         raise ModelOutputError(
             f"{model.name} gave no valid {schema_name!r} JSON in two tries: {describe_problem(e)}",
             raw=second.text,
         ) from e
+
+
+@dataclass(frozen=True, slots=True)
+class _Read(Generic[T]):
+    """An answer's text -> `validate(value)`, after `screen(source, value)`."""
+
+    validate: Callable[[Any], T]
+    screen: Callable[[str, Any], None] | None
+
+    def __call__(self, text: str) -> T:
+        value, source = read_json_loosely(text)
+        if self.screen is not None:
+            self.screen(source, value)
+        return self.validate(value)
 
 
 @dataclass(frozen=True, slots=True)
