@@ -48,18 +48,20 @@ def _verdict(id: str, status: str, kind: str = "should") -> Verdict:
 
 def _unjudged_subtest_run() -> RunResult:
     """A Python test's unfold: step 2 passed its check while its `should` was skipped (no
-    judge model), step 4 failed its check (so the trial failed and reports show both)."""
+    judge model), step 3 only had a `should` (skipped), step 4 failed its check (so the
+    trial failed and reports show them all)."""
     chat = Transcript(
         messages=(Message(role="user", content="Hi"), Message(role="agent", content="Hello"))
     )
     verdicts = [
         _verdict("unfold1.step2.should1", "skipped"),
         _verdict("unfold1.step2.check1", "met", kind="check"),
+        _verdict("unfold1.step3.should1", "skipped"),
         _verdict("unfold1.step4.check1", "not_met", kind="check"),
     ]
     subtests = [
         SubtestResult(id=f"unfold1.step{k}", name=f"step {k}", status=status, transcript=chat)  # type: ignore[arg-type]
-        for k, status in ((2, "passed"), (4, "failed"))
+        for k, status in ((2, "passed"), (3, "skipped"), (4, "failed"))
     ]
     trial = TrialResult(
         scenario_id="py",
@@ -88,9 +90,11 @@ def test_a_sub_test_whose_should_was_not_judged_says_so_in_every_report() -> Non
             view(event)
     lines = [line.strip() for line in out.getvalue().splitlines()]
     assert "✔ unfold1.step2 passed (1 not judged): step 2" in lines
+    assert "⏭ unfold1.step3 skipped: step 3" in lines  # says it already
     assert "✘ unfold1.step4 failed: step 4" in lines
     markdown = render_markdown(run)
     assert "Sub-test unfold1.step2: ✅ passed (1 not judged) · step 2" in markdown
+    assert "Sub-test unfold1.step3: ⏭ skipped · step 3" in markdown
     assert "Sub-test unfold1.step4: ❌ failed · step 4" in markdown
     html = render_html(run)
     assert "passed</span> (1 not judged) sub-test <code>unfold1.step2</code>" in html

@@ -81,11 +81,12 @@ def subtest_verdicts(trial: TrialResult, sub: SubtestResult) -> list[Verdict]:
     return [v for v in trial.verdicts if v.id.startswith(prefix)]
 
 
-def not_judged(verdicts: Iterable[Verdict]) -> str:
-    """` (2 not judged)` after a status when some of `verdicts` were `skipped` (a `should`
-    with no judge model, a check after the trial had already failed), so a `passed` never
-    hides what went unchecked; `""` when none were."""
-    skipped = sum(v.status == "skipped" for v in verdicts)
+def not_judged(status: str, verdicts: Iterable[Verdict]) -> str:
+    """` (2 not judged)` to follow `status` when some of `verdicts` were `skipped` (a
+    `should` with no judge model, a check after the trial had already failed), so a
+    `passed` never hides what went unchecked; `""` when none were, or `status` is `skipped`
+    (which says it already)."""
+    skipped = status != "skipped" and sum(v.status == "skipped" for v in verdicts)
     return f" ({skipped} not judged)" if skipped else ""
 
 

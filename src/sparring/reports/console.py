@@ -290,7 +290,7 @@ class ConsoleView:
             replayed = f", {REPLAYED_HISTORY}" if sub.history == "replayed" else ""
             text = (
                 f"  {self._sym[sub.status]} {sub.id} {status_text(sub.status)}"
-                f"{not_judged(subtest_verdicts(trial, sub))}{replayed}: "
+                f"{not_judged(sub.status, subtest_verdicts(trial, sub))}{replayed}: "
                 f"{sub.name}"
             )
             self._emit(

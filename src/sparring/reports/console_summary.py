@@ -183,7 +183,7 @@ def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
     for s in result.scenarios:
         shown = shown_status(s)
         status = f"{sym[shown]} {status_text(shown)}"
-        status += not_judged(v for t in s.counted for v in t.verdicts)
+        status += not_judged(shown, (v for t in s.counted for v in t.verdicts))
         passes, out_of = s.needed
         table.add_row(
             Text(s.scenario_id, overflow="fold"),

@@ -393,7 +393,7 @@ def _subtest(sub: SubtestResult, verdicts: list[Verdict], keys: Iterator[str]) -
         id=sub.id,
         name=sub.name,
         status=sub.status,
-        not_judged=not_judged(verdicts),
+        not_judged=not_judged(sub.status, verdicts),
         notes=[n for n in (replayed, sub.error) if n],
         conversation=_conversation(sub.transcript, verdicts, [], user_label="user", keys=keys),
     )

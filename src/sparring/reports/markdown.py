@@ -355,7 +355,7 @@ def _trial_section(trial: TrialResult, *, of: int, max_chars: int) -> list[str]:
             )
         )
     for sub in trial.subtests:  # in the order they were written
-        status = _status(sub.status) + not_judged(subtest_verdicts(trial, sub))
+        status = _status(sub.status) + not_judged(sub.status, subtest_verdicts(trial, sub))
         summary = f"Sub-test {_text(sub.id)}: {status} · "
         if sub.history == "replayed":
             summary += f"{_text(REPLAYED_HISTORY)} · "
