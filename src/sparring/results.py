@@ -236,8 +236,11 @@ def pass_hat_k(passed: int, total: int) -> dict[int, float]:
 def passes_needed(threshold: float, out_of: int) -> int:
     """How many of `out_of` trials (or tests) must pass to reach `threshold` (a 0-1
     fraction): the fewest n with n >= threshold * out_of, as `ScenarioResult.status` and the
-    group gates count; 0 when `out_of` is 0."""
-    return max(0, ceil(threshold * out_of - 1e-9))
+    group gates count; at least 1 for a positive threshold (however tiny), so a run where
+    nothing passed never reaches one; 0 when `out_of` is 0."""
+    if out_of <= 0 or threshold <= 0:
+        return 0
+    return max(1, ceil(threshold * out_of - 1e-9))
 
 
 class ScenarioResult(Record):
@@ -282,7 +285,7 @@ class ScenarioResult(Record):
     def can_still_pass(self, remaining: int) -> bool:
         """Whether `remaining` more trials could still lift the scenario to its threshold."""
         total = len(self.counted) + self.invalid_trials + remaining
-        return self.passed_trials + remaining >= self.threshold * total - 1e-9
+        return self.passed_trials + remaining >= passes_needed(self.threshold, total)
 
     @property
     def needed(self) -> tuple[int, int]:
@@ -329,7 +332,7 @@ class ScenarioResult(Record):
             return self._adaptive_status()
         passed = self.passed_trials
         errors = sum(t.status in ("error", "timed_out") for t in counted) + self.missing_trials
-        needed = self.threshold * (len(counted) + self.missing_trials + invalid) - 1e-9
+        needed = passes_needed(self.threshold, len(counted) + self.missing_trials + invalid)
         if passed >= needed and (passed or not errors + invalid):  # errors alone never pass
             return "passed"
         if passed + errors + invalid < needed:
