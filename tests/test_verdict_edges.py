@@ -4,9 +4,18 @@ text checks see through Unicode disguises."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
+from sparring.api import open_session
+from sparring.errors import ConfigError, UserError
+from sparring.judging.checks import empty_reply_verdict
+from sparring.judging.judge import NO_REPLY, no_reply_reason
+from sparring.judging.should import Condition, JudgeSettings, judge_shoulds
+from sparring.loaders import load_text
+from sparring.models.scripted import ScriptedModel
 from sparring.results import ScenarioResult, TrialResult, TrialStatus, passes_needed
+from sparring.transcript import Message, Transcript
 
 
 def scenario(threshold: float, statuses: list[TrialStatus]) -> ScenarioResult:
@@ -32,3 +41,51 @@ def test_a_positive_threshold_however_tiny_needs_one_pass(threshold: float) -> N
 def test_a_zero_threshold_needs_no_pass() -> None:
     assert passes_needed(0.0, 3) == 0
     assert scenario(0.0, ["failed", "failed"]).status == "passed"
+
+
+# --- one definition of an empty reply; an empty `should` is bad input ---------------------
+
+
+@pytest.mark.parametrize("reply", ["", "  \n", "\u200b", "\ufeff \u200d"])
+def test_a_should_on_a_reply_the_empty_reply_check_calls_empty_is_not_met_unasked(
+    reply: str,
+) -> None:
+    transcript = Transcript(
+        messages=(Message(role="user", content="Hi"), Message(role="agent", content=reply))
+    )
+    [verdict] = anyio.run(
+        lambda: judge_shoulds(
+            [Condition("t1.should1", "greet the customer")],
+            transcript=transcript,
+            turn=1,
+            judge=JudgeSettings(model=ScriptedModel([])),  # asking it would be an error
+        )
+    )
+    assert (verdict.status, verdict.reason) == ("not_met", NO_REPLY)
+    assert no_reply_reason(transcript, 1) == NO_REPLY
+    empty = empty_reply_verdict(transcript)
+    assert empty is not None and empty.status == "not_met"
+
+
+@pytest.mark.parametrize("should", ['""', '"  "', '["greet", " "]'])
+@pytest.mark.parametrize("kind", ["scripted", "single_turn"])
+def test_an_empty_should_is_a_load_error_at_its_line(should: str, kind: str) -> None:
+    body = (
+        "    turns:\n      - user: hi\n        should: "
+        if kind == "scripted"
+        else ("    prompt: hi\n    should: ")
+    )
+    text = f"scenarios:\n  - id: s\n    kind: {kind}\n{body}{should}\n"
+    with pytest.raises(ConfigError, match=r"a\.yaml:[56]:\d+: .*a `should` is empty"):
+        load_text(text, path="a.yaml")
+
+
+def test_response_should_with_an_empty_condition_is_a_user_error() -> None:
+    async def main() -> None:
+        async with open_session(lambda history: "Hello", model=ScriptedModel([])) as session:
+            response = await session.send("Hi")
+            for condition in ["", "   ", ["greet the customer", "\n"]]:
+                with pytest.raises(UserError, match="the condition is empty"):
+                    await response.should(condition)
+
+    anyio.run(main)

@@ -109,8 +109,14 @@ def parse_check(spec: Check | Mapping[str, Any]) -> Check:
 
 
 def warn_condition(condition: str, *, stacklevel: int) -> None:
-    """Warn (`ConditionGrammarWarning`) when `condition` is not a verb phrase."""
+    """Warn (`ConditionGrammarWarning`) when `condition` is not a verb phrase.
+
+    Raises:
+        UserError: `condition` is empty or whitespace-only (it asks nothing).
+    """
     problem = condition_problem(condition)
+    if not condition.strip():
+        raise UserError(f"should({condition!r}): {problem}")
     if problem is not None:
         warnings.warn(problem, ConditionGrammarWarning, stacklevel=stacklevel + 1)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from sparring.errors import ModelError, ModelOutputError, UserError
 from sparring.judging.answers import VERDICT_SCHEMA, Answer, AnswerReader, DecisionReader
+from sparring.judging.checks import is_blank
 from sparring.judging.sampling import judge_seed
 from sparring.models.base import ChatMessage, Completion, Model
 from sparring.models.structured import complete_json
@@ -25,17 +26,17 @@ from sparring.scenario import AnyScenario, SimulatedScenario, SingleTurnScenario
 from sparring.transcript import Transcript
 
 NO_REPLY = "the agent sent no reply"
-"""Why a `should` about an empty or whitespace-only reply is `not_met` without asking."""
+"""Why a `should` about an empty reply (`is_blank`) is `not_met` without asking."""
 
 
 def no_reply_reason(transcript: Transcript, turn: int) -> str | None:
     """Why a `should` about the agent's reply at `turn` is `not_met` without asking the
-    judge (no agent message at that turn, or only empty or whitespace-only ones); `None`
-    when there is a reply to judge."""
+    judge (no agent message at that turn, or only empty ones: `is_blank`, as the built-in
+    empty-reply check counts them); `None` when there is a reply to judge."""
     replies = [m for t, m in transcript.agent_replies() if t == turn]
     if not replies:
         return f"the agent never replied at turn {turn}"
-    return None if any(m.content.strip() for m in replies) else NO_REPLY
+    return None if any(not is_blank(m.content) for m in replies) else NO_REPLY
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     Field,
     TypeAdapter,
@@ -163,13 +164,27 @@ def _criteria_list(values: Any, *, prefix: str, kind: str) -> Any:
     return out
 
 
+def _condition_text(text: str) -> str:
+    """A `should` condition, refused when empty or whitespace-only (it asks nothing)."""
+    if not text.strip():
+        raise ValueError(
+            "a `should` is empty; write what the reply should do, e.g. 'greet the customer', "
+            "or remove it"
+        )
+    return text
+
+
+ConditionText = Annotated[str, AfterValidator(_condition_text)]
+"""A `should` condition: a verb phrase completing "The message should ...", not blank."""
+
+
 class ScriptedTurn(BaseModel):
     """One scripted user message, with checks and `should` assertions on the agent's reply."""
 
     model_config = FROZEN
     user: str
     checks: list[Check] = Field(default_factory=list[Check])
-    should: list[str] = Field(default_factory=list)
+    should: list[ConditionText] = Field(default_factory=list[ConditionText])
     """Verb phrases completing "The message should ...", judged on this reply."""
 
     @field_validator("should", mode="before")

@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from sparring.scenario.base import (
+    ConditionText,
     Criterion,
     ScenarioBase,
     ScriptedTurn,
@@ -150,7 +151,7 @@ class SingleTurnScenario(ScenarioBase):
     kind: Literal["single_turn"] = "single_turn"
     prompt: str
     expected_output: str | None = None
-    should: list[str] = Field(default_factory=list)
+    should: list[ConditionText] = Field(default_factory=list[ConditionText])
     category: str | None = None
     topic: str | None = None
     behavior: str | None = None
