@@ -8,8 +8,9 @@ import anyio
 import pytest
 
 from sparring.api import open_session
+from sparring.authoring.steps import parse_check
 from sparring.errors import ConfigError, UserError
-from sparring.judging.checks import empty_reply_verdict
+from sparring.judging.checks import empty_reply_verdict, run_check
 from sparring.judging.judge import NO_REPLY, no_reply_reason
 from sparring.judging.should import Condition, JudgeSettings, judge_shoulds
 from sparring.loaders import load_text
@@ -89,3 +90,17 @@ def test_response_should_with_an_empty_condition_is_a_user_error() -> None:
                     await response.should(condition)
 
     anyio.run(main)
+
+
+# --- a reply too deep to parse is the agent's failure ---------------------------------------
+
+
+@pytest.mark.parametrize("depth", [101, 5_000, 100_000])
+def test_a_json_schema_check_on_a_reply_nested_too_deep_is_not_met(depth: int) -> None:
+    reply = "[" * depth + "]" * depth
+    transcript = Transcript(
+        messages=(Message(role="user", content="Hi"), Message(role="agent", content=reply))
+    )
+    verdict = run_check(parse_check({"json_schema": {"type": "array"}}), transcript, check_id="c")
+    assert verdict.status == "not_met"
+    assert "nested more than 100 levels deep" in verdict.reason

@@ -57,7 +57,7 @@ from sparring.scenario import (
     ToolArgsCheck,
     ToolCalledCheck,
 )
-from sparring.transcript import Transcript, content_text
+from sparring.transcript import JsonTooDeep, Transcript, content_text, parse_json
 
 REGEX_TIMEOUT_S = 2.0
 """Seconds a `regex` check may spend searching all the replies in its scope, in total."""
@@ -409,7 +409,13 @@ def _json_schema(check: JsonSchemaCheck, scope: Scope) -> Outcome:
         return Outcome(False, str(e), error=True)
     turn, message = scope.replies[-1]
     try:
-        value = json.loads(_strip_fence(message.content))
+        value = parse_json(_strip_fence(message.content))
+    except JsonTooDeep as e:  # the agent's failure, not the check's
+        return Outcome(
+            False,
+            reason=f"expected turn {turn} to be JSON the schema can check, but it is {e}; "
+            f"it said: {quoted(clip(message.content))}",
+        )
     except ValueError as e:
         return Outcome(
             False,
