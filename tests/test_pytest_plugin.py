@@ -490,7 +490,7 @@ def test_a_met_gate_turns_a_failure_inside_its_group_into_exit_0(pytester: pytes
     result.assert_outcomes(passed=3, failed=1)
     assert result.ret == 0
     summary = [
-        "booking: 2/3 passed (66.7%), 60% required (needs 2 of 3): PASSED",
+        "booking: 2/3 passed, 66.7% [21%, 94%], 60% required (needs 2 of 3): PASSED",
         "  failed: evals/booking.yaml::cancel_slot",
         "exit code overridden to 0: every gate is met and every failed test belongs to a group",
     ]
@@ -518,7 +518,7 @@ def test_a_failed_must_pass_keeps_exit_1(pytester: pytest.Pytester) -> None:
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "booking: 1/2 passed (50%), 50% required (needs 1 of 2): FAILED",
+            "booking: 1/2 passed, 50% [9%, 91%], 50% required (needs 1 of 2): FAILED",
             "  failed: evals/booking.yaml::cancel_slot",
             "  must_pass: cancel_slot failed",
             "  must_pass: test_nowhere matched no test of this session; check its spelling*",
@@ -542,7 +542,7 @@ def test_a_misspelt_must_pass_fails_a_gate_that_would_be_met(pytester: pytest.Py
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "booking: 1/2 passed (50%), 50% required (needs 1 of 2): FAILED",
+            "booking: 1/2 passed, 50% [9%, 91%], 50% required (needs 1 of 2): FAILED",
             "  failed: evals/booking.yaml::cancel_slot",
             "  must_pass: book_slott matched no test of this session; did you mean 'book_slot'?",
             "exit code stays 1: gate booking FAILED",
@@ -567,7 +567,7 @@ def test_a_failing_test_outside_every_group_keeps_exit_1(pytester: pytest.Pytest
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "booking: 1/2 passed (50%), 50% required (needs 1 of 2): PASSED",
+            "booking: 1/2 passed, 50% [9%, 91%], 50% required (needs 1 of 2): PASSED",
             "exit code stays 1: 1 failed test in no group: test_plain.py::test_plain_fails",
         ]
     )
@@ -591,7 +591,7 @@ def test_a_run_stopped_early_keeps_exit_1_whatever_the_gates(
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "booking: 1/2 passed (50%), 50% required (needs 1 of 2): PASSED",
+            "booking: 1/2 passed, 50% [9%, 91%], 50% required (needs 1 of 2): PASSED",
             "  failed: evals/a.yaml::cancel_slot",
             "exit code stays 1: the run stopped early (-x / --maxfail)",
         ]
@@ -618,7 +618,7 @@ def test_gates_and_the_report_cover_every_xdist_worker(pytester: pytest.Pytester
     assert result.ret == 0
     result.stdout.fnmatch_lines(
         [
-            "booking: 4/7 passed (57.1%), 50% required (needs 4 of 7): PASSED",
+            "booking: 4/7 passed, 57.1% [25%, 84%], 50% required (needs 4 of 7): PASSED",
             "  must_pass: book_slot0 ok",
             "  must_pass: test_marked_booking_passes ok",
             "exit code overridden to 0*",
@@ -630,7 +630,7 @@ def test_gates_and_the_report_cover_every_xdist_worker(pytester: pytest.Pytester
     assert len(rows) == 6
     assert re.search(
         r"\| evals/booking1\.yaml::cancel_slot1 \(cancel_slot1\) \| scripted \| 1 "
-        r"\| 0 \| 0% \| 100% \| ❌ failed \|",
+        r"\| 0 \| 0% \[0%, 79%\] \| 100% \| ❌ failed \|",
         report,
     )
     assert "✅ **exit code 0**: every gate is met" in report
@@ -662,7 +662,7 @@ def test_the_markdown_report_has_a_summary_and_every_verdicts_reason(
     assert "| Scenario | Kind | Trials | Passed | Pass rate | Threshold | Status |" in report
     assert re.search(
         r"\| evals/judged\.yaml::judged_booking \(judged_booking\) \| scripted \| "
-        r"3 \| 2 \| 66\.7% \| 66% \| ✅ passed \|",
+        r"3 \| 2 \| 66\.7% \[21%, 94%\] \| 66% \| ✅ passed \|",
         report,
     )
     assert re.search(
@@ -819,4 +819,6 @@ def test_settings_are_found_from_the_invocation_directory_when_pytest_roots_else
     result = pytester.runpytest("-c", "ci/pytest.ini", "--rootdir", "ci", "evals")
     result.assert_outcomes(passed=1, failed=1)
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["booking: 1/2 passed (50%), 50% required (needs 1 of 2): PASSED"])
+    result.stdout.fnmatch_lines(
+        ["booking: 1/2 passed, 50% [9%, 91%], 50% required (needs 1 of 2): PASSED"]
+    )

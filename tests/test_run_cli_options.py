@@ -92,9 +92,11 @@ def test_quiet_prints_one_line_per_scenario_and_the_summary(tmp_path: Path) -> N
     done = sparring("run", "suite.yaml", "--quiet", "--no-live", cwd=tmp_path)
     lines = done.stdout.splitlines()
     assert [line for line in lines if line.startswith("■")] == [
-        "■ asks-number: passed, pass rate 100% (1 of 1 passed, needs 1; threshold 100%)",
-        "■ banana: failed, pass rate 0% (0 of 1 passed, needs 1; threshold 100%)",
-        "■ untagged: passed, pass rate 100% (1 of 1 passed, needs 1; threshold 100%)",
+        "■ asks-number: passed, pass rate 100% [21%, 100%] "
+        "(1 of 1 passed, needs 1; threshold 100%)",
+        "■ banana: failed, pass rate 0% [0%, 79%] (0 of 1 passed, needs 1; threshold 100%)",
+        "■ untagged: passed, pass rate 100% [21%, 100%] "
+        "(1 of 1 passed, needs 1; threshold 100%)",
     ]
     assert "sparring results" not in done.stdout  # the lines above say it
     assert not any("trial 1/1" in line or "started" in line for line in lines)
@@ -108,7 +110,7 @@ def test_group_gates_apply_to_sparring_run_as_in_the_plugin(tmp_path: Path) -> N
     assert done.returncode == 0, done.stdout + done.stderr
     summary = done.stdout[done.stdout.index("Group gates") :].splitlines()
     assert summary[1:4] == [
-        "status: 1/2 passed (50%), 50% required (needs 1 of 2): PASSED",
+        "status: 1/2 passed, 50% [9%, 91%], 50% required (needs 1 of 2): PASSED",
         "  failed: banana",
         "exit code overridden to 0: every gate is met and every failed test belongs to a group",
     ]
@@ -117,7 +119,9 @@ def test_group_gates_apply_to_sparring_run_as_in_the_plugin(tmp_path: Path) -> N
     assert "## Group gates" in markdown and "✅ **exit code 0**" in markdown
     strict = sparring("run", "suite.yaml", "--tag", "smoke", cwd=tmp_path)
     assert strict.returncode == 0
-    assert "status: 1/1 passed (100%), 50% required (needs 1 of 1): PASSED" in strict.stdout
+    assert (
+        "status: 1/1 passed, 100% [21%, 100%], 50% required (needs 1 of 1): PASSED" in strict.stdout
+    )
 
 
 def test_a_gate_over_nothing_fails_and_keeps_exit_code_1(tmp_path: Path) -> None:
@@ -126,7 +130,7 @@ def test_a_gate_over_nothing_fails_and_keeps_exit_code_1(tmp_path: Path) -> None
         f.write('[groups.billing]\nthreshold = 0.5\ntags = ["billing"]\n')
     done = sparring("run", "suite.yaml", cwd=tmp_path)
     assert done.returncode == 1
-    assert "billing: 0/0 passed (-), 50% required: FAILED" in done.stdout
+    assert "billing: 0/0 passed, 50% required: FAILED" in done.stdout
     assert "  no test of this session has tag 'billing'" in done.stdout
     assert "exit code stays 1: gate billing FAILED" in done.stdout
 
