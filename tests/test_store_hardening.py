@@ -5,7 +5,11 @@ file is a clear usage error, and one interrupted run is resumed by one process o
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +109,60 @@ def test_another_programs_sqlite_database_is_not_taken_for_a_store(tmp_path: Pat
     with sqlite3.connect(store) as conn:  # left as it was
         tables = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     assert tables == [("customers",)]
+
+
+BLOCKING_AGENT = """
+import pathlib, time
+
+def agent(history):
+    with open("calls.log", "a") as log:
+        log.write(history[-1]["content"] + "\\n")
+    while not pathlib.Path("go").exists():
+        time.sleep(0.02)
+    return "fine"
+"""
+
+
+def _resume(tmp_path: Path, run_id: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "sparring.cli", "run", "--resume", run_id, "--no-live"],
+        cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if not k.startswith("SPARRING_")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_two_resumes_of_one_run_at_once_run_each_missing_trial_once(tmp_path: Path) -> None:
+    """The first claims the run; the second is refused (exit 2) while the first runs."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "agent_module.py").write_text(BLOCKING_AGENT)
+    (tmp_path / "t.yaml").write_text(
+        "target: {type: callable, ref: 'agent_module:agent'}\nscenarios:\n"
+        "  - {id: a, prompt: hello, trials: 3, checks: [{contains: fine}]}\n"
+    )
+    (tmp_path / "go").write_text("")
+    assert sparring("run", "t.yaml", "--no-live", cwd=tmp_path).returncode == 0
+    _interrupt(tmp_path)
+    (tmp_path / "go").unlink()
+    (tmp_path / "calls.log").unlink()
+    with _db(tmp_path) as conn:
+        (run_id,) = conn.execute("SELECT id FROM runs").fetchone()
+    first, second = _resume(tmp_path, run_id), _resume(tmp_path, run_id)
+    with first, second:
+        try:
+            deadline = time.monotonic() + 90  # a guard, not a measurement
+            while first.poll() is None and second.poll() is None:
+                assert time.monotonic() < deadline, "both resumes run the missing trial"
+                time.sleep(0.05)
+        finally:
+            (tmp_path / "go").write_text("")
+        loser, winner = (first, second) if first.poll() is not None else (second, first)
+        _, refused = loser.communicate(timeout=60)
+        _, said = winner.communicate(timeout=120)
+    assert loser.returncode == 2, refused
+    claimed = f"run {run_id} is being resumed by another sparring process"
+    assert claimed in refused or f"run {run_id} is running" in refused, refused
+    assert winner.returncode == 0, said
+    assert (tmp_path / "calls.log").read_text().splitlines() == ["hello"]  # trial 2, once

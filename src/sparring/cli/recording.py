@@ -139,12 +139,16 @@ def _stored_call(
 
 
 def _resume_plan(store: Store, ref: str | None) -> tuple[str, dict[str, list[int]]]:
-    """The run to resume and, per scenario id, its trial numbers without a result.
+    """The run to resume, claimed for this process (`claim_run`), and per scenario id its
+    trial numbers without a result.
 
     Raises:
-        UserError: no such run, a run still running or finished, or nothing missing.
+        UserError: no such run, a run still running or finished, nothing missing, or
+            another process claimed the run first (`claim_run`).
     """
+    from sparring.store.provenance import current_provenance
     from sparring.store.reading import find_run, finished_trials, load_run
+    from sparring.store.writer import claim_run
 
     run = find_run(store, ref, where=lambda r: r.status == "interrupted", what="interrupted run")
     if run.status != "interrupted":
@@ -163,6 +167,11 @@ def _resume_plan(store: Store, ref: str | None) -> tuple[str, dict[str, list[int
     missing = {sid: numbers for sid, numbers in missing.items() if numbers}
     if not missing:
         raise UserError(f"run {run.id} has a result for every trial; `sparring show {run.id}`")
+    if not claim_run(store, run.id, provenance=current_provenance(Path.cwd())):
+        raise UserError(
+            f"run {run.id} is being resumed by another sparring process; wait for it to end "
+            "(`sparring runs` shows its status)"
+        )
     return run.id, missing
 
 

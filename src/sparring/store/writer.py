@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Executable, delete, insert, update
+from sqlalchemy import Executable, delete, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from sparring.errors import UserError
 from sparring.results import RunResult, ScenarioResult, TrialResult
 from sparring.store.database import Store
-from sparring.store.provenance import Provenance
+from sparring.store.provenance import Provenance, process_alive
 from sparring.store.schema import runs, scenarios, trials
 
 INTERRUPTED_END = "interrupted"
@@ -212,6 +212,27 @@ def mark_baseline(store: Store, run_id: str) -> None:
         if not marked.rowcount:
             raise UserError(f"no run {run_id!r} in the store; `sparring runs` lists them")
         conn.execute(update(runs).where(runs.c.id != run_id).values(baseline=False))
+
+
+def claim_run(store: Store, run_id: str, *, provenance: Provenance) -> bool:
+    """Mark stored run `run_id` running in this process, if it is still interrupted (stored
+    so, or `running` by a process that is gone); one transaction holding the row's write
+    lock, so of several processes resuming one run exactly one gets `True`.
+
+    Raises:
+        UserError: no run `run_id` in the store.
+    """
+    with store.engine.begin() as conn:
+        query = select(runs.c.status, runs.c.host, runs.c.pid).where(runs.c.id == run_id)
+        row = conn.execute(query.with_for_update()).one_or_none()
+        if row is None:
+            raise UserError(f"no run {run_id!r} in the store; `sparring runs` lists them")
+        gone = row.status == "running" and process_alive(row.host, row.pid) is False
+        if row.status != "interrupted" and not gone:
+            return False
+        running = {"status": "running", "finished_at": None, **_provenance_columns(provenance)}
+        conn.execute(update(runs).where(runs.c.id == run_id).values(running))
+    return True
 
 
 def _why(error: SQLAlchemyError) -> str:
