@@ -104,3 +104,59 @@ def test_a_json_schema_check_on_a_reply_nested_too_deep_is_not_met(depth: int) -
     verdict = run_check(parse_check({"json_schema": {"type": "array"}}), transcript, check_id="c")
     assert verdict.status == "not_met"
     assert "nested more than 100 levels deep" in verdict.reason
+
+
+# --- text checks see through Unicode disguises ---------------------------------------------
+
+
+def reply(text: str) -> Transcript:
+    return Transcript(
+        messages=(Message(role="user", content="Hi"), Message(role="agent", content=text))
+    )
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "A re\u00adfund is on its way",
+        "A r\u200befund is on its way",
+        "Ａ Ｒｅｆｕｎｄ is on its way",
+    ],
+)
+def test_not_contains_sees_a_disguised_word(said: str) -> None:
+    verdict = run_check(parse_check({"not_contains": "refund"}), reply(said), check_id="c")
+    assert verdict.status == "not_met"
+    word = said.split()[1]  # the evidence quotes the reply as it was, disguise included
+    assert word in verdict.reason and word in verdict.evidence[0]
+
+
+@pytest.mark.parametrize(
+    ("said", "needle", "quoted"),
+    [
+        ("Send it to STRASSE 5, please", "straße", "STRASSE"),
+        ("Send it to Straße 5", "STRASSE", "Straße"),
+        ("Café opens", "cafe\u0301", "Café"),
+        ("ﬁle the claim", "file", "ﬁle"),
+        ("Your re\u00adfund!", "Re\u200bfund", "re\u00adfund"),
+    ],
+)
+def test_contains_matches_after_nfkc_and_casefold(said: str, needle: str, quoted: str) -> None:
+    verdict = run_check(parse_check({"contains": needle}), reply(said), check_id="c")
+    assert verdict.status == "met"
+    assert verdict.evidence == (f'turn 1: "{said}"',)
+    assert quoted in verdict.evidence[0]
+
+
+def test_case_sensitive_text_checks_compare_exactly() -> None:
+    spec = {"contains": "refund", "case_sensitive": True}
+    assert run_check(parse_check(spec), reply("re\u00adfund"), check_id="c").status == "not_met"
+    assert run_check(parse_check(spec), reply("a refund"), check_id="c").status == "met"
+
+
+def test_the_evidence_of_a_folded_match_points_at_the_original_text() -> None:
+    said = "\u200b" * 300 + "x" * 300 + " Ｓｔｒａße " + "y" * 300
+    verdict = run_check(parse_check({"contains": "STRASSE"}), reply(said), check_id="c")
+    assert verdict.status == "met"
+    [evidence] = verdict.evidence
+    assert evidence.startswith('turn 1: "…x') and evidence.endswith('y…"')
+    assert " Ｓｔｒａße " in evidence

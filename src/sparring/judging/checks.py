@@ -4,7 +4,7 @@ Which agent replies a check looks at (its scope): `check.turn` when set (1-based
 counts from the end), else the `turn` it is attached to (a scripted step's reply), else the
 whole conversation. Within the scope: `contains` needs some reply to contain a value (with
 `match: all`, every value somewhere in the scope), `not_contains` needs no reply to contain
-any, `regex` needs some reply to match and `not_regex` none, `equals` and `json_schema` look
+any (unless `case_sensitive`, after NFKC, case folding and dropping invisible characters), `regex` needs some reply to match and `not_regex` none, `equals` and `json_schema` look
 at the last reply, tool checks look at every tool call, `latency_below` at every reply with a
 latency. A scope with no agent reply is `not_met`. `end_reason` looks at no reply: at how the
 conversation ended. `empty_reply_verdict` is the built-in check that no reply was empty.
@@ -230,22 +230,61 @@ def _decide(check: Check, scope: Scope, end_reason: str | None) -> Outcome:
 # --- text checks -------------------------------------------------------------------------
 
 
-def _find(text: str, value: str, *, case_sensitive: bool) -> int:
-    """Index of `value` in `text`, or -1; case-insensitive search keeps indexes exact."""
-    if case_sensitive:
-        return text.find(value)
-    if text.isascii() and value.isascii():
-        return text.lower().find(value.lower())
-    match = _compiled(regex.escape(value), True).search(text)
-    return match.start() if match else -1
+def _find(text: str, value: str, *, case_sensitive: bool) -> tuple[int, int] | None:
+    """`(start, end)` of `value` in `text`, or `None`. Without `case_sensitive`, both are
+    compared `_folded` (so `re\u00adfund`, `r\u200befund` and `Ｒｅｆｕｎｄ` hold "refund",
+    and "STRASSE" holds "straße"); the span is still `text`'s own."""
+    if not case_sensitive and text.isascii() and value.isascii():
+        at = text.lower().find(value.lower())
+        return None if at < 0 else (at, at + len(value))
+    needle = "" if case_sensitive else _folded(value)[0]
+    if not needle:  # case-sensitive, or a value of invisible characters only
+        at = text.find(value)
+        return None if at < 0 else (at, at + len(value))
+    folded, starts, ends = _folded(text)
+    at = folded.find(needle)
+    return None if at < 0 else (starts[at], ends[at + len(needle) - 1])
+
+
+@lru_cache(maxsize=16)  # a reply is folded once for all the values checked on it
+def _folded(text: str) -> tuple[str, list[int], list[int]]:
+    """`text` without invisible format characters (zero-width, soft hyphen: Unicode category
+    Cf), NFKC-normalised and case-folded one character with its combining marks at a time
+    (`_fold`); and, per character of the result, where in `text` its source starts and ends."""
+    clusters: list[list[str]] = []
+    spans: list[tuple[int, int]] = []
+    for index, char in enumerate(text):
+        if unicodedata.category(char) == "Cf":
+            continue
+        if clusters and unicodedata.combining(char):
+            clusters[-1].append(char)
+            spans[-1] = (spans[-1][0], index + 1)
+        else:
+            clusters.append([char])
+            spans.append((index, index + 1))
+    parts: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for cluster, (start, end) in zip(clusters, spans, strict=True):
+        part = _fold("".join(cluster))
+        parts.append(part)
+        starts += [start] * len(part)
+        ends += [end] * len(part)
+    return "".join(parts), starts, ends
+
+
+def _fold(text: str) -> str:
+    """NFKC, case-folded, NFKC again; the dotted capital İ folds to a plain i."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return folded.replace("i\u0307", "i")
 
 
 def _first_hit(scope: Scope, value: str, *, case_sensitive: bool) -> str | None:
     """Evidence for the first reply in scope containing `value`, or `None`."""
     for turn, message in scope.replies:
-        at = _find(message.content, value, case_sensitive=case_sensitive)
-        if at >= 0:
-            return f"turn {turn}: {quoted(around(message.content, at, at + len(value)))}"
+        span = _find(message.content, value, case_sensitive=case_sensitive)
+        if span is not None:
+            return f"turn {turn}: {quoted(around(message.content, *span))}"
     return None
 
 
