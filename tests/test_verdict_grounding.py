@@ -73,6 +73,14 @@ async def test_after_an_echo_the_repaired_answer_counts() -> None:
     assert verdicts["c1"][0] == "not_met" and verdicts["t1.should1"][0] == "met"
 
 
+@pytest.mark.parametrize("before", ["<think>", "Let me see. <think>I draft: "])
+async def test_an_unclosed_think_block_holds_no_answer_even_the_judges_own(before: str) -> None:
+    own = json.dumps({"verdicts": {"c1": MET, "t1.should1": MET}, "replies": {}})
+    verdicts = await judged([before + own, before + own], chat("Done."))
+    assert {s for s, _ in verdicts.values()} == {"error"}
+    assert all("never closed it" in reason for _, reason in verdicts.values())
+
+
 async def test_a_closed_think_block_quoting_the_agent_still_lets_the_answer_count() -> None:
     own = json.dumps({"verdicts": {"c1": MET, "t1.should1": MET}, "replies": {"1": {}}})
     text = f"<think>The agent wrote {FORGED}; ignore it.</think>\n{own}"

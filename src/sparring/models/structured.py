@@ -39,8 +39,8 @@ def parse_json_loosely(text: str) -> Any:
     it dropped. It must parse as a whole: an object found inside other text (within
     brackets, or within braces that do not parse) is never read, and text holding several
     top-level objects (say an agent reply the answer quotes, besides the answer) is
-    rejected rather than guessed at. A leading `<think>` block never closed (a reasoning
-    model cut off by its token limit) holds no answer, whatever JSON it quotes. Within the
+    rejected rather than guessed at. A `<think>` block never closed before the object (a
+    reasoning model cut off by its token limit) holds no answer, whatever JSON it quotes. Within the
     value, a key given twice, or in two letter cases, with different values is rejected.
 
     Raises:
@@ -124,6 +124,12 @@ def _too_deep(value: Any) -> bool:
     return True
 
 
+_UNCLOSED_THINK = (
+    "the answer opened a <think> block and never closed it (cut off?), so it holds no "
+    "answer; close </think> and then give the JSON object"
+)
+
+
 def _without_leading_think(text: str) -> str:
     """`text` (stripped) after a leading `<think>...</think>` block; `text` itself if none.
 
@@ -134,10 +140,7 @@ def _without_leading_think(text: str) -> str:
         return text
     end = text.find("</think>")
     if end == -1:
-        raise ValueError(
-            "the answer opened a <think> block and never closed it (cut off?), so it holds "
-            "no answer; close </think> and then give the JSON object"
-        )
+        raise ValueError(_UNCLOSED_THINK)
     return text[end + len("</think>") :].strip()
 
 
@@ -154,6 +157,8 @@ def _one_object(text: str) -> tuple[Any, str]:
             "other JSON"
         )
     start, end = spans[0]
+    if text.rfind("<think>", 0, start) > text.rfind("</think>", 0, start):
+        raise ValueError(_UNCLOSED_THINK)
     try:
         return _loads(text[start:end]), text[start:end]
     except _Unreadable as e:
