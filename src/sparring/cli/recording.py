@@ -304,13 +304,14 @@ class Recording:
 
         return recorded
 
-    def close(self, result: RunResult) -> None:
-        """Write the run's end (its own exit code, before group gates) and say where it
-        is kept, or what the store could not keep."""
+    def close(self, result: RunResult, *, exit_code: int) -> None:
+        """Write the run's end with `exit_code`, the one `sparring run` exits with (group
+        gates and a report that could not be written included), and say where it is kept,
+        or what the store could not keep."""
         writer = self._writer
         if writer is None or self.store is None:
             return
-        writer.finish(result, exit_code=result.exit_code)
+        writer.finish(result, exit_code=exit_code)
         self.store.close()
         if writer.errors:
             click.secho(

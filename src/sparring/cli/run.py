@@ -107,16 +107,28 @@ def run_command(
         click.secho(f"warning: {warning}", fg="yellow", err=True)
     previous = _ignore_stop_signals()
     result = anyio.run(_run, plan)
-    call.recording.close(result)
     exit_status, gate_lines = gate_outcome(result, settings)
+    written = write_reports(result, reports, exit_status=exit_status, gate_lines=gate_lines)
+    if not written and result.exit_code != 130:
+        exit_status = _report_failed(result, exit_status)
+    code = exit_status[0] if exit_status else result.exit_code
+    call.recording.close(result, exit_code=code)
     plan.view.summary(result, gate_lines=gate_lines, exit_status=exit_status)
     if on_result is not None:
         on_result(result)
-    written = write_reports(result, reports, exit_status=exit_status, gate_lines=gate_lines)
     _after_run(result, previous)
-    if not written and result.exit_code != 130:
-        return EXIT_REPORT_FAILED
-    return exit_status[0] if exit_status else result.exit_code
+    return code
+
+
+def _report_failed(result: RunResult, exit_status: tuple[int, str] | None) -> tuple[int, str]:
+    """`(3, meaning)` for a run whose reports could not all be written; the meaning names
+    the exit code the run would have had (`exit_status`, else the run's own)."""
+    from sparring.reports.outcome import exit_meaning
+
+    code, meaning = exit_status or (result.exit_code, exit_meaning(result))
+    return EXIT_REPORT_FAILED, (
+        f"a report could not be written (see the error above); else exit code {code}: {meaning}"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
