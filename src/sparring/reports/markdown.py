@@ -13,7 +13,9 @@ and the judge's note on the reply). Passed trials get one line. A report longer 
 only then is cut, so it fits a GitHub comment.
 
 Text from agents and judges is data: control characters are removed, `<` is escaped so a
-reply cannot open HTML, and `|` is escaped inside tables.
+reply cannot open HTML, `|` is escaped inside tables, a line of a reply or a quote cannot
+start a Markdown block (`_line`), and a tool call is one inline code span with a fence
+longer than any run of backticks in it (`_code`).
 """
 
 from __future__ import annotations
@@ -135,7 +137,8 @@ def _cut(text: str) -> str:
     a note saying where the rest is."""
     room = MAX_REPORT_CHARS - len(_CUT_NOTE) - 200  # the closing tags and blank lines
     kept = text[:room].rsplit("\n", 1)[0]
-    unclosed = kept.count("<details>") - kept.count("</details>")
+    lines = kept.splitlines()  # the report's own tags stand alone on their lines
+    unclosed = lines.count("<details>") - lines.count("</details>")
     return kept + "\n" + "</details>\n" * unclosed + "\n" + _CUT_NOTE + "\n"
 
 
@@ -377,7 +380,7 @@ def _verdict_lines(v: Verdict, *, prefix: str = "") -> list[str]:
         head += f": {_text(reason)}"
     head += cited_turns(v)
     quotes = (one_line(quote, 500) for quote in v.evidence)
-    return [head, *(f"  > {_text(quote)}" for quote in quotes if quote not in reason)]
+    return [head, *(f"  > {_line(_text(quote))}" for quote in quotes if quote not in reason)]
 
 
 def _transcript(
@@ -406,9 +409,9 @@ def _message(message: Message, turn: int, *, max_message_chars: int) -> list[str
         left = len(content) - max_message_chars
         content = content[:max_message_chars] + f"\n… ({left} more characters)"
     body = _text(content) if content.strip() else "(empty reply)"
-    out = [head, "", *(f"> {line}".rstrip() for line in body.splitlines()), ""]
+    out = [head, "", *(f"> {_line(line)}".rstrip() for line in body.splitlines()), ""]
     for call in message.tool_calls:
-        out += [f"tool call {_code(call.name + '(' + one_line(call.arguments_raw, 500) + ')')}", ""]
+        out += [f"tool call {_code(call.name + '(' + call.arguments_raw + ')')}", ""]
     return out
 
 
@@ -429,6 +432,25 @@ def _inline(text: str) -> str:
     return one_line(text, 200).replace("`", "'")
 
 
+_BLOCK = re.compile(r"[#>=`~|]|[*+_-](?:\s|$)|([*_-])(?:\1|\s)*$")
+"""What starts a Markdown block (heading, quote, setext underline, fence, table; a list
+item; a rule) at the beginning of a line; `**bold**` does not."""
+
+
+def _line(text: str) -> str:
+    r"""A line of agent text inside a quote: a leading block mark escaped (`\#`), so no
+    line can become a heading, rule, fence or table of the report's own."""
+    body = text.lstrip()
+    if _BLOCK.match(body):
+        return text[: len(text) - len(body)] + "\\" + body
+    return text
+
+
 def _code(text: str) -> str:
-    fence = "``" if "`" in text else "`"
-    return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`"
+    """`text` on one line (at most 600 characters) as an inline code span whose fence is
+    longer than any run of backticks in it: nothing in it can close the span early, and
+    code spans show `<`, `#` and the rest literally."""
+    flat = one_line(text, 600)
+    longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
+    fence = "`" * (longest + 1)
+    return f"{fence} {flat} {fence}" if longest else f"`{flat}`"  # spaces: a ` may end it
