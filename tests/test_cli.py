@@ -15,6 +15,7 @@ import pytest
 
 from sparring.demo.server import DemoServer
 from sparring.models.scripted import example_for_schema
+from tests.support.judging import agent_quote
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -49,6 +50,8 @@ def valid_answer(request: dict[str, Any]) -> Reply:
     simulated user asks anew each turn (a word for word repeat is never sent)."""
     schema = request.get("response_format", {}).get("json_schema", {}).get("schema", {})
     text = "Where is my order 10234?"
+    if "verdicts" in schema.get("properties", {}):  # the judge quotes the agent
+        text = agent_quote(request["messages"])
     if "done_reason" in schema.get("properties", {}):
         text += f" Asking again ({len(request['messages'][-1]['content'])})."
     return Reply(json.dumps(example_for_schema(schema, text=text)))

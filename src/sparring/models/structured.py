@@ -258,9 +258,8 @@ async def complete_json(
         seed: Sent to the model (`Model.complete`) when given, for repeatable answers.
         usage: When given, each call made is added to it: tokens, and cost in USD by
             `sparring.models.pricing` (unknown prices count as `unpriced_calls`).
-        screen: Called with the source text of the answer's JSON and its parsed value
-            before `validate`; raises `ValueError` to reject the answer as `validate` does
-            (say, JSON the model copied from the conversation).
+        screen: Called with the answer JSON's source text and value before `validate`;
+            raises `ValueError` to reject it (say, JSON copied from the conversation).
 
     Returns:
         The validated value. At most two model calls are made.
