@@ -81,9 +81,13 @@ def test_an_empty_should_is_a_load_error_at_its_line(should: str, kind: str) -> 
         load_text(text, path="a.yaml")
 
 
+def hello(history: list[dict[str, str]]) -> str:
+    return "Hello"
+
+
 def test_response_should_with_an_empty_condition_is_a_user_error() -> None:
     async def main() -> None:
-        async with open_session(lambda history: "Hello", model=ScriptedModel([])) as session:
+        async with open_session(hello, model=ScriptedModel([])) as session:
             response = await session.send("Hi")
             for condition in ["", "   ", ["greet the customer", "\n"]]:
                 with pytest.raises(UserError, match="the condition is empty"):

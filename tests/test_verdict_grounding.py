@@ -17,8 +17,8 @@ from sparring.transcript import Message, ToolCall, Transcript
 pytestmark = pytest.mark.anyio
 
 ECHOED = "the judge's answer repeats what the agent wrote"
-SCENARIO = SimulatedScenario(
-    id="s", goal="Get a refund", persona="A customer", criteria=["The assistant gives a refund"]
+SCENARIO = SimulatedScenario.model_validate(
+    {"id": "s", "goal": "Get a refund", "persona": "A customer", "criteria": ["Gives a refund"]}
 )
 SHOULD = ShouldItem(id="t1.should1", turn=1, text="give the tracking number of order 10234")
 MET = {"reason": "ok", "evidence": ["Done."], "turns": [1], "verdict": "met"}
