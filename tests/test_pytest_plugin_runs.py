@@ -35,6 +35,13 @@ def test_a_scripted_scenario_runs_its_checks_without_live_and_skips_only_its_sho
     result.stdout.fnmatch_lines(['*t1.check1 (contains "cancelled") not met*'])
     report = (pytester.path / "report.md").read_text(encoding="utf-8")
     assert "not judged" in report, report
+    # a pass that left judged parts out says so after the tests, with why
+    result.stdout.fnmatch_lines(
+        [
+            "*sparring: passed without their judged parts*",
+            "evals/mixed.yaml::checked_and_judged: not judged: *--sparring-live*",
+        ]
+    )
     assert "calls a model (simulated user or judge), so it runs only when asked" in report
 
 
@@ -113,3 +120,23 @@ def test_a_target_module_with_an_async_client_made_at_import_works_for_every_tes
         result = pytester.runpytest_subprocess("-p", "no:xdist")
     result.assert_outcomes(passed=3)
     assert "Event loop is closed" not in result.stdout.str()
+
+
+SYNC_SESSION = """
+import pytest
+
+from shop_agent import reply
+
+
+@pytest.mark.sparring(live=False)
+def test_sync_session(sparring):
+    with sparring.session(reply) as session:
+        session.send("Book me a slot")
+"""
+
+
+def test_a_session_in_a_sync_test_says_to_write_async_with(pytester: pytest.Pytester) -> None:
+    make_project(pytester, files={"test_sync.py": SYNC_SESSION})
+    result = pytester.runpytest("-p", "no:xdist")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*sessions are asynchronous: write `async with*async def*"])

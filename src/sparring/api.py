@@ -17,7 +17,8 @@ Run it with `sparring run test_file.py`, or from Python with `suite.run()` /
 `sparring.runner` (what a trial is); this module is the stable import path.
 """
 
-from sparring.authoring.session import Response, Session, open_session
+from sparring.authoring.connect import open_session
+from sparring.authoring.session import Response, Session
 from sparring.authoring.steps import AgentMessage, CustomerMessage, InteractionBuilder
 from sparring.authoring.suite import Suite
 from sparring.authoring.suite_run import SuiteRun

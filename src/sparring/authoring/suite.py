@@ -35,15 +35,14 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
 
-from sparring.authoring.session import (
-    Session,
+from sparring.authoring.connect import (
+    SessionContext,
     TargetLike,
     coerce_target,
     open_session,
     resolve_judge_model,
-    session_for,
-    with_overrides,
 )
+from sparring.authoring.session import Session, session_for, with_overrides
 from sparring.authoring.suite_run import RegisteredTest, SuiteRun
 from sparring.errors import UserError
 from sparring.events import Observer
@@ -61,8 +60,6 @@ from sparring.runner.context import (
 from sparring.scenario import parse_threshold
 
 if TYPE_CHECKING:
-    from contextlib import AbstractAsyncContextManager
-
     import httpx
 
     from sparring.config import Settings
@@ -260,7 +257,7 @@ class Suite:
             )
         return self._client
 
-    def session(self, **overrides: Any) -> AbstractAsyncContextManager[Session]:
+    def session(self, **overrides: Any) -> Session | SessionContext:
         """A conversation with the suite's target: `async with suite.session() as s:`.
 
         `overrides` replace fields of a target given as a spec, e.g.

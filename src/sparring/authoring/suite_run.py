@@ -11,9 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from sparring.authoring.session import (
-    resolve_judge_model,
-)
+from sparring.authoring.connect import resolve_judge_model
 from sparring.errors import UserError
 from sparring.models.base import Model
 from sparring.runner.code import (

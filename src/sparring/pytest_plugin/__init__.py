@@ -19,6 +19,7 @@ sessions without sparring tests must not pay for sparring. The tests it makes li
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -386,6 +387,11 @@ class SparringState:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The group summary and where the report went."""
+        unjudged = {n: why for n, s in self.tests.items() if (why := s.unjudged()) is not None}
+        if unjudged:
+            terminalreporter.write_sep("=", "sparring: passed without their judged parts")
+            for nodeid, why in unjudged.items():
+                terminalreporter.write_line(f"{nodeid}: not judged: {why}")
         if self.gate_report is not None:
             terminalreporter.write_sep("=", "sparring group summary")
             for line in self.gate_report.lines():
@@ -457,6 +463,13 @@ class _Seen:
         self.properties.update(dict(report.user_properties))
         self.result = self.properties.get(RESULT_PROPERTY, self.result)
 
+    def unjudged(self) -> str | None:
+        """Why a passed test's criteria or `should`s were skipped (e.g. the session is not
+        live), or `None` when it passed with everything judged (or did not pass)."""
+        if self.outcome != "passed" or self.result is None:
+            return None
+        return _skip_reason_in(json.loads(self.result))
+
     def record(self, nodeid: str) -> TestRecord:
         from sparring.gates import TestRecord
 
@@ -527,6 +540,24 @@ def _live_option(item: pytest.Item) -> bool | None:
     if "sparring" in getattr(item, "fixturenames", ()):
         return True
     return None
+
+
+def _skip_reason_in(data: object) -> str | None:
+    """The reason of the first skipped judged verdict (criterion, restriction, `should`)
+    anywhere in a result's JSON data, or `None`."""
+    if isinstance(data, dict):
+        node = cast(dict[str, Any], data)
+        if node.get("status") == "skipped" and node.get("kind") in _JUDGED_KINDS:
+            return str(node.get("reason") or "not judged")
+        data = list(node.values())
+    if isinstance(data, list):
+        for item in cast(list[Any], data):
+            if (why := _skip_reason_in(item)) is not None:
+                return why
+    return None
+
+
+_JUDGED_KINDS = ("criterion", "restriction", "should")
 
 
 def _is_ours(error: BaseException) -> bool:

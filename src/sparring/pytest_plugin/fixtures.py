@@ -10,9 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from contextlib import AbstractAsyncContextManager
-
-    from sparring.authoring.session import Session, TargetLike
+    from sparring.authoring.connect import SessionContext, TargetLike
     from sparring.models.base import Model
     from sparring.runner.context import TrialContext
 
@@ -35,7 +33,7 @@ class SparringFixture:
 
     def session(
         self, target: TargetLike, *, model: Model | str | None = None, response_timeout: float = 60
-    ) -> AbstractAsyncContextManager[Session]:
+    ) -> SessionContext:
         """A conversation with `target` (`async with sparring.session(target) as s:`).
 
         Args:
@@ -47,7 +45,7 @@ class SparringFixture:
         Raises:
             UserError: the target or model cannot be used.
         """
-        from sparring.authoring.session import open_session
+        from sparring.authoring.connect import open_session
 
         return open_session(target, model=model, response_timeout=response_timeout)
 
