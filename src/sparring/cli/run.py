@@ -107,16 +107,30 @@ def run_command(
         click.secho(f"warning: {warning}", fg="yellow", err=True)
     previous = _ignore_stop_signals()
     result = anyio.run(_run, plan)
+    code = _conclude(result, plan, settings=settings, reports=reports, on_result=on_result)
+    _after_run(result, previous)
+    return code
+
+
+def _conclude(
+    result: RunResult,
+    plan: _Plan,
+    *,
+    settings: Settings,
+    reports: dict[str, str | None],
+    on_result: Callable[[RunResult], None] | None,
+) -> int:
+    """After the run: gates, reports, the store's end, the summary; returns the exit code
+    (3 when a report could not be written, whatever the run's own code)."""
     exit_status, gate_lines = gate_outcome(result, settings)
     written = write_reports(result, reports, exit_status=exit_status, gate_lines=gate_lines)
     if not written and result.exit_code != 130:
         exit_status = _report_failed(result, exit_status)
     code = exit_status[0] if exit_status else result.exit_code
-    call.recording.close(result, exit_code=code)
+    plan.recording.close(result, exit_code=code)
     plan.view.summary(result, gate_lines=gate_lines, exit_status=exit_status)
     if on_result is not None:
         on_result(result)
-    _after_run(result, previous)
     return code
 
 
