@@ -95,8 +95,7 @@ def test_quiet_prints_one_line_per_scenario_and_the_summary(tmp_path: Path) -> N
         "■ asks-number: passed, pass rate 100% [21%, 100%] "
         "(1 of 1 passed, needs 1; threshold 100%)",
         "■ banana: failed, pass rate 0% [0%, 79%] (0 of 1 passed, needs 1; threshold 100%)",
-        "■ untagged: passed, pass rate 100% [21%, 100%] "
-        "(1 of 1 passed, needs 1; threshold 100%)",
+        "■ untagged: passed, pass rate 100% [21%, 100%] (1 of 1 passed, needs 1; threshold 100%)",
     ]
     assert "sparring results" not in done.stdout  # the lines above say it
     assert not any("trial 1/1" in line or "started" in line for line in lines)

@@ -4,10 +4,11 @@ Which agent replies a check looks at (its scope): `check.turn` when set (1-based
 counts from the end), else the `turn` it is attached to (a scripted step's reply), else the
 whole conversation. Within the scope: `contains` needs some reply to contain a value (with
 `match: all`, every value somewhere in the scope), `not_contains` needs no reply to contain
-any (unless `case_sensitive`, after NFKC, case folding and dropping invisible characters), `regex` needs some reply to match and `not_regex` none, `equals` and `json_schema` look
-at the last reply, tool checks look at every tool call, `latency_below` at every reply with a
-latency. A scope with no agent reply is `not_met`. `end_reason` looks at no reply: at how the
-conversation ended. `empty_reply_verdict` is the built-in check that no reply was empty.
+any (unless `case_sensitive`, after NFKC, case folding and dropping invisible characters),
+`regex` needs some reply to match and `not_regex` none, `equals` and `json_schema` look at
+the last reply, tool checks look at every tool call, `latency_below` at every reply with a
+latency. A scope with no agent reply is `not_met`. `end_reason` looks at no reply: at how
+the conversation ended. `empty_reply_verdict` is the built-in check that no reply was empty.
 
 Checks read what the agent really said (secrets included): the runner masks their verdicts
 before it keeps them. The tool checks live in `tool_checks`; the scope and the quoting all
