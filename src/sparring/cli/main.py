@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from sparring.cli import diff, export, history
+from sparring.cli import diff, export, history, rejudge
 
 EXIT_USAGE = 2
 
@@ -254,6 +254,7 @@ cli.add_command(history.report)
 cli.add_command(export.export)
 cli.add_command(diff.diff)
 cli.add_command(diff.baseline)
+cli.add_command(rejudge.rejudge)
 
 
 def main() -> None:

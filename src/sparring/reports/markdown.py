@@ -68,6 +68,9 @@ STATUS_ICON: dict[str, str] = {
     "invalid": "⛔",
     "undecided": "❔",
 }
+UNSTABLE_JUDGE = "unstable judge"
+"""Leads the reason of a verdict whose repeated judge answers differed (`sparring rejudge
+--repeat K`): the judge, not only the agent, is noisy on that item."""
 _STATUS_TEXT = {"not_met": "not met", "timed_out": "timed out", "not_run": "not run"}
 
 
@@ -293,6 +296,10 @@ def _facts(s: ScenarioResult) -> list[str]:
     ]
     if s.invalid_trials:  # apart: not the agent's failure, not in the pass rate
         facts.append(f"{plural(s.invalid_trials, 'invalid trial')} (the simulated user failed)")
+    if unstable := sorted(
+        {v.id for t in s.trials for v in t.verdicts if v.reason.startswith(UNSTABLE_JUDGE + ":")}
+    ):
+        facts.append(f"{UNSTABLE_JUDGE}: " + ", ".join(f"`{_inline(i)}`" for i in unstable))
     if s.source:
         facts.append(f"source `{_inline(s.source)}`")
     if s.tags:

@@ -1,0 +1,156 @@
+"""`sparring rejudge RUN`: grade a stored run's transcripts again, without calling the agent
+or the simulated user, into a new stored run linked to the original (`parent_run_id`).
+Imports only click at start-up; the work is in `sparring.cli.rejudging`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from sparring.cli.history import STORE_HELP, open_named
+
+if TYPE_CHECKING:
+    from sparring.cli.rejudging import Rejudged
+    from sparring.config import Settings
+    from sparring.store.database import Store
+
+
+@click.command("rejudge")
+@click.argument("run_id", metavar="RUN")
+@click.option("--judge-model", metavar="SPEC", help="Judge with this model (default: the run's).")
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Judge each transcript K times: keep the majority, report each criterion's agreement.",
+)
+@click.option("--store", metavar="URL", help=STORE_HELP)
+def rejudge(run_id: str, judge_model: str | None, repeat: int, store: str | None) -> None:
+    """Grade the stored transcripts of RUN (its id or the start of it) again with the judge,
+    calling neither the agent nor the simulated user; the result is a new stored run
+    (`sparring report NEW`). Scenarios are reloaded from the run's test files; Python tests
+    are kept as stored. With --repeat K a criterion whose answers differ is flagged
+    "unstable judge"."""
+    sys.exit(rejudge_command(run_id, judge_model=judge_model, repeat=repeat, store=store))
+
+
+def rejudge_command(ref: str, *, judge_model: str | None, repeat: int, store: str | None) -> int:
+    """Body of `sparring rejudge`; returns the exit code (as `sparring run`'s).
+
+    Raises:
+        UserError: no such run, a run still running, another working directory, changed
+            test files, or no judge model.
+    """
+    import anyio
+
+    from sparring.cli.rejudging import rejudge_run, stored_specs
+    from sparring.errors import UserError
+    from sparring.models.registry import model_from_settings
+    from sparring.store.reading import find_run, load_run, run_invocation
+
+    opened = open_named(store)
+    found = find_run(opened, ref)
+    if found.status == "running":
+        raise UserError(f"run {found.id} is still running; rejudge it when it has ended")
+    invocation = run_invocation(opened, found.id)
+    if invocation.get("cwd") not in (None, str(Path.cwd())):
+        raise UserError(
+            f"run {found.id} ran in {invocation['cwd']}; run this from there (its test paths "
+            "are relative to it)"
+        )
+    settings = _settings(invocation, judge_model)
+    spec = settings.resolved_judge_model
+    if spec is None:
+        raise UserError("no judge model: give --judge-model SPEC (or set `judge_model`)")
+    original = load_run(opened, found.id)
+    paths: list[str] = invocation.get("paths") or []
+    specs = stored_specs(original, paths=paths, pattern=invocation.get("pattern"))
+    judge = model_from_settings(spec, settings)
+
+    async def work() -> Rejudged:
+        try:
+            return await rejudge_run(original, specs, judge=judge, settings=settings, repeat=repeat)
+        finally:
+            await judge.aclose()
+
+    done = anyio.run(work)
+    return _conclude(done, opened, settings=settings, invocation=invocation, parent=found.id)
+
+
+def _settings(invocation: dict[str, Any], judge_model: str | None) -> Settings:
+    """The settings the run was given (URL options kept masked left out: the current
+    settings give them), with `judge_model` when given."""
+    from sparring.config import load_settings
+    from sparring.secrets import MASK
+
+    options = {
+        k: v
+        for k, v in invocation.get("options", {}).items()
+        if k != "store" and MASK not in str(v)
+    }
+    return load_settings(options | ({"judge_model": judge_model} if judge_model else {}))
+
+
+def _conclude(
+    done: Rejudged,
+    store: Store,
+    *,
+    settings: Settings,
+    invocation: dict[str, Any],
+    parent: str,
+) -> int:
+    """Store the new run, print the notes, the agreement and the summary; the exit code."""
+    from sparring.cli.run import gate_outcome
+    from sparring.reports.console import ConsoleView, default_console
+    from sparring.store.recorder import run_record
+    from sparring.store.writer import RunWriter
+
+    result = done.result
+    exit_status, gate_lines = gate_outcome(result, settings)
+    code = exit_status[0] if exit_status else result.exit_code
+    record = run_record(invocation | {"rejudged": parent}, settings, cwd=Path.cwd(), parent=parent)
+    writer = RunWriter(store)
+    planned = result.model_copy(
+        update={"scenarios": [s.model_copy(update={"trials": []}) for s in result.scenarios]}
+    )
+    writer.start(planned, record=record)
+    for scenario in result.scenarios:
+        for trial in scenario.trials:
+            writer.add(trial)
+    writer.finish(result, exit_code=code)
+    for scenario_id in done.skipped:
+        click.secho(
+            f"note: {scenario_id} is a Python test: its verdicts come from its code, not a "
+            "YAML spec, so it is kept as stored, not judged again",
+            fg="yellow",
+            err=True,
+        )
+    _print_agreement(done)
+    view = ConsoleView(console=default_console(), live=False, summary_at_exit=False)
+    view.summary(result, gate_lines=gate_lines, exit_status=exit_status)
+    if writer.errors:
+        click.secho(f"warning: the store could not keep the run: {writer.errors[0]}", fg="yellow")
+        return max(code, 3)
+    click.echo(f"Rejudged run {parent} as run {result.run_id} (`sparring report {result.run_id}`)")
+    return code
+
+
+def _print_agreement(done: Rejudged) -> None:
+    """One line per scenario and item judged several times: agreement rate, and the
+    `UNSTABLE_JUDGE` flag when its answers differed."""
+    from sparring.reports import percent
+    from sparring.reports.markdown import UNSTABLE_JUDGE
+
+    if done.repeat < 2 or not done.agreements:
+        return
+    click.echo(
+        f"Judge agreement over {done.repeat} answers per transcript (share equal to "
+        "their majority):"
+    )
+    for a in done.agreements:
+        flag = f"  {UNSTABLE_JUDGE}" if a.flipped else ""
+        click.echo(f"  {a.scenario_id} {a.item_id}: {percent(a.rate)}{flag}")
