@@ -124,6 +124,16 @@ def cli() -> None:
     metavar="[RUN_ID]",
     help="Run only the scenarios that failed or erred in a stored run (default: the last).",
 )
+@click.option(
+    "--shard",
+    metavar="K/N",
+    help="Run the K-th of N slices of the trials into the run --run-id names (CI matrix).",
+)
+@click.option(
+    "--run-id",
+    metavar="ID",
+    help="With --shard: the shared run every slice adds to (created by the first).",
+)
 def run(**options: Any) -> None:
     """Run the conversation tests in PATHS: YAML/JSON test files and Python files with a
     `sparring.api.Suite` (files or directories; default tests/conversations)."""

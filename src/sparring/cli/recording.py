@@ -71,6 +71,7 @@ def prepare_run(
     given = {k: options.get(k) for k in setting_names}
     settings = load_settings(given)
     resume, rerun = options.get("resume"), options.get("rerun_failed")
+    _check_shard_options(options)
     if resume is not None and rerun is not None:
         raise UserError("give --resume or --rerun-failed, not both")
     listing = options.get("list_only") and resume is None and rerun is None
@@ -84,6 +85,10 @@ def prepare_run(
     from sparring.store.location import store_url
 
     store = open_store(store_url(settings.store, cwd=Path.cwd()))
+    if options.get("shard") is not None:
+        return _shard_call(
+            store, options, given=given, settings=settings, current=(paths, pattern, tags)
+        )
     if resume is None and rerun is None:
         invocation = _invocation(paths, pattern, tags, given)
         return RunCall(
@@ -96,6 +101,78 @@ def prepare_run(
     return _stored_call(
         store, resume=resume, rerun=rerun, given=given, current=(paths, pattern, tags)
     )
+
+
+def _check_shard_options(options: Mapping[str, Any]) -> None:
+    """Refuse `--shard` without `--run-id` (or the other way round), or with an option that
+    cannot be sliced.
+
+    Raises:
+        UserError: what goes with what, and why.
+    """
+    shard, run_id = options.get("shard"), options.get("run_id")
+    if (shard is None) != (run_id is None):
+        raise UserError(
+            "--shard K/N and --run-id ID go together: every slice runs into the run ID names "
+            "(in CI, e.g. --run-id ${{ github.run_id }})"
+        )
+    clash = [
+        name
+        for name, key in (
+            ("--resume", "resume"),
+            ("--rerun-failed", "rerun_failed"),
+            ("--no-store", "no_store"),
+            ("--adaptive", "adaptive"),
+        )
+        if options.get(key) not in (None, False)
+    ]
+    if shard is not None and clash:
+        raise UserError(
+            f"--shard cannot go with {', '.join(clash)}: the slices meet in the results store "
+            "and each runs a fixed set of trials"
+        )
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`"K/N"` -> `(K, N)`, 1 <= K <= N.
+
+    Raises:
+        UserError: not two whole numbers K/N with 1 <= K <= N.
+    """
+    number, _, of = text.partition("/")
+    if not (number.isdigit() and of.isdigit() and 1 <= int(number) <= int(of)):
+        raise UserError(f"--shard {text!r}: give K/N with 1 <= K <= N, e.g. --shard 2/3")
+    return int(number), int(of)
+
+
+def _shard_call(
+    store: Store,
+    options: Mapping[str, Any],
+    *,
+    given: dict[str, Any],
+    settings: Settings,
+    current: tuple[tuple[str, ...], str | None, tuple[str, ...]],
+) -> RunCall:
+    """The call that runs one slice (`--shard K/N`) into run `--run-id` of `store`: the
+    options as given, each scenario's trial count fixed here (`Recording.chosen` slices).
+
+    Raises:
+        UserError: the slice cannot join the run (`sparring.store.shards.check_shard`).
+    """
+    from sparring.store.shards import check_shard
+
+    shard, run_id = parse_shard(str(options["shard"])), str(options["run_id"])
+    check_shard(store, run_id, shard)
+    paths, pattern, tags = current
+    recording = Recording(
+        store=store,
+        record=_record(_invocation(paths, pattern, tags, given), settings),
+        shard=shard,
+        shard_run_id=run_id,
+        trials=settings.trials,
+    )
+    settings = settings.model_copy(update={"trials": None})
+    return RunCall(paths=paths, pattern=pattern, tags=tags, settings=settings, recording=recording)
 
 
 def _stored_call(
@@ -255,7 +332,9 @@ class Recording:
     """Keeps one `sparring run` in the store (or does nothing, with no `store`).
 
     `resumed` is the stored run a `--resume` completes, `missing` its trial numbers to run
-    per scenario id; `only` the scenario ids a `--rerun-failed` runs.
+    per scenario id; `only` the scenario ids a `--rerun-failed` runs. `shard` is the slice
+    `(K, N)` of the trials this process runs into run `shard_run_id` (`missing` then holds
+    its trial numbers, `trials` the `--trials` override, `planned` every scenario's count).
     """
 
     store: Store | None = None
@@ -263,6 +342,10 @@ class Recording:
     resumed: str | None = None
     missing: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
     only: set[str] | None = None
+    shard: tuple[int, int] | None = None
+    shard_run_id: str | None = None
+    trials: int | None = None
+    planned: dict[str, int] = field(default_factory=dict[str, int])
     _writer: RunWriter | None = None
 
     def chosen(self, runnables: list[AnyRunnable]) -> list[AnyRunnable]:
@@ -273,6 +356,8 @@ class Recording:
         Raises:
             UserError: a scenario of the stored run is no longer in the test files.
         """
+        if self.shard is not None:
+            return self._slice(runnables)
         wanted = self.only if self.only is not None else set(self.missing) if self.resumed else None
         if wanted is None:
             return runnables
@@ -285,6 +370,29 @@ class Recording:
         if not self.resumed:
             return kept
         return [_with_trials(r, len(self.missing[r.id])) for r in kept]
+
+    def _slice(self, runnables: list[AnyRunnable]) -> list[AnyRunnable]:
+        """Slice K of N: every N-th of the (scenario, trial number) pairs in load order,
+        starting at the K-th, so the N slices hold every trial once; each scenario with as
+        many trials as its slice holds (numbered as in the whole run by `observe`).
+
+        Raises:
+            UserError: a scenario has a trial range (`trials: {min, max}`).
+        """
+        assert self.shard is not None
+        number, of = self.shard
+        for r in runnables:
+            count = self.trials or r.trials
+            if not isinstance(count, int):
+                raise UserError(
+                    f"scenario {r.id} has trials {{min, max}}: --shard slices a fixed number "
+                    "of trials; give --trials N"
+                )
+            self.planned[r.id] = count
+        pairs = [(r.id, n) for r in runnables for n in range(1, self.planned[r.id] + 1)]
+        for scenario_id, trial in pairs[number - 1 :: of]:
+            self.missing.setdefault(scenario_id, []).append(trial)
+        return [_with_trials(r, len(self.missing[r.id])) for r in runnables if r.id in self.missing]
 
     def observe(self, observer: Observer) -> Observer:
         """`observer`, after each event was kept in the store (trial numbers of a resumed
@@ -320,6 +428,12 @@ class Recording:
                 fg="yellow",
                 err=True,
             )
+        elif self.shard is not None:
+            click.echo(
+                f"Stored slice {self.shard[0]}/{self.shard[1]} in run {writer.run_id} "
+                f"(`sparring report {writer.run_id}` has every slice that ended)",
+                err=True,
+            )
         else:
             click.echo(f"Stored as run {writer.run_id} (`sparring show {writer.run_id}`)", err=True)
 
@@ -331,6 +445,16 @@ class Recording:
         self._writer = RunWriter(self.store)
         if self.resumed:
             self._writer.reopen(self.resumed, provenance=current_provenance(Path.cwd()))
+        elif self.shard is not None and self.shard_run_id is not None:
+            assert self.record is not None
+            whole = [
+                s.model_copy(update={"planned_trials": self.planned.get(s.scenario_id, 0)})
+                for s in planned.scenarios
+            ]
+            planned = planned.model_copy(update={"run_id": self.shard_run_id, "scenarios": whole})
+            self._writer.join(
+                planned, record=self.record, shard=self.shard, order=list(self.planned)
+            )
         else:
             assert self.record is not None
             self._writer.start(planned.model_copy(deep=True), record=self.record)
@@ -340,6 +464,8 @@ class Recording:
         if self._writer is None:
             return result
         self._writer.flush()
+        if self.shard_run_id is not None:
+            return result.model_copy(update={"run_id": self.shard_run_id})
         if not self.resumed or self.store is None:
             return result
         from sparring.store.reading import load_run
@@ -352,7 +478,7 @@ class Recording:
     def _renumbered(self, event: Event) -> Event:
         """`event` with trial numbers of the stored run (a resumed run's k-th trial of a
         scenario is its k-th missing one)."""
-        if not self.resumed:
+        if not self.resumed and self.shard is None:
             return event
         match event:
             case TrialStarted() | MessageAdded() | VerdictAdded():

@@ -78,6 +78,7 @@ def run_command(
     Raises:
         UserError: bad test files, settings, model specs or targets (exit code 2).
     """
+    options["adaptive"] = adaptive  # `--shard` refuses it
     call = prepare_run(
         paths=paths, pattern=pattern, tags=tags, options=options, setting_names=_SETTING_OPTIONS
     )

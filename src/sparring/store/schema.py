@@ -10,6 +10,9 @@ run reads back into exactly the `RunResult` the run reported.
   `running` run whose process is gone reads as `interrupted`, see `sparring.store.reading`).
 - `scenarios`: the planned `ScenarioResult` of each scenario of a run (without trials).
 - `trials`: one `TrialResult` per finished trial; `(run_id, scenario_id, trial)` is unique.
+- `shards`: the slices of a run made by `sparring run --shard K/N --run-id ID`: slice
+  `shard` (1-based) of `shards`, its process and end (`status` `running`, `finished` or
+  `interrupted`); see `sparring.store.shards`.
 """
 
 from __future__ import annotations
@@ -78,3 +81,17 @@ trials = Table(
     UniqueConstraint("run_id", "scenario_id", "trial", name="uq_trials_run_scenario_trial"),
 )
 Index("ix_trials_run_id", trials.c.run_id)
+
+shards = Table(
+    "shards",
+    metadata,
+    Column("run_id", String(64), ForeignKey("runs.id"), primary_key=True),
+    Column("shard", Integer, primary_key=True),
+    Column("shards", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("started_at", String(40), nullable=False),
+    Column("finished_at", String(40)),
+    Column("exit_code", Integer),
+    Column("host", String(255)),
+    Column("pid", Integer),
+)

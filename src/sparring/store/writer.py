@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -63,6 +64,8 @@ class RunWriter:
 
     store: Store
     run_id: str = ""
+    shard: int | None = None
+    """The slice of the run this process writes (`join`), if any."""
     errors: list[str] = field(default_factory=list[str])
     _queue: queue.SimpleQueue[dict[str, Any] | None] = field(
         default_factory=queue.SimpleQueue[dict[str, Any] | None]
@@ -73,23 +76,7 @@ class RunWriter:
         """Insert the run row and its planned scenarios (synchronously, so they exist
         before any trial), then start the trial writer."""
         self.run_id = planned.run_id
-        row = {
-            "id": planned.run_id,
-            "started_at": planned.started_at,
-            "status": "running",
-            "paths": json.dumps(record.paths),
-            "invocation": json.dumps(record.invocation),
-            "settings": json.dumps(record.settings),
-            "models": json.dumps([m.model_dump() for m in planned.models]),
-            "head": planned.model_dump_json(exclude={"scenarios"}),
-            "parent_run_id": record.parent_run_id,
-            **_provenance_columns(record.provenance),
-        }
-        planned_scenarios = [
-            {"run_id": planned.run_id, "scenario_id": s.scenario_id, "position": i}
-            | {"data": s.model_dump_json(exclude={"trials"})}
-            for i, s in enumerate(planned.scenarios)
-        ]
+        row, planned_scenarios = run_rows(planned, record=record)
         try:
             with self.store.engine.begin() as conn:
                 conn.execute(insert(runs), row)
@@ -100,11 +87,33 @@ class RunWriter:
             return
         self._start_thread()
 
+    def join(
+        self,
+        planned: RunResult,
+        *,
+        record: RunRecord,
+        shard: tuple[int, int],
+        order: Sequence[str],
+    ) -> None:
+        """Add slice `shard` (`(K, N)`) to run `planned.run_id`, creating the run if no slice
+        did yet, its scenarios placed by `order` (`sparring.store.shards.join_shard`), then
+        start the trial writer; `finish`
+        and `abandon` then end the slice, and the run with its last slice."""
+        from sparring.store.shards import join_shard
+
+        self.run_id, self.shard = planned.run_id, shard[0]
+        try:
+            join_shard(self.store, planned, record=record, shard=shard, order=order)
+        except SQLAlchemyError as e:
+            self.errors.append(_why(e))
+            return
+        self._start_thread()
+
     def reopen(self, run_id: str, *, provenance: Provenance) -> None:
         """Take over stored run `run_id` to resume it: mark it running in this process and
         drop its trials cut off by an interrupt (they run again)."""
         self.run_id = run_id
-        running = {"status": "running", "finished_at": None, **_provenance_columns(provenance)}
+        running = {"status": "running", "finished_at": None, **provenance_columns(provenance)}
         try:
             with self.store.engine.begin() as conn:
                 conn.execute(update(runs).where(runs.c.id == run_id).values(running))
@@ -159,8 +168,12 @@ class RunWriter:
         """Write the queued trials, then the run's end: status `interrupted` when
         `result.interrupted`, else `finished`; `result` without its scenarios as the head."""
         self.flush()
+        status = "interrupted" if result.interrupted else "finished"
+        if self.shard is not None:
+            self._end_shard(status, exit_code)
+            return
         values = {
-            "status": "interrupted" if result.interrupted else "finished",
+            "status": status,
             "finished_at": now_iso(),
             "exit_code": exit_code,
             "head": result.model_dump_json(exclude={"scenarios"}),
@@ -171,8 +184,20 @@ class RunWriter:
         """Write the queued trials and mark the run `interrupted` (its process raised
         before a result: it keeps every trial that finished)."""
         self.flush()
+        if self.shard is not None:
+            self._end_shard("interrupted", None)
+            return
         values = {"status": "interrupted", "finished_at": now_iso()}
         self._write(update(runs).where(runs.c.id == self.run_id), values)
+
+    def _end_shard(self, status: str, exit_code: int | None) -> None:
+        from sparring.store.shards import end_shard
+
+        assert self.shard is not None
+        try:
+            end_shard(self.store, self.run_id, self.shard, status=status, exit_code=exit_code)
+        except SQLAlchemyError as e:
+            self.errors.append(_why(e))
 
     def _start_thread(self) -> None:
         self._thread = threading.Thread(target=self._drain, name="sparring-store", daemon=True)
@@ -198,6 +223,31 @@ class RunWriter:
                 conn.execute(statement, params)
         except SQLAlchemyError as e:
             self.errors.append(_why(e))
+
+
+def run_rows(
+    planned: RunResult, *, record: RunRecord
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The `runs` row of a run starting as `planned` (status `running`) and the `scenarios`
+    rows of its planned scenarios, in order (`position` 0, 1, ...)."""
+    row = {
+        "id": planned.run_id,
+        "started_at": planned.started_at,
+        "status": "running",
+        "paths": json.dumps(record.paths),
+        "invocation": json.dumps(record.invocation),
+        "settings": json.dumps(record.settings),
+        "models": json.dumps([m.model_dump() for m in planned.models]),
+        "head": planned.model_dump_json(exclude={"scenarios"}),
+        "parent_run_id": record.parent_run_id,
+        **provenance_columns(record.provenance),
+    }
+    planned_scenarios = [
+        {"run_id": planned.run_id, "scenario_id": s.scenario_id, "position": i}
+        | {"data": s.model_dump_json(exclude={"trials"})}
+        for i, s in enumerate(planned.scenarios)
+    ]
+    return row, planned_scenarios
 
 
 def mark_baseline(store: Store, run_id: str) -> None:
@@ -230,7 +280,7 @@ def claim_run(store: Store, run_id: str, *, provenance: Provenance) -> bool:
         gone = row.status == "running" and process_alive(row.host, row.pid) is False
         if row.status != "interrupted" and not gone:
             return False
-        running = {"status": "running", "finished_at": None, **_provenance_columns(provenance)}
+        running = {"status": "running", "finished_at": None, **provenance_columns(provenance)}
         conn.execute(update(runs).where(runs.c.id == run_id).values(running))
     return True
 
@@ -239,7 +289,8 @@ def _why(error: SQLAlchemyError) -> str:
     return f"{type(error).__name__}: {getattr(error, 'orig', None) or error}"
 
 
-def _provenance_columns(provenance: Provenance) -> dict[str, Any]:
+def provenance_columns(provenance: Provenance) -> dict[str, Any]:
+    """The `runs` (and `shards`) columns of `provenance`: git, user, host, process id."""
     return {
         "git_commit": provenance.git_commit,
         "git_branch": provenance.git_branch,
