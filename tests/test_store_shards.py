@@ -9,8 +9,15 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+from sqlalchemy import create_engine, text
+
+from sparring.store.database import open_store
+from sparring.store.reading import list_runs, load_run
+from tests.support.postgres_server import initdb_path, postgres_server
 from tests.test_cli import sparring
 from tests.test_store_cli import AGENT, SUITE
 
@@ -89,3 +96,48 @@ def test_a_slice_runs_once_and_the_slices_agree_on_n(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "1 <= K <= N" in bad.stderr
     listed = sparring("runs", cwd=tmp_path).stdout
     assert "r1" in listed and "finished" not in listed  # 1 of 3 slices ended
+
+
+INITDB = initdb_path()
+
+
+@pytest.fixture
+def pg_url(tmp_path: Path) -> Iterator[str]:
+    """A database of its own on a PostgreSQL server started for this test."""
+    if INITDB is None:
+        pytest.skip("no PostgreSQL initdb (apt-get install postgresql; .ci/run installs it)")
+    with postgres_server(INITDB) as url:
+        admin = create_engine(url, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text('CREATE DATABASE "shards"'))
+        admin.dispose()
+        yield url.rsplit("/", 1)[0] + "/shards"
+
+
+def test_three_slices_into_postgres_make_one_run_with_every_trial_once(
+    tmp_path: Path, pg_url: str
+) -> None:
+    _project(tmp_path)
+    done = _slices(tmp_path, "--store", pg_url)
+    assert all(d.returncode in (0, 1) for d in done), [d.stderr for d in done]
+    store = open_store(pg_url)
+    try:
+        (summary,) = list_runs(store)
+        merged = load_run(store, "ci-42")
+    finally:
+        store.close()
+    assert summary.id == "ci-42" and summary.status == "finished"
+    trials = sorted((t.scenario_id, t.trial) for s in merged.scenarios for t in s.trials)
+    assert trials == EXPECTED and not merged.interrupted
+    report = sparring("report", "ci-42", "--store", pg_url, "-o", "r.json", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert (
+        len(
+            [
+                t
+                for s in json.loads((tmp_path / "r.json").read_text())["scenarios"]
+                for t in s["trials"]
+            ]
+        )
+        == 8
+    )
