@@ -40,22 +40,25 @@ scenarios:
     should: confirm the booking
 """
 REPLY = "Your slot is booked for 10am"
+SECRET = "tok-rejudge-5ecret-98765"
 
 
 def _judge(name: str) -> ScriptedModel:
-    """`met`, `not_met`, or `alternate` (met on odd calls, not met on even ones)."""
+    """`met`, `not_met`, `alternate` (met on odd calls, not met on even ones), or `leak`
+    (not met, repeating `SECRET` in its reason and note)."""
     calls = itertools.count(1)
 
     def answer(messages: Sequence[ChatMessage], schema: dict[str, Any] | None) -> dict[str, Any]:
         props = (schema or {}).get("properties", {})
-        verdict = name if name != "alternate" else ("met" if next(calls) % 2 else "not_met")
+        verdict = {"alternate": "met" if next(calls) % 2 else "not_met", "leak": "not_met"}
+        verdict = verdict.get(name, name)
+        said = f"says {verdict}" + (f" {SECRET}" if name == "leak" else "")
         return {
             "verdicts": {
-                i: {"verdict": verdict, "reason": f"says {verdict}", "evidence": [REPLY]}
-                | {"turns": [1]}
+                i: {"verdict": verdict, "reason": said, "evidence": [REPLY], "turns": [1]}
                 for i in props["verdicts"]["required"]
             },
-            "replies": {t: {"note": "fine", "score": 1} for t in props["replies"]["required"]},
+            "replies": {t: {"note": said, "score": 1} for t in props["replies"]["required"]},
         }
 
     return ScriptedModel(handler=answer, name=f"scripted:{name}")
@@ -132,3 +135,15 @@ def test_rejudge_names_the_scenarios_the_test_files_no_longer_hold(project: Path
     (project / "suite.yaml").write_text(SUITE.replace("id: booking", "id: renamed"))
     with pytest.raises(UserError, match=r"no longer in its test files \(suite.yaml\): booking"):
         _sparring("rejudge", run_id, "--judge-model", "scripted:met")
+
+
+def test_what_the_judge_writes_is_stored_with_the_model_keys_masked(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_id = _stored_run(project)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)  # a model key the judge repeats
+    done = _sparring("rejudge", run_id, "--judge-model", "scripted:leak")
+    assert done.exit_code == 1, done.output
+    assert "says not_met" in done.output and SECRET not in done.output
+    stored = b"".join(p.read_bytes() for p in (project / ".sparring").iterdir())
+    assert b"says not_met" in stored and SECRET.encode() not in stored
