@@ -35,7 +35,6 @@ from sparring.results import (
     trial_status,
     undecided_text,
 )
-from sparring.runner.context import masked_verdict
 from sparring.runner.settings import RunSettings
 from sparring.scenario import AnyScenario, ScriptedScenario, SingleTurnScenario
 from sparring.secrets import Secrets
@@ -181,8 +180,8 @@ def spec_shoulds(scenario: AnyScenario) -> list[ShouldItem]:
 
 @dataclass(kw_only=True)
 class _Grader:
-    """Judges trials `repeat` times and keeps, per (scenario, item), the agreement; what the
-    judge wrote is kept with secrets masked by `scrub`, as the runner keeps it."""
+    """Judges trials `repeat` times and keeps, per (scenario, item), the agreement; the
+    judge sees the transcript, and its answer is read, with secrets masked by `scrub`."""
 
     judge: Model
     settings: RunSettings
@@ -216,15 +215,13 @@ class _Grader:
         ]
         answers = [o.verdicts for o in outcomes]
         judged = [
-            masked_verdict(self._majority(trial.scenario_id, list(item)), self.scrub)
-            for item in zip(*answers, strict=True)
+            self._majority(trial.scenario_id, list(item)) for item in zip(*answers, strict=True)
         ]
-        notes = [n.model_copy(update={"note": self.scrub(n.note)}) for n in outcomes[0].reply_notes]
         verdicts = [v for v in trial.verdicts if v.kind not in JUDGED_KINDS] + judged
         return trial.model_copy(
             update={
                 "verdicts": verdicts,
-                "reply_notes": notes,
+                "reply_notes": outcomes[0].reply_notes,
                 "status": trial_status(verdicts),
                 "error": undecided_text(verdicts),
                 "usage": usage,
