@@ -147,3 +147,24 @@ def test_what_the_judge_writes_is_stored_with_the_model_keys_masked(
     assert "says not_met" in done.output and SECRET not in done.output
     stored = b"".join(p.read_bytes() for p in (project / ".sparring").iterdir())
     assert b"says not_met" in stored and SECRET.encode() not in stored
+
+
+def test_python_tests_are_kept_as_stored_with_a_note(project: Path) -> None:
+    (project / "test_bot.py").write_text(
+        "from sparring.api import Suite\n\nsuite = Suite(target='http://127.0.0.1:9/chat')\n"
+        "\n\n@suite.scenario\nasync def test_hello() -> None:\n    pass\n"
+    )
+    done = _sparring(
+        "run", "suite.yaml", "test_bot.py", "--no-live", "--model", "scripted:met", "-o", "r.json"
+    )
+    assert done.exit_code == 0, done.output
+    old = json.loads((project / "r.json").read_text())
+    again = _sparring("rejudge", old["run_id"], "--judge-model", "scripted:not_met")
+    assert again.exit_code == 1, again.output
+    (code,) = [s for s in old["scenarios"] if s["kind"] == "python"]
+    assert f"note: {code['scenario_id']} is a Python test" in again.output
+    new_id = again.output.split("as run ")[1].split()[0]
+    assert _sparring("report", new_id, "-o", "new.json").exit_code == 0
+    new = json.loads((project / "new.json").read_text())
+    kept = next(s for s in new["scenarios"] if s["kind"] == "python")
+    assert kept["trials"] == code["trials"]
