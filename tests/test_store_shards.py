@@ -80,6 +80,12 @@ def test_three_slices_store_every_trial_once_in_one_finished_run(tmp_path: Path)
     assert {s["scenario_id"]: s["status"] for s in merged["scenarios"]}["broken"] == "failed"
     listed = sparring("runs", cwd=tmp_path).stdout
     assert "ci-42" in listed and "finished" in listed and "8 trials: 1 failed, 7 passed" in listed
+    (tmp_path / "suite.yaml").write_text(SUITE.replace("prompt: bad", "prompt: quick"))
+    fixed = sparring("run", "suite.yaml", "--no-live", cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stderr
+    diff = sparring("diff", "ci-42", cwd=tmp_path)  # the merged run is the base
+    assert diff.returncode == 0, diff.stderr
+    assert "broken" in diff.stdout and "newly passing" in diff.stdout.lower()
 
 
 def test_a_slice_runs_once_and_the_slices_agree_on_n(tmp_path: Path) -> None:
