@@ -354,3 +354,18 @@ scenarios:
         "Order 10234 shipped; it arrives Monday.",
     )
     assert len(server.calls("DELETE", "/sessions/*")) == 1
+
+
+async def test_an_answer_nested_too_deep_is_a_target_error_not_a_crash() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(201, content=deep, headers={"content-type": "application/json"})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
+        spec = ParlantTargetSpec(
+            type="parlant", url="http://parlant.test", agent_id="a", timeout_s=10
+        )
+        with pytest.raises(TargetError, match="nested more than 100 levels deep"):
+            session = await ParlantTarget(spec, client=client, secrets=Secrets({})).open_session()
+            await session.send(user("Where is it?"))

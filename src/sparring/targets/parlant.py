@@ -48,7 +48,7 @@ from sparring.target_specs import ParlantTargetSpec
 from sparring.targets.headers import HeaderTemplate
 from sparring.targets.parlant_events import Turn, event_offset, event_time, status_detail
 from sparring.targets.templates import last_user_message, misspelt_placeholders, placeholder_names
-from sparring.transcript import Message, Transcript, content_text
+from sparring.transcript import JsonTooDeep, Message, Transcript, content_text, parse_json
 
 _EXCERPT_CHARS = 300
 _MAX_WAIT_S = 60
@@ -177,7 +177,11 @@ class ParlantTarget:
         if not response.content.strip():
             return None
         try:
-            return cast(JsonValue, response.json())
+            return parse_json(response.content)
+        except JsonTooDeep as e:
+            raise TargetError(
+                f"{self._shown_url}: could not {action}: the answer is {e}; no report could hold it"
+            ) from None
         except ValueError:
             excerpt = self._scrubber.excerpt(response.text, _EXCERPT_CHARS)
             raise TargetError(
