@@ -35,14 +35,24 @@ def open_named(store: str | None) -> Store:
 @click.command("runs")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--status", type=click.Choice(_RUN_STATUSES), help="Only runs in this state.")
+@click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    metavar="TAG",
+    help="Only runs holding a scenario with this tag (repeat for any of several).",
+)
 @click.option("--store", metavar="URL", help=STORE_HELP)
-def runs(limit: int, status: str | None, store: str | None) -> None:
+def runs(limit: int, status: str | None, tags: tuple[str, ...], store: str | None) -> None:
     """List the stored runs, newest first: id, start, duration, status, trials by status,
     pass rate, cost, git commit, paths and models."""
     from sparring.store.reading import list_runs
 
-    found = list_runs(open_named(store), limit=limit, status=status)
-    if not found:
+    found = list_runs(open_named(store), limit=limit, status=status, tags=tags)
+    if not found and tags:
+        which = f"{status} run" if status else "run"
+        click.echo(f"No stored {which} has a scenario tagged {' or '.join(map(repr, tags))}.")
+    elif not found:
         click.echo("No stored runs yet: `sparring run` keeps every run.")
     for run in found:
         click.echo(run_line(run))

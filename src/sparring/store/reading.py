@@ -64,19 +64,37 @@ def effective_status(status: str, host: str | None, pid: int | None) -> RunStatu
 
 
 def list_runs(
-    store: Store, *, limit: int | None = None, status: str | None = None
+    store: Store,
+    *,
+    limit: int | None = None,
+    status: str | None = None,
+    tags: Sequence[str] = (),
 ) -> list[RunSummary]:
     """Stored runs, newest first: at most `limit`, only those in `status` (one of
-    `RUN_STATUSES`) when given."""
+    `RUN_STATUSES`) when given, only those holding a scenario with any of `tags` when given."""
     with store.engine.connect() as conn:
         rows = conn.execute(select(runs).order_by(runs.c.started_at.desc(), runs.c.id)).all()
-        rows = [r for r in rows if status is None or _status(r) == status][:limit]
+        rows = [r for r in rows if status is None or _status(r) == status]
+        if tags:
+            tagged = _tagged_runs(conn, set(tags))
+            rows = [r for r in rows if r.id in tagged]
+        rows = rows[:limit]
         totals = _trial_totals(conn, [r.id for r in rows])
     return [_summary(r, *totals.get(r.id, ({}, 0.0, None))) for r in rows]
 
 
 def _status(row: Row[Any]) -> RunStatus:
     return effective_status(row.status, row.host, row.pid)
+
+
+def _tagged_runs(conn: Any, tags: set[str]) -> set[str]:
+    """Ids of the runs holding a scenario with any of `tags` (its stored `ScenarioResult`)."""
+    query = select(scenarios.c.run_id, scenarios.c.data)
+    return {
+        run_id
+        for run_id, data in conn.execute(query)
+        if tags.intersection(json.loads(data).get("tags") or ())
+    }
 
 
 def _trial_totals(
