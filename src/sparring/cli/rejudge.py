@@ -5,6 +5,7 @@ Imports only click at start-up; the work is in `sparring.cli.rejudging`."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,8 @@ from sparring.cli.history import STORE_HELP, open_named
 if TYPE_CHECKING:
     from sparring.cli.rejudging import Rejudged
     from sparring.config import Settings
+    from sparring.results import RunResult
+    from sparring.scenario import AnyScenario
     from sparring.store.database import Store
 
 
@@ -28,26 +31,56 @@ if TYPE_CHECKING:
     show_default=True,
     help="Judge each transcript K times: keep the majority, report each criterion's agreement.",
 )
+@click.option(
+    "--criteria-from",
+    "criteria_from",
+    multiple=True,
+    metavar="FILES",
+    help="Grade with the criteria, restrictions and shoulds of the scenarios in these test "
+    "files (matched by id) instead of the run's own.",
+)
 @click.option("--store", metavar="URL", help=STORE_HELP)
-def rejudge(run_id: str, judge_model: str | None, repeat: int, store: str | None) -> None:
+def rejudge(
+    run_id: str,
+    judge_model: str | None,
+    repeat: int,
+    criteria_from: tuple[str, ...],
+    store: str | None,
+) -> None:
     """Grade the stored transcripts of RUN (its id or the start of it) again with the judge,
     calling neither the agent nor the simulated user; the result is a new stored run
-    (`sparring report NEW`). Scenarios are reloaded from the run's test files; Python tests
-    are kept as stored. With --repeat K a criterion whose answers differ is flagged
-    "unstable judge"."""
-    sys.exit(rejudge_command(run_id, judge_model=judge_model, repeat=repeat, store=store))
+    (`sparring report NEW`). Scenarios are reloaded from the run's test files (or, with
+    --criteria-from, taken from those files by id); Python tests are kept as stored. With
+    --repeat K a criterion whose answers differ is flagged "unstable judge"."""
+    sys.exit(
+        rejudge_command(
+            run_id,
+            judge_model=judge_model,
+            repeat=repeat,
+            store=store,
+            criteria_from=criteria_from,
+        )
+    )
 
 
-def rejudge_command(ref: str, *, judge_model: str | None, repeat: int, store: str | None) -> int:
+def rejudge_command(
+    ref: str,
+    *,
+    judge_model: str | None,
+    repeat: int,
+    store: str | None,
+    criteria_from: Sequence[str] = (),
+) -> int:
     """Body of `sparring rejudge`; returns the exit code (as `sparring run`'s).
+    `criteria_from`: test files whose scenarios (by id) replace the run's own.
 
     Raises:
         UserError: no such run, a run still running, another working directory, changed
-            test files, or no judge model.
+            test files, a scenario of the run missing from `criteria_from`, or no judge model.
     """
     import anyio
 
-    from sparring.cli.rejudging import rejudge_run, stored_specs
+    from sparring.cli.rejudging import rejudge_run
     from sparring.errors import UserError
     from sparring.models.registry import model_from_settings
     from sparring.store.reading import find_run, load_run, run_invocation
@@ -57,18 +90,12 @@ def rejudge_command(ref: str, *, judge_model: str | None, repeat: int, store: st
     if found.status == "running":
         raise UserError(f"run {found.id} is still running; rejudge it when it has ended")
     invocation = run_invocation(opened, found.id)
-    if invocation.get("cwd") not in (None, str(Path.cwd())):
-        raise UserError(
-            f"run {found.id} ran in {invocation['cwd']}; run this from there (its test paths "
-            "are relative to it)"
-        )
     settings = _settings(invocation, judge_model)
     spec = settings.resolved_judge_model
     if spec is None:
         raise UserError("no judge model: give --judge-model SPEC (or set `judge_model`)")
     original = load_run(opened, found.id)
-    paths: list[str] = invocation.get("paths") or []
-    specs = stored_specs(original, paths=paths, pattern=invocation.get("pattern"))
+    specs = _specs(original, invocation, criteria_from)
     judge = model_from_settings(spec, settings)
 
     async def work() -> Rejudged:
@@ -78,7 +105,32 @@ def rejudge_command(ref: str, *, judge_model: str | None, repeat: int, store: st
             await judge.aclose()
 
     done = anyio.run(work)
+    if criteria_from:
+        invocation = invocation | {"criteria_from": list(criteria_from)}
     return _conclude(done, opened, settings=settings, invocation=invocation, parent=found.id)
+
+
+def _specs(
+    original: RunResult, invocation: dict[str, Any], criteria_from: Sequence[str]
+) -> dict[str, AnyScenario]:
+    """The scenarios to grade `original` against: from `criteria_from` when given, else
+    reloaded from the run's own test paths (which need the run's working directory).
+
+    Raises:
+        UserError: as `criteria_specs` and `stored_specs`, or another working directory.
+    """
+    from sparring.cli.rejudging import criteria_specs, stored_specs
+    from sparring.errors import UserError
+
+    if criteria_from:
+        return criteria_specs(original, criteria_from)
+    if invocation.get("cwd") not in (None, str(Path.cwd())):
+        raise UserError(
+            f"run {original.run_id} ran in {invocation['cwd']}; run this from there (its test "
+            "paths are relative to it), or give --criteria-from FILES"
+        )
+    paths: list[str] = invocation.get("paths") or []
+    return stored_specs(original, paths=paths, pattern=invocation.get("pattern"))
 
 
 def _settings(invocation: dict[str, Any], judge_model: str | None) -> Settings:

@@ -85,6 +85,40 @@ def stored_specs(
     Raises:
         UserError: a test file is bad, or a scenario of the run is no longer in the files.
     """
+    by_id, lost = _specs_by_id(original, paths=paths, pattern=pattern)
+    if lost:
+        raise UserError(
+            f"scenarios of run {original.run_id} are no longer in its test files "
+            f"({', '.join(paths)}): {', '.join(lost)}; the files changed since, so these "
+            "transcripts have no spec to be judged against (restore the files, e.g. from git "
+            "at the run's commit)"
+        )
+    return by_id
+
+
+def criteria_specs(original: RunResult, files: Sequence[str]) -> dict[str, AnyScenario]:
+    """The YAML scenario in `files` (`--criteria-from`) of each scenario of `original`
+    (not its Python tests), matched by id: their criteria, restrictions and `should`s
+    grade the stored transcripts.
+
+    Raises:
+        UserError: a file is bad, or holds no scenario with one of the run's scenario ids.
+    """
+    by_id, lost = _specs_by_id(original, paths=files, pattern=None)
+    if lost:
+        raise UserError(
+            f"--criteria-from {' '.join(files)} has no scenario with the id of run "
+            f"{original.run_id}'s scenarios {', '.join(lost)}; every scenario of the run needs "
+            "its criteria there (add them, or name the files that hold them)"
+        )
+    return by_id
+
+
+def _specs_by_id(
+    original: RunResult, *, paths: Sequence[str], pattern: str | None
+) -> tuple[dict[str, AnyScenario], list[str]]:
+    """The YAML scenarios in `paths` with the ids of `original`'s YAML scenarios, and the
+    ids of those that have none there."""
     from sparring.loaders.files import split_paths
     from sparring.loaders.yaml import load_paths
     from sparring.redteam import expand_red_team
@@ -93,14 +127,7 @@ def stored_specs(
     loaded = expand_red_team(load_paths(yaml_files, pattern=pattern) if yaml_files else [])
     by_id = {s.id: s for s in loaded}
     wanted = [s.scenario_id for s in original.scenarios if s.kind != "python"]
-    if lost := [i for i in wanted if i not in by_id]:
-        raise UserError(
-            f"scenarios of run {original.run_id} are no longer in its test files "
-            f"({', '.join(paths)}): {', '.join(lost)}; the files changed since, so these "
-            "transcripts have no spec to be judged against (restore the files, e.g. from git "
-            "at the run's commit)"
-        )
-    return {i: by_id[i] for i in wanted}
+    return {i: by_id[i] for i in wanted if i in by_id}, [i for i in wanted if i not in by_id]
 
 
 async def rejudge_run(
