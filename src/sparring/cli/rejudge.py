@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     "--criteria-from",
     "criteria_from",
     multiple=True,
-    metavar="FILES",
-    help="Grade with the criteria, restrictions and shoulds of the scenarios in these test "
-    "files (matched by id) instead of the run's own.",
+    metavar="PATH",
+    help="Grade with the criteria, restrictions and shoulds of the scenarios in this test "
+    "file or directory (matched by id; repeatable) instead of the run's own.",
 )
 @click.option("--store", metavar="URL", help=STORE_HELP)
 def rejudge(
