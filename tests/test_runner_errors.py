@@ -228,3 +228,12 @@ async def test_runner_hooks_raising_plain_exceptions_are_named() -> None:
         "after": ("error", "the after hook raised LookupError: ***"),
     }
     assert result.exit_code == 3
+
+
+@pytest.mark.anyio
+async def test_a_reply_too_deep_to_read_is_a_target_error_not_an_internal_one() -> None:
+    # what an SDK parsing a 100,000-level answer raises inside the target
+    result = await run([scripted()], ScriptedTarget([RecursionError("maximum recursion depth")]))
+    trial = result.scenarios[0].trials[0]
+    assert (trial.status, trial.end_reason) == ("error", "target_error")
+    assert trial.error is not None and "nested too deeply to read" in trial.error

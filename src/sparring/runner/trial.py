@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -146,16 +147,20 @@ class _TrialState:
         """Send one user message and record both it and the reply."""
         self.add_message(Message(role="user", content=text))
         timeout = self.ctx.settings.reply_timeout_s
-        if timeout is None:
-            reply = await session.send(self.wire)
-        else:
-            try:
-                with anyio.fail_after(timeout):
-                    reply = await session.send(self.wire)
-            except TimeoutError:
-                raise TargetTimeout(
-                    target=self.target_name, timeout_seconds=timeout, hint=REPLY_TIMEOUT_HINT
-                ) from None
+        try:
+            with anyio.fail_after(timeout) if timeout is not None else nullcontext():
+                reply = await session.send(self.wire)
+        except TimeoutError:
+            if timeout is None:
+                raise
+            raise TargetTimeout(
+                target=self.target_name, timeout_seconds=timeout, hint=REPLY_TIMEOUT_HINT
+            ) from None
+        except RecursionError:  # e.g. an SDK reading a reply nested 100,000 levels deep
+            raise TargetError(
+                f"{self.target_name}: the reply is nested too deeply to read (Python's "
+                "recursion limit); the agent should answer with flatter JSON"
+            ) from None
         self.add_message(reply)
         return reply
 
