@@ -40,7 +40,23 @@ EndReason = Literal[
     "internal_error",
     "test_error",
     "simulator_failed",
+    "browser_done",
 ]
+
+
+class Override(Record):
+    """A person's correction of a verdict or insight ("Verdict wrong?"): the corrected
+    `value` (a verdict status `met` / `not_met`, or an insight value), why, who and when
+    (ISO 8601 UTC). Kept in the store; applied when a run is read, so every report and
+    export shows it; the labels `sparring calibrate` reads."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    value: bool | float | str
+    reason: str
+    author: str
+    at: str
+    original: bool | float | str | None = None
+    """What the judge had said (a verdict status or an insight value)."""
 
 
 class Verdict(Record):
@@ -59,6 +75,59 @@ class Verdict(Record):
     evidence: tuple[str, ...] = ()
     turns: tuple[int, ...] = ()
     turn: int | None = None
+    override: Override | None = None
+    """A person's correction; when set, `status` is the corrected one."""
+
+
+class InsightResult(Record):
+    """The judge's value for one insight of one evaluation, in one trial.
+
+    `value` is typed by `type` (`boolean` -> bool, `score` -> 0-1 float, `category` -> one
+    of the options, `text` -> str) or `None` when `status` is `error` (missing, ill-typed or
+    out-of-range in the judge's answer: never a default). `passed` applies the insight's
+    `pass_when` (`None` when it has none, or on error); `score` is its 0-1 contribution to
+    the trial's score (`None` when it does not count: text, category without a score map,
+    or error).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    evaluation: str
+    insight: str
+    type: Literal["boolean", "score", "category", "text"]
+    status: Literal["ok", "error"]
+    value: bool | float | str | None = None
+    reasoning: str = ""
+    evidence: tuple[str, ...] = ()
+    turns: tuple[int, ...] = ()
+    passed: bool | None = None
+    score: float | None = Field(default=None, ge=0, le=1)
+    weight: float = 1.0
+    group: str | None = None
+    featured: bool = False
+    error: str | None = None
+    override: Override | None = None
+
+    @property
+    def id(self) -> str:
+        """`evaluation.insight`, as reports and overrides name it."""
+        return f"{self.evaluation}.{self.insight}"
+
+
+class Artifact(Record):
+    """A file a trial produced besides its transcript: a browser screenshot (`kind`
+    `screenshot`, `path` to the PNG, `turn` it was taken after, `url` of the page), or a
+    recording (`kind` `audio`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: Literal["screenshot", "audio"]
+    path: str
+    turn: int | None = None
+    url: str | None = None
+
+
+EvaluationsPassed = Literal["yes", "no", "pending", "none"]
+"""Of a trial: `yes` every gating insight passed, `no` one failed (or errored), `pending`
+not judged yet, `none` no gating insight."""
 
 
 class ReplyNote(Record):
@@ -209,6 +278,17 @@ class TrialResult(Record):
     usage: Usage = Field(default_factory=Usage)
     subtests: list[SubtestResult] = Field(default_factory=list[SubtestResult])
     """Sub-tests of a Python test (`session.unfold`), in the order they were written."""
+    insights: list[InsightResult] = Field(default_factory=list[InsightResult])
+    """Values of the scenario's evaluations' insights, evaluation by evaluation."""
+    score: float | None = Field(default=None, ge=0, le=1)
+    """Weighted average of the insight scores; with no scored insight, the share of
+    criteria met; `None` when nothing was scored."""
+    evaluations_passed: EvaluationsPassed = "none"
+    explanation: str | None = None
+    """`explain_failures`: why the trial failed and what to change in the agent."""
+    artifacts: list[Artifact] = Field(default_factory=list[Artifact])
+    page_url: str | None = None
+    """The page a browser target's chat ran on."""
 
     @property
     def failures(self) -> list[Verdict]:

@@ -147,6 +147,23 @@ class StatusEvent(Record):
     at_ms: float | None = None
 
 
+class Attachment(Record):
+    """A file sent with a user message (`files:` in a test): an image, a PDF, a text file.
+
+    `data` is the file's bytes base64-encoded (standard alphabet, padded); `size` is the
+    byte count before encoding; `text` is the file's text for text files (UTF-8, decoded
+    with replacement), shown to the judge and the simulated user, else `None`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    mime_type: str
+    size: int
+    data: str = ""
+    text: str | None = None
+
+
 class Message(Record):
     """One message in a conversation.
 
@@ -155,7 +172,10 @@ class Message(Record):
     several separate messages (a preamble, then the answer), `content` is them joined by
     newlines and `parts` holds each one; otherwise `parts` is empty. `status_events` are the
     states reported while the reply was produced; `input_tokens` / `output_tokens` are the
-    target's own token counts where it reports them.
+    target's own token counts where it reports them. `files` are the attachments sent with a
+    user message; `audio_ms` / `first_audio_ms` are, for a voice target, the length of the
+    spoken reply and the time from the end of the user's audio to the reply's first audio,
+    in milliseconds.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -169,6 +189,9 @@ class Message(Record):
     output_tokens: int | None = None
     parts: tuple[str, ...] = ()
     status_events: tuple[StatusEvent, ...] = ()
+    files: tuple[Attachment, ...] = ()
+    audio_ms: float | None = None
+    first_audio_ms: float | None = None
 
 
 class Transcript(Record):

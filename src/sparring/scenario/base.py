@@ -17,6 +17,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from sparring.scenario.checks import Check, expand_check_shorthand, is_raw_list
+from sparring.scenario.evaluations import Evaluation, ToolArgsJudge
 from sparring.target_specs import (
     FROZEN,
     TargetSpec,
@@ -183,6 +184,10 @@ class ScriptedTurn(BaseModel):
 
     model_config = FROZEN
     user: str
+    files: list[str] = Field(default_factory=list[str])
+    """Paths of files sent with this message (relative to the test file when loaded)."""
+    audio: str | None = None
+    """A WAV the agent hears instead of the text (voice targets; relative to the test file)."""
     checks: list[Check] = Field(default_factory=list[Check])
     should: list[ConditionText] = Field(default_factory=list[ConditionText])
     """Verb phrases completing "The message should ...", judged on this reply."""
@@ -239,6 +244,14 @@ class ScenarioBase(BaseModel):
     """Judge criteria and `should`s even when a check already failed the trial."""
     require_evidence: bool = True
     """A judge's `met` for a success criterion or `should` must quote the conversation."""
+    evaluations: list[Evaluation | str] = Field(default_factory=list[Evaluation | str])
+    """Evaluations scoring each trial: inline, or by name (the loader replaces each name
+    with its definition from an evaluations file, and adds those attached to the scenario's
+    simulated user), so after loading every item is an `Evaluation`."""
+    tool_args_judge: list[ToolArgsJudge] = Field(default_factory=list[ToolArgsJudge])
+    """Rubrics judged on a tool call's arguments (one mapping or a list)."""
+    explain_failures: bool | None = None
+    """One more model call per failed trial explains why; `None` follows the settings."""
     source: SkipJsonSchema[str | None] = None
     """`file:line` the scenario came from; set by the loader."""
 
@@ -274,6 +287,17 @@ class ScenarioBase(BaseModel):
     @classmethod
     def _expand(cls, v: Any) -> Any:
         return [expand_check_shorthand(c) for c in v] if is_raw_list(v) else v
+
+    @field_validator("tool_args_judge", mode="before")
+    @classmethod
+    def _one_or_many_rubrics(cls, v: Any) -> Any:
+        return [v] if is_raw_mapping(v) else v
+
+    @property
+    def defined_evaluations(self) -> list[Evaluation]:
+        """The evaluations given inline or resolved by the loader (names left unresolved,
+        as in a scenario built by hand without a loader, are not included)."""
+        return [e for e in self.evaluations if isinstance(e, Evaluation)]
 
     @model_validator(mode="after")
     def _unique_criterion_ids(self) -> ScenarioBase:

@@ -17,6 +17,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from sparring.scenario.base import (
     ConditionText,
@@ -25,6 +26,7 @@ from sparring.scenario.base import (
     ScriptedTurn,
 )
 from sparring.scenario.checks import Check
+from sparring.scenario.evaluations import NAME_PATTERN, SimulatedUser
 from sparring.scenario.red_team import RedTeamScenario
 from sparring.target_specs import (
     FROZEN,
@@ -47,6 +49,11 @@ class SimulatedScenario(ScenarioBase):
 
     kind: Literal["simulated"] = "simulated"
     persona: str = "A typical first-time user of this product."
+    user: str | None = Field(default=None, pattern=NAME_PATTERN, max_length=64)
+    """A reusable simulated user by name (from a simulated-users file); its system prompt
+    or description replaces `persona` and its evaluations are added."""
+    simulated_user: SkipJsonSchema[SimulatedUser | None] = None
+    """The simulated user `user` names, resolved by the loader."""
     goal: str | None = None
     """What the user wants; defaults to `description`."""
     opening_message: str | None = None
@@ -150,6 +157,8 @@ class SingleTurnScenario(ScenarioBase):
 
     kind: Literal["single_turn"] = "single_turn"
     prompt: str
+    files: list[str] = Field(default_factory=list[str])
+    """Paths of files sent with the prompt (relative to the test file when loaded)."""
     expected_output: str | None = None
     should: list[ConditionText] = Field(default_factory=list[ConditionText])
     category: str | None = None
