@@ -12,7 +12,7 @@ scenario that uses it. Both are graded in the trial's one judge call
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -148,12 +148,11 @@ class SimulatedUser(BaseModel):
     mode: Literal["text", "voice"] = "text"
     evaluations: list[str] = Field(default_factory=list[str])
 
-    @model_validator(mode="before")
-    @classmethod
-    def _something_to_play(cls, data: Any) -> Any:
-        if isinstance(data, dict) and not (data.get("description") or data.get("system_prompt")):
+    @model_validator(mode="after")
+    def _something_to_play(self) -> SimulatedUser:
+        if not (self.description.strip() or (self.system_prompt or "").strip()):
             raise ValueError("a simulated user needs a `description` or a `system_prompt`")
-        return data
+        return self
 
 
 class ToolArgsJudge(BaseModel):
