@@ -380,7 +380,7 @@ def _trial(trial: TrialResult, of: int, user_label: str, keys: Iterator[str]) ->
         facts=facts,
         error=trial.error,
         traceback=trial.traceback,
-        conversation=_conversation(
+        conversation=conversation_view(
             trial.transcript, main, trial.reply_notes, user_label=user_label, keys=keys
         ),
         subtests=subtests,
@@ -395,11 +395,11 @@ def _subtest(sub: SubtestResult, verdicts: list[Verdict], keys: Iterator[str]) -
         status=sub.status,
         not_judged=not_judged(sub.status, verdicts),
         notes=[n for n in (replayed, sub.error) if n],
-        conversation=_conversation(sub.transcript, verdicts, [], user_label="user", keys=keys),
+        conversation=conversation_view(sub.transcript, verdicts, [], user_label="user", keys=keys),
     )
 
 
-def _conversation(
+def conversation_view(
     transcript: Transcript,
     verdicts: list[Verdict],
     notes: list[ReplyNote],
