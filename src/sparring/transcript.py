@@ -10,6 +10,7 @@ what a report can hold).
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from typing import Any, Literal, cast
@@ -239,15 +240,35 @@ def content_text(value: Any) -> str:
 
 def sanitized(message: Message, scrub: Callable[[str], str] | None) -> Message:
     """`message` made safe to keep and report: every text in it (content, tool calls, raw
-    payload) with secret values masked (DESIGN.md section 5) and lone UTF-16 surrogates
-    replaced, so every report stays valid UTF-8. Only string values change, never the
-    structure, and the message is returned as is when nothing changed.
+    payload, attached files' text and data) with secret values masked (DESIGN.md section
+    5) and lone UTF-16 surrogates replaced, so every report stays valid UTF-8. Only string
+    values change, never the structure, and the message is returned as is when nothing
+    changed.
 
     Each string is scrubbed on its own, never a JSON dump of the message: a dump escapes
     every string once more, so a secret the agent sent already escaped would be missed."""
     data = message.model_dump()
     clean = _clean_strings(data, scrub)
+    clean["files"] = tuple(
+        _clean_file(f, raw, scrub) for f, raw in zip(clean["files"], data["files"], strict=True)
+    )
     return message if clean == data else Message.model_validate(clean)
+
+
+def _clean_file(
+    clean: dict[str, Any], raw: dict[str, Any], scrub: Callable[[str], str] | None
+) -> dict[str, Any]:
+    """An attachment's `data` masked like text: decoded (UTF-8, other bytes kept as they
+    are), scrubbed, encoded again, `size` following; never the base64 text itself."""
+    clean["data"] = raw["data"]
+    if scrub is None:
+        return clean
+    text = base64.b64decode(raw["data"]).decode("utf-8", "surrogateescape")
+    masked = scrub(text)
+    if masked != text:
+        data = masked.encode("utf-8", "surrogateescape")
+        clean["data"], clean["size"] = base64.b64encode(data).decode("ascii"), len(data)
+    return clean
 
 
 def _clean_strings(value: Any, scrub: Callable[[str], str] | None) -> Any:

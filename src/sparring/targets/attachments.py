@@ -1,0 +1,136 @@
+"""Files sent with a user message (`files:` in a test): read into `Attachment`s, and the
+shapes targets send them in.
+
+`read_attachment(path)` reads a file whole: its type comes from the extension (Python's
+built-in table, plus a few it lacks: `.md`, `.yaml`, `.webp`); a file whose extension says
+nothing is `text/plain` when it is UTF-8 text, else `application/octet-stream`. Text files
+(`text/*`, JSON, YAML, XML, CSV) also carry their text, which the judge and the simulated
+user are shown. Files over `MAX_FILE_BYTES` are refused: every trial keeps its files in
+the report and the store.
+
+Target shapes built here: `file_entries` (`[{name, mime_type, data}]`, base64 data) for
+http's `{{files}}` and a callable's history, and `data_url` for openai_chat's image and
+file parts.
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+from collections.abc import Iterable
+from pathlib import Path
+
+from sparring.errors import UserError
+from sparring.transcript import Attachment
+
+MAX_FILE_BYTES = 20 * 1024 * 1024
+"""Largest file sent with a message, in bytes (20 MiB: what chat APIs take for an image)."""
+
+_EXTRA_TYPES = {
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".webp": "image/webp",
+    ".jsonl": "application/jsonl",
+    ".log": "text/plain",
+}
+_TEXT_TYPES = frozenset(
+    {"application/json", "application/jsonl", "application/yaml", "application/xml"}
+)
+_MIME = mimetypes.MimeTypes()  # the built-in table only: the same on every machine
+
+FileEntry = dict[str, str]
+"""`{"name": str, "mime_type": str, "data": base64 str}`: one file as targets receive it."""
+
+
+def file_problem(path: Path) -> str | None:
+    """What keeps `path` from being sent as a file, with how to fix it; `None` if it can be.
+
+    Checks that it exists, is a file, can be opened, and is at most `MAX_FILE_BYTES`.
+    """
+    if not path.exists():
+        return f"file {str(path)!r} does not exist; check the path (relative to the test file)"
+    if not path.is_file():
+        return f"{str(path)!r} is not a file; name a file (an image, a PDF, a text file)"
+    try:
+        size = path.stat().st_size
+        with path.open("rb"):
+            pass
+    except OSError as e:
+        return f"cannot read file {str(path)!r} ({e.strerror or e}); check its permissions"
+    if size > MAX_FILE_BYTES:
+        return (
+            f"file {str(path)!r} is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit "
+            "for a file sent with a message; send a smaller file"
+        )
+    return None
+
+
+def read_attachment(path: str | Path) -> Attachment:
+    """Read one file into an `Attachment` (name: the file's name; see module docstring).
+
+    Raises:
+        UserError: the file is missing, not a file, unreadable or over `MAX_FILE_BYTES`.
+    """
+    path = Path(path)
+    problem = file_problem(path)
+    if problem is not None:
+        raise UserError(problem)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise UserError(f"cannot read file {str(path)!r} ({e.strerror or e}); check it") from None
+    if len(data) > MAX_FILE_BYTES:  # it grew after it was checked
+        raise UserError(file_problem(path) or f"file {str(path)!r} is over the size limit")
+    return attachment_of(path.name, data)
+
+
+def attachment_of(name: str, data: bytes, mime_type: str | None = None) -> Attachment:
+    """An `Attachment` of `data` called `name`; `mime_type` guessed when not given."""
+    mime = mime_type or guess_mime_type(name, data)
+    text = data.decode("utf-8", errors="replace") if is_text_type(mime) else None
+    return Attachment(
+        name=name,
+        mime_type=mime,
+        size=len(data),
+        data=base64.b64encode(data).decode("ascii"),
+        text=text,
+    )
+
+
+def guess_mime_type(name: str, data: bytes) -> str:
+    """The type of a file called `name` holding `data` (see module docstring)."""
+    suffix = Path(name).suffix.lower()
+    guessed = _EXTRA_TYPES.get(suffix) or _MIME.guess_type(name.lower())[0]
+    if guessed is not None:
+        return guessed
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "application/octet-stream"
+    return "application/octet-stream" if b"\x00" in data else "text/plain"
+
+
+def is_text_type(mime_type: str) -> bool:
+    """Whether files of `mime_type` are text (their text is kept and shown to models)."""
+    return (
+        mime_type.startswith("text/")
+        or mime_type in _TEXT_TYPES
+        or mime_type.endswith(("+json", "+xml"))
+    )
+
+
+def attachment_bytes(attachment: Attachment) -> bytes:
+    """The file's bytes (its `data`, base64-decoded)."""
+    return base64.b64decode(attachment.data)
+
+
+def data_url(attachment: Attachment) -> str:
+    """`data:<mime_type>;base64,<data>`, as chat APIs take inline files."""
+    return f"data:{attachment.mime_type};base64,{attachment.data}"
+
+
+def file_entries(files: Iterable[Attachment]) -> list[FileEntry]:
+    """`[{name, mime_type, data}]` (base64 data), the shape of http's `{{files}}`."""
+    return [{"name": f.name, "mime_type": f.mime_type, "data": f.data} for f in files]
