@@ -176,7 +176,10 @@ class Message(Record):
     target's own token counts where it reports them. `files` are the attachments sent with a
     user message; `audio_ms` / `first_audio_ms` are, for a voice target, the length of the
     spoken reply and the time from the end of the user's audio to the reply's first audio,
-    in milliseconds.
+    in milliseconds. `audio` is, on a user message, the WAV file (absolute path) a voice
+    target plays for it (a scripted turn's `audio:`, or its WAV made by `sparring
+    synthesize`); without one a voice target speaks `content` with its speech provider.
+    Text targets ignore it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -193,6 +196,7 @@ class Message(Record):
     files: tuple[Attachment, ...] = ()
     audio_ms: float | None = None
     first_audio_ms: float | None = None
+    audio: str | None = None
 
 
 class Transcript(Record):
