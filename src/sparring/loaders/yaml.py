@@ -22,6 +22,7 @@ from sparring.errors import ConfigError, UserError
 from sparring.judging.should import ConditionGrammarWarning, condition_problem
 from sparring.loaders._parse import Document, Loc, is_mapping, parse_documents
 from sparring.loaders._places import allowed_keys, closest
+from sparring.loaders.attachments import resolve_file_paths
 from sparring.loaders.cases import expand_cases
 from sparring.loaders.dialects import to_native
 from sparring.loaders.errors import Problem, config_error, validation_problems
@@ -195,15 +196,18 @@ def _load_document(doc: Document, *, path: str) -> tuple[list[_Loaded], list[Pro
     except ValidationError as e:
         return [], validation_problems(e, doc=doc, path=path, single=single)
     out: list[_Loaded] = []
+    unsendable: list[Problem] = []
     for i, scenario in enumerate(scenarios):
         here: Loc = () if single else ("scenarios", i)
         line, column = doc.position(here)
-        update: dict[str, Any] = {"source": f"{path}:{line}"}
+        update, trouble = resolve_file_paths(scenario, doc=doc, at=here, path=path)
+        unsendable += trouble
+        update["source"] = f"{path}:{line}"
         if scenario.target is None and file_target is not None:
             update["target"] = file_target
         out.append(_Loaded(scenario.model_copy(update=update), path, line, column))
         _warn_conditions(scenario, doc=doc, at=here, path=path)
-    return out, _scenario_problems(out, path=path, single=single)
+    return out, unsendable + _scenario_problems(out, path=path, single=single)
 
 
 def _warn_conditions(scenario: AnyScenario, *, doc: Document, at: Loc, path: str) -> None:

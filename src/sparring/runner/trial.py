@@ -56,6 +56,7 @@ from sparring.scenario import (
     SingleTurnScenario,
 )
 from sparring.simulator import next_user_message
+from sparring.targets.attachments import read_attachment
 from sparring.targets.base import Target, TargetSession
 from sparring.transcript import Message, Transcript, sanitized
 
@@ -143,9 +144,13 @@ class _TrialState:
         self.ctx.observer(TrialFinished(result))
         return result
 
-    async def exchange(self, session: TargetSession, text: str) -> Message:
-        """Send one user message and record both it and the reply."""
-        self.add_message(Message(role="user", content=text))
+    async def exchange(
+        self, session: TargetSession, text: str, *, files: Sequence[str] = ()
+    ) -> Message:
+        """Send one user message (with the files at the paths `files`) and record both it
+        and the reply."""
+        attached = tuple(read_attachment(f) for f in files)
+        self.add_message(Message(role="user", content=text, files=attached))
         timeout = self.ctx.settings.reply_timeout_s
         try:
             with anyio.fail_after(timeout) if timeout is not None else nullcontext():
@@ -219,12 +224,13 @@ def _simulator_failed(
     return "simulator_failed"
 
 
-def _steps(scenario: AnyScenario) -> list[tuple[str, list[Check], list[str]]]:
-    """Scripted user messages with the checks and `should`s on each reply, in order."""
+def _steps(scenario: AnyScenario) -> list[tuple[str, list[Check], list[str], list[str]]]:
+    """Scripted user messages with the checks and `should`s on each reply and the paths of
+    the files sent with each message, in order."""
     if isinstance(scenario, ScriptedScenario):
-        return [(t.user, t.checks, t.should) for t in scenario.turns]
+        return [(t.user, t.checks, t.should, t.files) for t in scenario.turns]
     if isinstance(scenario, SingleTurnScenario):
-        return [(scenario.prompt, [], scenario.should)]
+        return [(scenario.prompt, [], scenario.should, scenario.files)]
     return []
 
 
@@ -233,8 +239,8 @@ async def _script(
 ) -> list[ShouldItem]:
     """Send every scripted message; check each reply as it arrives; collect `should`s."""
     shoulds: list[ShouldItem] = []
-    for turn, (text, checks, should) in enumerate(_steps(scenario), start=1):
-        await state.exchange(session, text)
+    for turn, (text, checks, should, files) in enumerate(_steps(scenario), start=1):
+        await state.exchange(session, text, files=files)
         state.add_verdicts(
             [
                 run_check(c, state.wire, check_id=f"t{turn}.check{i}", turn=turn)
