@@ -68,10 +68,11 @@ def _converted(file: str) -> str:
         documents = native_documents(text, path=file)
     for w in caught:  # e.g. the [tool.agent_eval] note
         click.secho(f"note: {w.filename}:{w.lineno}: {w.message}", fg="yellow", err=True)
-    return "---\n".join(_dump(document) for document in documents)
+    return "---\n".join(dump_yaml(document) for document in documents)
 
 
-def _dump(document: dict[str, Any]) -> str:
+def dump_yaml(document: Any) -> str:
+    """`document` as block-style YAML (keys in their given order, lines up to 100 wide)."""
     from ruamel.yaml import YAML
 
     yaml = YAML(typ="safe", pure=True)

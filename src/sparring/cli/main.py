@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from sparring.cli import diff, export, history, rejudge
+from sparring.cli import diff, export, generate, history, rejudge
 
 EXIT_USAGE = 2
 
@@ -265,6 +265,7 @@ cli.add_command(export.export)
 cli.add_command(diff.diff)
 cli.add_command(diff.baseline)
 cli.add_command(rejudge.rejudge)
+cli.add_command(generate.generate)
 
 
 def main() -> None:

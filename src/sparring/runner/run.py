@@ -62,14 +62,17 @@ def _with_expected_output(scenario: AnyRunnable) -> AnyRunnable:
 
 
 def _labels(scenario: AnyRunnable) -> dict[str, Any]:
-    """What a test file says about a scenario, kept in its result: `description`, `tags`
-    and a single-turn scenario's `category`, `topic`, `behavior` (nothing for Python tests)."""
+    """What a test file says about a scenario, kept in its result: `description`, `tags`,
+    `category`, `topic`, `behavior` (nothing for Python tests)."""
     if isinstance(scenario, CodeScenario):
         return {}
-    labels: dict[str, Any] = {"description": scenario.description, "tags": scenario.tags}
-    if isinstance(scenario, SingleTurnScenario):
-        labels.update(category=scenario.category, topic=scenario.topic, behavior=scenario.behavior)
-    return labels
+    return {
+        "description": scenario.description,
+        "tags": scenario.tags,
+        "category": scenario.category,
+        "topic": scenario.topic,
+        "behavior": scenario.behavior,
+    }
 
 
 class TargetPool:

@@ -238,6 +238,10 @@ class ScenarioBase(BaseModel):
     timeout_s: float = Field(default=600, gt=0)
     """Conversation timeout in seconds."""
     tags: list[str] = Field(default_factory=list)
+    category: str | None = None
+    topic: str | None = None
+    behavior: str | None = None
+    """Labels kept in the results and reports (as written by `sparring generate`)."""
     allow_empty_replies: bool = False
     """Let an empty (or whitespace-only) agent reply pass; by default one fails the trial."""
     judge_after_failed_checks: bool = False

@@ -88,6 +88,18 @@ class SimulatedScenario(ScenarioBase):
         return self
 
     @property
+    def played_persona(self) -> str:
+        """Who the simulated user is: its reusable simulated user's `system_prompt` (the
+        whole persona), else that user's description and job title, else `persona`."""
+        user = self.simulated_user
+        if user is None:
+            return self.persona
+        if user.system_prompt and user.system_prompt.strip():
+            return user.system_prompt.strip()
+        job = f" Job title: {user.job_title.strip()}." if user.job_title.strip() else ""
+        return user.description.strip() + job
+
+    @property
     def user_goal(self) -> str:
         """`goal`, else `description` (validation makes sure one is given)."""
         return self.goal or self.description or ""
@@ -161,9 +173,6 @@ class SingleTurnScenario(ScenarioBase):
     """Paths of files sent with the prompt (relative to the test file when loaded)."""
     expected_output: str | None = None
     should: list[ConditionText] = Field(default_factory=list[ConditionText])
-    category: str | None = None
-    topic: str | None = None
-    behavior: str | None = None
 
     @field_validator("should", mode="before")
     @classmethod
