@@ -10,6 +10,9 @@ Every request goes through the run's shared HTTP client with the spec's headers;
 status and content type of each answer are checked before the SDK parses it, so a 401 or an
 HTML error page is reported as such, with a scrubbed excerpt of its body.
 
+A user message is a text part, then one file part per attached file (its bytes, `filename`
+and `mediaType`).
+
 One conversation (session) is one A2A context: the first reply's `contextId` goes with
 every later message. A task that ends `input-required` is continued by the next user
 message (same `taskId`); after `completed` the next message starts a new task in the same
@@ -37,7 +40,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import anyio
@@ -47,6 +50,7 @@ from pydantic import JsonValue
 from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, UserError
 from sparring.secrets import Secrets, mask_url
 from sparring.target_specs import A2ATargetSpec, is_raw_mapping
+from sparring.targets.attachments import attachment_bytes
 from sparring.targets.headers import HeaderTemplate
 from sparring.targets.response_paths import ResponsePath
 from sparring.targets.templates import (
@@ -55,7 +59,7 @@ from sparring.targets.templates import (
     placeholder_names,
     tool_calls_from,
 )
-from sparring.transcript import Message, ToolCall, Transcript
+from sparring.transcript import Attachment, Message, ToolCall, Transcript
 
 try:
     from a2a.client import Client, ClientConfig, ClientFactory
@@ -241,11 +245,14 @@ class _Connection:
         self.client, self.endpoint, self._name = client, endpoint, name
         self._timeout_s, self._secrets, self._tool_calls = timeout_s, secrets, tool_calls
 
-    async def send(self, text: str, *, context_id: str, task_id: str) -> Answer:
+    async def send(
+        self, text: str, *, files: Sequence[Attachment] = (), context_id: str, task_id: str
+    ) -> Answer:
         """Send one user message; return the agent's answer, folded from its events.
 
         Args:
             text: The user's message.
+            files: Sent as file parts (bytes) after the text.
             context_id: The conversation's A2A context (`""` before the first reply).
             task_id: The `input-required` task it continues (`""`: a new task).
 
@@ -259,7 +266,13 @@ class _Connection:
         message = A2AMessage(
             message_id=str(uuid.uuid4()),
             role=Role.ROLE_USER,
-            parts=[Part(text=text)],
+            parts=[
+                Part(text=text),
+                *(
+                    Part(raw=attachment_bytes(f), filename=f.name, media_type=f.mime_type)
+                    for f in files
+                ),
+            ],
             context_id=context_id,
             task_id=task_id,
         )
@@ -362,7 +375,12 @@ class A2ASession:
         """
         text, _ = last_user_message(transcript)
         continued = self.task_id
-        answer = await self._connection.send(text, context_id=self.context_id, task_id=continued)
+        answer = await self._connection.send(
+            text,
+            files=transcript.messages[-1].files,
+            context_id=self.context_id,
+            task_id=continued,
+        )
         earlier = self._artifacts if continued and answer.task_id == continued else {}
         self.context_id = answer.context_id or self.context_id
         self.task_id = answer.pending_task_id

@@ -44,25 +44,28 @@ FileEntry = dict[str, str]
 """`{"name": str, "mime_type": str, "data": base64 str}`: one file as targets receive it."""
 
 
-def file_problem(path: Path) -> str | None:
-    """What keeps `path` from being sent as a file, with how to fix it; `None` if it can be.
+def file_problem(path: Path, *, limited: bool = True) -> str | None:
+    """What keeps `path` from being sent, with how to fix it (e.g. "does not exist; check
+    the path"); `None` when it can be sent.
 
-    Checks that it exists, is a file, can be opened, and is at most `MAX_FILE_BYTES`.
+    Args:
+        path: The file.
+        limited: Also refuse a file over `MAX_FILE_BYTES`.
     """
     if not path.exists():
-        return f"file {str(path)!r} does not exist; check the path (relative to the test file)"
+        return "does not exist; check the path (relative to the test file)"
     if not path.is_file():
-        return f"{str(path)!r} is not a file; name a file (an image, a PDF, a text file)"
+        return "is not a file; name a file (an image, a PDF, a text file)"
     try:
         size = path.stat().st_size
         with path.open("rb"):
             pass
     except OSError as e:
-        return f"cannot read file {str(path)!r} ({e.strerror or e}); check its permissions"
-    if size > MAX_FILE_BYTES:
+        return f"cannot be read ({e.strerror or e}); check its permissions"
+    if limited and size > MAX_FILE_BYTES:
         return (
-            f"file {str(path)!r} is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit "
-            "for a file sent with a message; send a smaller file"
+            f"is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit for a file sent "
+            "with a message; send a smaller file"
         )
     return None
 
@@ -75,15 +78,16 @@ def read_attachment(path: str | Path) -> Attachment:
     """
     path = Path(path)
     problem = file_problem(path)
-    if problem is not None:
-        raise UserError(problem)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise UserError(f"cannot read file {str(path)!r} ({e.strerror or e}); check it") from None
-    if len(data) > MAX_FILE_BYTES:  # it grew after it was checked
-        raise UserError(file_problem(path) or f"file {str(path)!r} is over the size limit")
-    return attachment_of(path.name, data)
+    if problem is None:
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            problem = f"cannot be read ({e.strerror or e}); check its permissions"
+        else:
+            if len(data) <= MAX_FILE_BYTES:
+                return attachment_of(path.name, data)
+            problem = file_problem(path) or "grew over the size limit while it was read"
+    raise UserError(f"file {str(path)!r} {problem}")
 
 
 def attachment_of(name: str, data: bytes, mime_type: str | None = None) -> Attachment:

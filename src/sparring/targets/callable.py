@@ -2,7 +2,9 @@
 
 The function gets the conversation so far, `history`, a list of
 `{"role": "user" | "assistant", "content": str}` dicts ending with the current user
-message, and returns the reply as:
+message; a user message sent with files also has `"files"`: `[{"name": str, "mime_type":
+str, "data": str}]`, `data` the file's bytes in base64 (`base64.b64decode(f["data"])`).
+It returns the reply as:
 
 - a `str`;
 - `(text, tool_calls)`, tool calls as `ToolCall`s or dicts `{name, arguments}` (arguments

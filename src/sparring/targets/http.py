@@ -24,6 +24,7 @@ from pydantic import JsonValue
 from sparring.errors import TARGET_TIMEOUT_HINT, TargetError, TargetTimeout, UserError
 from sparring.secrets import Secrets
 from sparring.target_specs import HttpTargetSpec
+from sparring.targets.attachments import FileEntry, file_entries
 from sparring.targets.base import StatelessSession
 from sparring.targets.headers import HeaderTemplate
 from sparring.targets.response_paths import ResponsePath, ResponsePathError
@@ -113,7 +114,7 @@ class HttpTarget:
             raise UserError(
                 f"target {self.name!r}: unknown placeholder {', '.join(typos)}; "
                 f"the placeholders are {{{{input}}}}, {{{{message}}}}, "
-                "{{history}} and {{secrets.NAME}}"
+                "{{history}}, {{files}} and {{secrets.NAME}}"
             )
         for secret in sorted(secret_names(texts)):
             secrets.get(secret)  # fail early; also marks the value for scrubbing
@@ -122,6 +123,9 @@ class HttpTarget:
             HeaderTemplate(key, value, secrets=secrets) for key, value in spec.headers.items()
         ]
         self._check_message_is_sent()
+        self._takes_files = self._body is not None and "files" in placeholder_names(
+            spec.body_template
+        )
 
     def _check_message_is_sent(self) -> None:
         spec = self.spec
@@ -146,12 +150,16 @@ class HttpTarget:
     async def aclose(self) -> None:
         """Nothing to release: the shared client belongs to the runner."""
 
-    async def send(self, message: str, history: History) -> Message:
+    async def send(
+        self, message: str, history: History, *, files: list[FileEntry] | None = None
+    ) -> Message:
         """Send one user message with the earlier turns; return the agent's reply.
 
         Args:
             message: The user message for `{{input}}` / `{{message}}`.
             history: Earlier turns for `{{history}}`, `[{"role", "content"}]`.
+            files: The message's files for `{{files}}` (`file_entries`); files given to a
+                target whose body has no `{{files}}` are an error, never dropped.
 
         Returns:
             An agent `Message` with `content`, `tool_calls`, `raw` (parsed body, body text,
@@ -166,7 +174,7 @@ class HttpTarget:
             TargetTimeout: no complete reply within `timeout_s`.
             UserError: a `{{secrets.NAME}}` that is not set.
         """
-        request = self._build(message, history)
+        request = self._build(message, history, files or [])
         start = time.perf_counter()
         try:
             with anyio.fail_after(self.spec.timeout_s):
@@ -186,18 +194,25 @@ class HttpTarget:
             latency_ms=round(latency_ms, 3),
         )
 
-    def _build(self, message: str, history: History) -> httpx.Request:
+    def _build(self, message: str, history: History, files: list[FileEntry]) -> httpx.Request:
         secrets = self._secrets
+        if files and not self._takes_files:
+            raise TargetError(
+                f"target {self.name!r} (http) was given files, but its body_template has no "
+                '{{files}}, so they would be dropped; add e.g. `files: "{{files}}"` to '
+                "body_template (a list of {name, mime_type, data} with base64 data)"
+            )
         url = self._url.fill(message=message, history=history, secrets=secrets)
         headers = {
             h.name: h.fill(message=message, history=history, secrets=secrets) for h in self._headers
         }
         content: bytes | None = None
         if isinstance(self._body, JsonTemplate):
-            body = self._body.fill(message=message, history=history, secrets=secrets)
+            body = self._body.fill(message=message, history=history, secrets=secrets, files=files)
             content = json.dumps(body, ensure_ascii=False).encode()
         elif self._body is not None:
-            content = self._body.fill(message=message, history=history, secrets=secrets).encode()
+            filled = self._body.fill(message=message, history=history, secrets=secrets, files=files)
+            content = filled.encode()
         if content is not None and not any(k.lower() == "content-type" for k in headers):
             headers["Content-Type"] = self._content_type
         try:
@@ -404,7 +419,8 @@ class HttpSession(StatelessSession):
     async def send(self, transcript: Transcript, /) -> Message:
         """Send the transcript's last (user) message with the earlier ones as history."""
         message, history = last_user_message(transcript)
-        return await self._target.send(message, history)
+        files = file_entries(transcript.messages[-1].files)
+        return await self._target.send(message, history, files=files)
 
     async def close(self) -> None:
         """Nothing to release."""

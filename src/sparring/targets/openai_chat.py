@@ -2,9 +2,12 @@
 
 Stateless: each turn sends the whole conversation as `messages` (the spec's
 `system_prompt` first), user messages as `user`, agent messages as `assistant` with their
-tool calls. Since the endpoint's own tool calls are not executed by sparring, each one is
-followed by a `tool` message carrying the recorded result (or a note that none exists), as
-the chat completions API requires.
+tool calls. A user message sent with files is a list of content parts: its text, then per
+file an `image_url` part (a data URL) for images, a `text` part holding a text file's name
+and text, and a `file` part (`filename`, `file_data` data URL) for PDFs and other files.
+Since the endpoint's own tool calls are not executed by sparring, each one is followed by a
+`tool` message carrying the recorded result (or a note that none exists), as the chat
+completions API requires.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from sparring.models.chat_completion import (
 )
 from sparring.secrets import Secrets, mask_url, url_credentials
 from sparring.target_specs import OpenAIChatTargetSpec
+from sparring.targets.attachments import data_url
 from sparring.targets.base import StatelessSession
 from sparring.targets.templates import fill_text
 from sparring.transcript import Message, ToolCall, Transcript, content_text
@@ -136,7 +140,9 @@ class OpenAIChatTarget:
         if self.spec.system_prompt:
             out.append({"role": "system", "content": self.spec.system_prompt})
         for m in transcript.messages:
-            if m.role == "user" or m.role == "system":
+            if m.role == "user" and m.files:
+                out.append({"role": "user", "content": content_parts(m)})
+            elif m.role == "user" or m.role == "system":
                 out.append({"role": m.role, "content": m.content})
             elif m.role == "agent":
                 out.extend(_assistant(m, len(out)))
@@ -173,6 +179,19 @@ class OpenAIChatSession(StatelessSession):
 
     async def close(self) -> None:
         """Nothing to release."""
+
+
+def content_parts(message: Message) -> list[dict[str, Any]]:
+    """A user message with files as chat completions content parts (module docstring)."""
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+    for f in message.files:
+        if f.mime_type.startswith("image/"):
+            parts.append({"type": "image_url", "image_url": {"url": data_url(f)}})
+        elif f.text is not None:
+            parts.append({"type": "text", "text": f"File {f.name} ({f.mime_type}):\n{f.text}"})
+        else:
+            parts.append({"type": "file", "file": {"filename": f.name, "file_data": data_url(f)}})
+    return parts
 
 
 def _assistant(message: Message, position: int) -> list[dict[str, Any]]:

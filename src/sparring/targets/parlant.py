@@ -316,11 +316,17 @@ class ParlantSession:
             clock), `latency_ms` from posting to the turn's end, `raw` the events.
 
         Raises:
-            TargetError: HTTP errors, or an `error` / `cancelled` status.
+            TargetError: HTTP errors, an `error` / `cancelled` status, or a message with
+                files (a Parlant customer event carries text only).
             TargetTimeout: the turn did not end within `timeout_s`.
         """
         message, _ = last_user_message(transcript)
         target = self._target
+        if transcript.messages[-1].files:
+            raise TargetError(
+                f"target {target.name!r} (parlant) cannot take files: a Parlant customer "
+                "message is text only; remove `files:` from the scenarios on this target"
+            )
         with target.limit():
             session_id = await self._session_id()
             start = time.perf_counter()

@@ -3,7 +3,10 @@ calls out of their answers (response paths: `sparring.targets.response_paths`).
 
 Templates are filled on the parsed JSON, so quotes and newlines in a message never break a
 body. Placeholders: `{{input}}` / `{{message}}` (the message being sent), `{{history}}`
-(earlier turns as `[{"role": "user" | "assistant", "content": str}]`) and `{{secrets.NAME}}`.
+(earlier turns as `[{"role": "user" | "assistant", "content": str}]`, a user message sent
+with files also holding them as `"files"`), `{{files}}` (the files sent with the message,
+`[{"name": str, "mime_type": str, "data": base64 str}]`, `[]` for none) and
+`{{secrets.NAME}}`.
 A string that is exactly one placeholder takes the value's own type (so `"{{history}}"`
 becomes a JSON array); inside a longer string non-text values are JSON-encoded. Unknown
 placeholders are left as typed. Only the template is scanned: inserted values are never
@@ -21,17 +24,33 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import NotRequired, Protocol, TypedDict, cast
 from urllib.parse import quote
 
 from pydantic import JsonValue
 
 from sparring.errors import TargetError
 from sparring.secrets import Secrets
+from sparring.targets.attachments import FileEntry, file_entries
 from sparring.transcript import Message, ToolCall, Transcript, content_text
 
-History = list[dict[str, str]]
-_PLACEHOLDER = re.compile(r"\{\{\s*(input|message|history|secrets\.[A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+class HistoryEntry(TypedDict):
+    """One message of a conversation as targets are given it."""
+
+    role: str
+    """`user` or `assistant`."""
+    content: str
+    files: NotRequired[list[FileEntry]]
+    """The files sent with a user message (`{name, mime_type, data}`, base64 data); only
+    present when there are some."""
+
+
+History = list[HistoryEntry]
+_NAMES = ("input", "message", "history", "files")
+_PLACEHOLDER = re.compile(
+    r"\{\{\s*(input|message|history|files|secrets\.[A-Za-z_][A-Za-z0-9_]*)\s*\}\}"
+)
 _ANY_PLACEHOLDER = re.compile(r"\{\{\s*([^{}\s]+)\s*\}\}")
 
 
@@ -43,12 +62,15 @@ class _Context:
     message: str
     history: History
     secrets: Secrets
+    files: list[FileEntry]
 
     def value(self, name: str) -> JsonValue:
         if name == "input" or name == "message":
             return self.message
         if name == "history":
-            return self.history  # type: ignore[return-value]  # list[dict[str, str]] is JSON
+            return self.history  # type: ignore[return-value]  # a list of JSON objects
+        if name == "files":
+            return self.files  # type: ignore[return-value]  # list[dict[str, str]] is JSON
         return self.secrets.get(name[8:])  # "secrets.NAME"
 
     def text(self, name: str) -> str:
@@ -122,9 +144,16 @@ class TextTemplate:
         """True when filling can change the text."""
         return any(is_name for _, is_name, _ in self._parts)
 
-    def fill(self, *, message: str, history: History, secrets: Secrets) -> str:
+    def fill(
+        self,
+        *,
+        message: str,
+        history: History,
+        secrets: Secrets,
+        files: list[FileEntry] | None = None,
+    ) -> str:
         """The text with placeholders replaced (see module docstring)."""
-        return self._fill(_Context(message, history, secrets))
+        return self._fill(_Context(message, history, secrets, files or []))
 
     def _fill(self, ctx: _Context) -> str:
         if not self.has_placeholders:
@@ -175,9 +204,17 @@ class JsonTemplate:
     def __init__(self, template: JsonValue) -> None:
         self._root = _compile(template)
 
-    def fill(self, *, message: str, history: History, secrets: Secrets) -> JsonValue:
-        """The template with placeholders replaced (see module docstring)."""
-        return self._root.fill(_Context(message, history, secrets))
+    def fill(
+        self,
+        *,
+        message: str,
+        history: History,
+        secrets: Secrets,
+        files: list[FileEntry] | None = None,
+    ) -> JsonValue:
+        """The template with placeholders replaced (see module docstring); `files` fills
+        `{{files}}` (`[]` when `None`)."""
+        return self._root.fill(_Context(message, history, secrets, files or []))
 
 
 def compile_body(template: JsonValue) -> JsonTemplate | TextTemplate:
@@ -195,14 +232,21 @@ def compile_body(template: JsonValue) -> JsonTemplate | TextTemplate:
 
 
 def fill_template(
-    template: JsonValue, *, message: str, history: History, secrets: Secrets
+    template: JsonValue,
+    *,
+    message: str,
+    history: History,
+    secrets: Secrets,
+    files: list[FileEntry] | None = None,
 ) -> JsonValue:
     """Fill a JSON template once (compiles it each call; targets keep a `JsonTemplate`).
 
     Raises:
         UserError: a `{{secrets.NAME}}` that is not set.
     """
-    return JsonTemplate(template).fill(message=message, history=history, secrets=secrets)
+    return JsonTemplate(template).fill(
+        message=message, history=history, secrets=secrets, files=files
+    )
 
 
 def fill_text(
@@ -218,7 +262,7 @@ def fill_text(
 
 def placeholder_names(template: JsonValue) -> set[str]:
     """Every placeholder anywhere in a template (keys excluded), as written inside the
-    braces without spaces: `input`, `message`, `history`, `secrets.NAME`."""
+    braces without spaces: `input`, `message`, `history`, `files`, `secrets.NAME`."""
     return _matches(_PLACEHOLDER, template)
 
 
@@ -231,14 +275,12 @@ def misspelt_placeholders(template: JsonValue) -> list[str]:
     out: list[str] = []
     for name in sorted(_matches(_ANY_PLACEHOLDER, template)):
         head, dot, rest = name.partition(".")
-        if name in ("input", "message", "history") or (head == "secrets" and rest):
+        if name in _NAMES or (head == "secrets" and rest):
             continue
         if dot and difflib.get_close_matches(head, ["secrets"], n=1, cutoff=0.7):
             out.append(f"{{{{{name}}}}} (did you mean {{{{secrets.{rest}}}}}?)")
         elif not dot and (
-            close := difflib.get_close_matches(
-                name.lower(), ["input", "message", "history"], n=1, cutoff=0.7
-            )
+            close := difflib.get_close_matches(name.lower(), list(_NAMES), n=1, cutoff=0.7)
         ):
             out.append(f"{{{{{name}}}}} (did you mean {{{{{close[0]}}}}}?)")
     return out
@@ -261,13 +303,20 @@ def secret_names(template: JsonValue) -> set[str]:
 
 
 def chat_history(messages: Iterable[Message]) -> History:
-    """User and agent messages as `[{"role": "user" | "assistant", "content": str}]`;
-    system and tool messages are left out."""
-    return [
-        {"role": "user" if m.role == "user" else "assistant", "content": m.content}
-        for m in messages
-        if m.role == "user" or m.role == "agent"
-    ]
+    """User and agent messages as `[{"role": "user" | "assistant", "content": str}]`, a
+    message's files as `"files"` (`file_entries`) when it has some; system and tool messages
+    are left out."""
+    out: History = []
+    for m in messages:
+        if m.role == "user" or m.role == "agent":
+            entry: HistoryEntry = {
+                "role": "user" if m.role == "user" else "assistant",
+                "content": m.content,
+            }
+            if m.files:
+                entry["files"] = file_entries(m.files)
+            out.append(entry)
+    return out
 
 
 def last_user_message(transcript: Transcript) -> tuple[str, History]:
@@ -344,6 +393,7 @@ def render_reply(value: JsonValue) -> str:
 
 __all__ = [
     "History",
+    "HistoryEntry",
     "JsonTemplate",
     "TextTemplate",
     "chat_history",
