@@ -127,9 +127,15 @@ async def next_user_message(
 
 
 def _profile(scenario: SimulatedScenario) -> str:
+    """Who the user is and what they want. A reusable simulated user's `system_prompt` is
+    the whole persona, given as written; otherwise "Who you are:" introduces the persona
+    (`SimulatedScenario.played_persona`). The goal, instructions and context always apply."""
+    user = scenario.simulated_user
+    whole = user is not None and bool((user.system_prompt or "").strip())
+    persona = scenario.played_persona
     lines = [
-        f"Who you are: {scenario.persona}",
-        f"Your goal: {scenario.goal or scenario.description}",
+        persona if whole else f"Who you are: {persona}",
+        f"Your goal: {scenario.user_goal}",
     ]
     if scenario.instructions:
         lines.append(f"How to go about it: {scenario.instructions}")
@@ -324,7 +330,7 @@ def _leak(message: str, scenario: SimulatedScenario) -> str | None:
         return _quote(found)
     said = " ".join(_words(message))
     for name, text in (
-        ("the persona", scenario.persona),
+        ("the persona", scenario.played_persona),
         ("the instructions", scenario.instructions),
     ):
         words = _words(text or "")

@@ -89,6 +89,9 @@ class Settings(BaseModel):
     SQLite file; default `.sparring/sparring.db` in the project root (`sparring.store`)."""
     yaml_dirs: tuple[str, ...] = ()
     """Directories whose test files the pytest plugin collects (absolute once loaded)."""
+    library: tuple[str, ...] = ()
+    """Files and directories of evaluations and simulated users every run can use by name
+    (`sparring.loaders.library`; absolute once loaded)."""
     live: bool = False
     """Let the pytest plugin run tests that call models (`--sparring-live` also does)."""
     groups: dict[str, GroupGate] = Field(default_factory=dict[str, GroupGate])
@@ -162,7 +165,7 @@ def _check_prices(value: Any) -> dict[str, tuple[float, float]]:
 
 _FIELDS = tuple(Settings.model_fields)
 _GROUP_FIELDS = tuple(GroupGate.model_fields)
-_FILE_ONLY = ("yaml_dirs", "groups", "prices")
+_FILE_ONLY = ("yaml_dirs", "library", "groups", "prices")
 """Settings read from files only, never from the environment."""
 
 
@@ -181,11 +184,12 @@ def _from_file(path: Path, *, section: tuple[str, ...]) -> tuple[dict[str, Any],
         inner = data.get(key)
         data = cast(dict[str, Any], inner) if isinstance(inner, dict) else {}  # TOML keys are str
     data = dict(data)  # a sub-table is an unknown key too (`_check_keys`)
-    dirs = data.get("yaml_dirs")
-    if isinstance(dirs, str):
-        dirs = [dirs]
-    if isinstance(dirs, list) and all(isinstance(d, str) for d in cast(list[Any], dirs)):
-        data["yaml_dirs"] = [str(path.parent / d) for d in cast(list[str], dirs)]
+    for key in ("yaml_dirs", "library"):
+        dirs = data.get(key)
+        if isinstance(dirs, str):
+            dirs = [dirs]
+        if isinstance(dirs, list) and all(isinstance(d, str) for d in cast(list[Any], dirs)):
+            data[key] = [str(path.parent / d) for d in cast(list[str], dirs)]
     if isinstance(data.get("secrets_file"), str) and data["secrets_file"]:
         data["secrets_file"] = str(path.parent / data["secrets_file"])
     if isinstance(data.get("store"), str) and data["store"] and "://" not in data["store"]:

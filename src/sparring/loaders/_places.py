@@ -17,7 +17,9 @@ from pydantic import BaseModel
 
 from sparring import scenario as sc
 from sparring import target_specs as ts
+from sparring.loaders._library_file import LibraryFile
 from sparring.loaders._parse import Loc, is_mapping
+from sparring.scenario import evaluations as ev
 
 # --- the models behind each place in a file ---------------------------------------------
 
@@ -53,7 +55,13 @@ _ITEM_MODELS: dict[str, type[BaseModel]] = {
     "turns": sc.ScriptedTurn,
     "criteria": sc.Criterion,
     "restrictions": sc.Criterion,
+    "evaluations": ev.Evaluation,
+    "insights": ev.Insight,
+    "simulated_users": ev.SimulatedUser,
+    "tool_args_judge": ev.ToolArgsJudge,
 }
+_MEMBER_TAGS: dict[str, type[BaseModel]] = {"Evaluation": ev.Evaluation}
+"""Union members pydantic names in a location (`evaluations: [NAME | mapping]`)."""
 _NOUN = {
     "simulated": "simulated scenario",
     "scripted": "scripted scenario",
@@ -79,6 +87,11 @@ _OTHER_NOUNS: dict[type[BaseModel], str] = {
     sc.ScriptedTurn: "scripted turn",
     sc.Criterion: "criterion",
     sc.TestFile: "test file",
+    ev.Evaluation: "evaluation",
+    ev.Insight: "insight",
+    ev.SimulatedUser: "simulated user",
+    ev.ToolArgsJudge: "tool-args judge",
+    LibraryFile: "library file",
 }
 
 
@@ -136,25 +149,35 @@ def _is_tag(loc: Sequence[Any], i: int, *, single: bool) -> bool:
     if loc[i - 1] == "target":
         return seg in TARGETS
     if i >= 2 and isinstance(loc[i - 1], int):
+        if loc[i - 2] == "evaluations" and seg in _MEMBER_TAGS:
+            return True
         return (loc[i - 2] == "scenarios" and seg in SCENARIOS) or (
             loc[i - 2] == "checks" and seg in CHECKS
         )
     return False
 
 
-def place_of(loc: Sequence[Any], data: Any, *, single: bool, missing: bool) -> Place:
+def place_of(
+    loc: Sequence[Any],
+    data: Any,
+    *,
+    single: bool,
+    missing: bool,
+    root: type[BaseModel] | None = None,
+) -> Place:
     """Walk pydantic's `loc` through `data` (the parsed document), dropping union tags.
 
     `single`: the document is one scenario, not a test file; `missing`: the error is a
-    missing key (a shorthand check's body is then the place).
+    missing key (a shorthand check's body is then the place); `root`: the model of the
+    whole document when it is neither (a `LibraryFile`).
     """
     node: Any = data
     found: list[str | int] = []
-    model: type[BaseModel] | None = None if single else sc.TestFile
+    model: type[BaseModel] | None = root or (None if single else sc.TestFile)
     parent: type[BaseModel] | None = None
     for i, seg in enumerate(loc):
         if _is_tag(loc, i, single=single):
-            model = {**SCENARIOS, **CHECKS, **TARGETS}[seg]
+            model = {**SCENARIOS, **CHECKS, **TARGETS, **_MEMBER_TAGS}[seg]
             continue
         ok, child = _child(node, seg)
         if ok:

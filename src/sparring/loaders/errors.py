@@ -126,7 +126,12 @@ class _Note:
 
 
 def validation_problems(
-    error: ValidationError, *, doc: Document, path: str, single: bool
+    error: ValidationError,
+    *,
+    doc: Document,
+    path: str,
+    single: bool,
+    root: type[BaseModel] | None = None,
 ) -> list[Problem]:
     """Explain every error of `error` at its line and column in `path`.
 
@@ -135,12 +140,13 @@ def validation_problems(
         doc: The parsed document, for positions.
         path: The file, as shown to the reader.
         single: True when the document is one scenario rather than a test file.
+        root: The document's model when it is neither (a library file).
 
     Returns:
         Problems in file order; type errors on one value (from `str | list[str]` and the
         like) are merged into one "expected text or a list" problem.
     """
-    notes = [_note(e, doc, single=single) for e in error.errors(include_url=False)]
+    notes = [_note(e, doc, single=single, root=root) for e in error.errors(include_url=False)]
     # "unknown key 'usr'; did you mean 'user'?" already says that `user` is missing
     suggested = {(n.loc[:-1], n.suggested) for n in notes if n.suggested}
     notes = [n for n in notes if (n.loc, n.missing) not in suggested]
@@ -191,9 +197,9 @@ def _type_message(loc: Loc, expected: tuple[str, ...], got: str, hints: tuple[st
     )
 
 
-def _note(e: Any, doc: Document, *, single: bool) -> _Note:
+def _note(e: Any, doc: Document, *, single: bool, root: type[BaseModel] | None) -> _Note:
     kind, loc, value = e["type"], e["loc"], e.get("input")
-    place = place_of(loc, doc.data, single=single, missing=kind == "missing")
+    place = place_of(loc, doc.data, single=single, missing=kind == "missing", root=root)
     key_pos = doc.position(place.loc)
     if kind == "extra_forbidden":
         message, guess = _unknown_key(place, doc.data)

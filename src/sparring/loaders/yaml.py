@@ -20,6 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from sparring.errors import ConfigError, UserError
 from sparring.judging.should import ConditionGrammarWarning, condition_problem
+from sparring.loaders._library_file import is_library
 from sparring.loaders._parse import Document, Loc, is_mapping, parse_documents
 from sparring.loaders._places import allowed_keys, closest
 from sparring.loaders.attachments import resolve_file_paths
@@ -27,6 +28,7 @@ from sparring.loaders.cases import expand_cases
 from sparring.loaders.dialects import to_native
 from sparring.loaders.errors import Problem, config_error, validation_problems
 from sparring.loaders.files import discover_files
+from sparring.loaders.library import Library, configured_library, library_files
 from sparring.loaders.schema import test_file_json_schema
 from sparring.scenario import (
     AnyScenario,
@@ -43,24 +45,33 @@ from sparring.scenario import (
 __all__ = ["load_paths", "load_text", "test_file_json_schema"]
 
 
-def load_paths(paths: Sequence[str | Path], *, pattern: str | None = None) -> list[AnyScenario]:
+def load_paths(
+    paths: Sequence[str | Path],
+    *,
+    pattern: str | None = None,
+    library: Sequence[str | Path] | None = None,
+) -> list[AnyScenario]:
     """Load every scenario from test files and directories of test files.
 
     Each scenario gets the file's `target` when it has none, and `source="path:line"` (the
-    line its mapping starts on). Everything is validated before `pattern` filters.
+    line its mapping starts on). Evaluations and simulated users named in scenarios are
+    resolved from the library documents among the files and in `library`
+    (`sparring.loaders.library`). Everything is validated before `pattern` filters.
 
     Args:
         paths: Files (any suffix, read as YAML) or directories, searched recursively for
             `*.yaml`, `*.yml`, `*.json` in sorted order, skipping hidden directories/files.
         pattern: Regular expression searched (`re.search`) in each scenario's id and name;
             `None` keeps all. A pattern matching nothing gives an empty list.
+        library: Files and directories of evaluations and simulated users read besides
+            the library documents among `paths`; `None`: the `library` setting.
 
     Returns:
         Scenarios in file order, then in their order within each file.
 
     Raises:
-        UserError: a path does not exist, no test files were found, or `pattern` is not a
-            valid regular expression.
+        UserError: a path (or a `library` path) does not exist, no test files were found,
+            or `pattern` is not a valid regular expression.
         ConfigError: any file is invalid (syntax, unknown keys, bad values, a scenario with
             nothing to check or no target) or two scenarios share an id; the message lists
             every problem as `path:line:column: what; how to fix`.
@@ -68,11 +79,15 @@ def load_paths(paths: Sequence[str | Path], *, pattern: str | None = None) -> li
     regex = _compile(pattern)
     loaded: list[_Loaded] = []
     problems: list[Problem] = []
-    for file in discover_files(paths):
-        found, trouble = _load_file(file)
+    book = Library()
+    files = discover_files(paths)
+    for file in files:
+        found, trouble = _load_file(file, book)
         loaded += found
         problems += trouble
-    problems += _duplicate_ids(loaded)
+    problems += _read_library(book, library, skip=files)
+    loaded, trouble = _resolve(loaded, book)
+    problems += trouble + _duplicate_ids(loaded)
     if problems:
         raise config_error(problems)
     scenarios = [item.scenario for item in loaded]
@@ -81,18 +96,24 @@ def load_paths(paths: Sequence[str | Path], *, pattern: str | None = None) -> li
     return [s for s in scenarios if regex.search(s.id) or (s.name and regex.search(s.name))]
 
 
-def load_text(text: str, *, path: str = "<text>") -> list[AnyScenario]:
+def load_text(
+    text: str, *, path: str = "<text>", library: Sequence[str | Path] | None = None
+) -> list[AnyScenario]:
     """Load the scenarios of one test file given as text (YAML or JSON).
 
     Args:
         text: The file's content.
         path: Shown in errors and in each scenario's `source`.
+        library: As `load_paths`.
 
     Raises:
         ConfigError: as `load_paths`, for this one file.
     """
-    loaded, problems = _load_documents(text, path=path)
-    problems += _duplicate_ids(loaded)
+    book = Library()
+    loaded, problems = _load_documents(text, path=path, library=book)
+    problems += _read_library(book, library, skip=[])
+    loaded, trouble = _resolve(loaded, book)
+    problems += trouble + _duplicate_ids(loaded)
     if problems:
         raise config_error(problems)
     return [item.scenario for item in loaded]
@@ -103,6 +124,43 @@ class _Loaded(NamedTuple):
     path: str
     line: int
     column: int
+    doc: Document
+    at: Loc
+
+
+def _read_library(
+    book: Library, paths: Sequence[str | Path] | None, *, skip: Sequence[Path]
+) -> list[Problem]:
+    """Read the library files of `paths` (`None`: the `library` setting) but those in
+    `skip` (already read) into `book`; its problems, and a scenario found there, returned."""
+    seen = {f.resolve() for f in skip}
+    problems: list[Problem] = []
+    for file in library_files(configured_library() if paths is None else paths):
+        if file.resolve() in seen:
+            continue
+        found, trouble = _load_file(file, book)
+        problems += trouble + [
+            Problem(
+                item.path,
+                item.line,
+                item.column,
+                "a library file holds only `evaluations:` and `simulated_users:`; move "
+                "scenarios to a test file",
+            )
+            for item in found[:1]
+        ]
+    return problems + book.problems + book.attached_problems()
+
+
+def _resolve(loaded: list[_Loaded], book: Library) -> tuple[list[_Loaded], list[Problem]]:
+    """Each scenario with its evaluations and simulated user resolved from `book`."""
+    out: list[_Loaded] = []
+    problems: list[Problem] = []
+    for item in loaded:
+        scenario, trouble = book.resolve(item.scenario, doc=item.doc, at=item.at, path=item.path)
+        out.append(item._replace(scenario=scenario))
+        problems += trouble
+    return out, problems
 
 
 def _compile(pattern: str | None) -> re.Pattern[str] | None:
@@ -117,7 +175,7 @@ def _compile(pattern: str | None) -> re.Pattern[str] | None:
         ) from None
 
 
-def _load_file(file: Path) -> tuple[list[_Loaded], list[Problem]]:
+def _load_file(file: Path, library: Library) -> tuple[list[_Loaded], list[Problem]]:
     path = str(file)
     try:
         text = file.read_text(encoding="utf-8")
@@ -132,10 +190,12 @@ def _load_file(file: Path) -> tuple[list[_Loaded], list[Problem]]:
         ]
     except OSError as e:
         raise UserError(f"cannot read test file {path!r}: {e.strerror or e}") from None
-    return _load_documents(text, path=path)
+    return _load_documents(text, path=path, library=library)
 
 
-def _load_documents(text: str, *, path: str) -> tuple[list[_Loaded], list[Problem]]:
+def _load_documents(
+    text: str, *, path: str, library: Library
+) -> tuple[list[_Loaded], list[Problem]]:
     try:
         documents = parse_documents(text, path=path)
     except ConfigError as e:
@@ -145,6 +205,9 @@ def _load_documents(text: str, *, path: str) -> tuple[list[_Loaded], list[Proble
     loaded: list[_Loaded] = []
     problems: list[Problem] = []
     for doc in documents:
+        if is_library(doc.data):
+            library.add_document(doc, path=path)
+            continue
         found, trouble = _load_document(doc, path=path)
         loaded += found
         problems += trouble
@@ -205,7 +268,7 @@ def _load_document(doc: Document, *, path: str) -> tuple[list[_Loaded], list[Pro
         update["source"] = f"{path}:{line}"
         if scenario.target is None and file_target is not None:
             update["target"] = file_target
-        out.append(_Loaded(scenario.model_copy(update=update), path, line, column))
+        out.append(_Loaded(scenario.model_copy(update=update), path, line, column, doc, here))
         _warn_conditions(scenario, doc=doc, at=here, path=path)
     return out, unsendable + _scenario_problems(out, path=path, single=single)
 

@@ -1,0 +1,245 @@
+"""Evaluations and simulated users defined once and used by name: the library.
+
+A **library document** holds only `evaluations:` and/or `simulated_users:` at its top level
+(`sparring.loaders._library_file`):
+
+```yaml
+# tests/library.yaml
+evaluations:
+  - name: empathy
+    prompt: How well does the assistant acknowledge the customer's frustration?
+    insights:
+      - {name: acknowledged, type: boolean, pass_when: true}
+simulated_users:
+  - name: frustrated-late-delivery
+    job_title: Office manager
+    description: Her order is a week late; short, impatient messages.
+    evaluations: [empathy]
+```
+
+The loader reads every library document among the files it loads (a file of its own, or a
+`---` document of a test file) and in the files and directories of the `library` setting;
+names are unique across all of them. `Library.resolve` then turns a scenario's
+`evaluations: [NAME | mapping]` into `Evaluation`s and its `user: NAME` into its
+`simulated_user`, adding the evaluations attached to that user. Every unknown or repeated
+name is a `Problem` at its file:line:column, with the known names and a "did you mean".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from pydantic import ValidationError
+
+from sparring.errors import UserError
+from sparring.loaders._library_file import LibraryFile
+from sparring.loaders._parse import Document, Loc
+from sparring.loaders._places import closest
+from sparring.loaders.errors import Problem, validation_problems
+from sparring.loaders.files import discover_files
+from sparring.scenario import AnyScenario, SimulatedScenario
+from sparring.scenario.evaluations import Evaluation, SimulatedUser
+
+T = TypeVar("T", Evaluation, SimulatedUser)
+
+_WHERE = (
+    "in a library file (a YAML file among the test paths, or one named in the `library` setting)"
+)
+_MAX_NAMES = 20
+"""At most this many known names are listed in an error."""
+
+
+@dataclass(frozen=True)
+class Defined(Generic[T]):
+    """A definition and where it is: `loc` in `doc` of the file `path`."""
+
+    value: T
+    path: str
+    doc: Document
+    loc: Loc
+
+    def where(self) -> str:
+        """`path:line:column` of the definition."""
+        line, column = self.doc.position(self.loc)
+        return f"{self.path}:{line}:{column}"
+
+
+@dataclass
+class Library:
+    """Every evaluation and simulated user read so far, by name, and what was wrong."""
+
+    evaluations: dict[str, Defined[Evaluation]] = field(
+        default_factory=dict[str, Defined[Evaluation]]
+    )
+    simulated_users: dict[str, Defined[SimulatedUser]] = field(
+        default_factory=dict[str, Defined[SimulatedUser]]
+    )
+    problems: list[Problem] = field(default_factory=list[Problem])
+    """Invalid library documents and names defined twice."""
+
+    def add_document(self, doc: Document, *, path: str) -> None:
+        """Validate a library document (`is_library(doc.data)`) and register its names; a
+        problem (bad document, name defined twice) goes to `problems`."""
+        try:
+            read = LibraryFile.model_validate(doc.data)
+        except ValidationError as e:
+            self.problems += validation_problems(
+                e, doc=doc, path=path, single=False, root=LibraryFile
+            )
+            return
+        for k, evaluation in enumerate(read.evaluations):
+            self._add(self.evaluations, Defined(evaluation, path, doc, ("evaluations", k)))
+        for k, user in enumerate(read.simulated_users):
+            self._add(self.simulated_users, Defined(user, path, doc, ("simulated_users", k)))
+
+    def _add(self, known: dict[str, Defined[T]], item: Defined[T]) -> None:
+        name = item.value.name
+        first = known.get(name)
+        if first is None:
+            known[name] = item
+            return
+        noun = "evaluation" if isinstance(item.value, Evaluation) else "simulated user"
+        self.problems.append(
+            Problem(
+                item.path,
+                *item.doc.position(item.loc),
+                f"{noun} {name!r} is defined twice, also at {first.where()}; names are "
+                "unique across the loaded library files: rename or remove one",
+            )
+        )
+
+    def attached_problems(self) -> list[Problem]:
+        """A simulated user's `evaluations:` naming an evaluation no library defines."""
+        problems: list[Problem] = []
+        for user in self.simulated_users.values():
+            for j, name in enumerate(user.value.evaluations):
+                if name not in self.evaluations:
+                    loc = (*user.loc, "evaluations", j)
+                    unknown = self._unknown("evaluation", name)
+                    message = f"simulated user {user.value.name!r}: {unknown}"
+                    problems.append(_at(user.path, user.doc, loc, message))
+        return problems
+
+    def resolve(
+        self, scenario: AnyScenario, *, doc: Document, at: Loc, path: str
+    ) -> tuple[AnyScenario, list[Problem]]:
+        """`scenario` with its evaluations as `Evaluation`s (then those of its simulated
+        user not already listed) and its `simulated_user` set from `user:`.
+
+        Args:
+            scenario: As validated.
+            doc: The document it is in, for positions.
+            at: Where the scenario is in `doc`.
+            path: The file, as shown in problems.
+
+        Returns:
+            The resolved scenario (the one given when a problem was found) and the problems:
+            unknown names, an evaluation listed twice, `user:` beside `persona:`.
+        """
+        problems: list[Problem] = []
+        own: list[Evaluation] = []
+        for k, item in enumerate(scenario.evaluations):
+            found = item if isinstance(item, Evaluation) else self._evaluation(item)
+            if found is None:
+                message = self._unknown("evaluation", str(item))
+                problems.append(_at(path, doc, (*at, "evaluations", k), message))
+            else:
+                own.append(found)
+        names = [e.name for e in own]
+        if twice := sorted({n for n in names if names.count(n) > 1}):
+            message = f"evaluations lists {', '.join(map(repr, twice))} twice: keep one"
+            problems.append(_at(path, doc, (*at, "evaluations"), message))
+        update: dict[str, object] = {"evaluations": own}
+        if isinstance(scenario, SimulatedScenario) and scenario.user is not None:
+            user, trouble = self._user(scenario, doc=doc, at=at, path=path)
+            problems += trouble
+            if user is not None:
+                update["simulated_user"] = user
+                attached = (self._evaluation(n) for n in user.evaluations)
+                own += [e for e in attached if e is not None and e.name not in names]
+        if problems:
+            return scenario, sorted(problems, key=lambda p: (p.line or 0, p.column or 0))
+        return scenario.model_copy(update=update), []
+
+    def _user(
+        self, scenario: SimulatedScenario, *, doc: Document, at: Loc, path: str
+    ) -> tuple[SimulatedUser | None, list[Problem]]:
+        name = scenario.user or ""
+        found = self.simulated_users.get(name)
+        problems: list[Problem] = []
+        if found is None:
+            unknown = self._unknown("simulated user", name)
+            problems.append(_at(path, doc, (*at, "user"), unknown))
+        if "persona" in scenario.model_fields_set:
+            problems.append(
+                _at(
+                    path,
+                    doc,
+                    (*at, "persona"),
+                    f"`persona:` and `user: {name}` both say who the simulated user is: keep "
+                    "one (the simulated user's system_prompt or description is its persona)",
+                )
+            )
+        return (found.value if found else None), problems
+
+    def _evaluation(self, name: str) -> Evaluation | None:
+        found = self.evaluations.get(name)
+        return found.value if found else None
+
+    def _unknown(self, noun: str, name: str) -> str:
+        """`unknown evaluation 'tne'; did you mean 'tone'? known evaluations: ...`."""
+        evaluation = noun == "evaluation"
+        known = sorted(self.evaluations if evaluation else self.simulated_users)
+        if not known:
+            key = "evaluations" if evaluation else "simulated_users"
+            return f"unknown {noun} {name!r}: none is defined; define it under `{key}:` {_WHERE}"
+        guess = closest(name, known)
+        hint = f"did you mean {guess!r}? " if guess else ""
+        shown = ", ".join(known[:_MAX_NAMES]) + (" ..." if len(known) > _MAX_NAMES else "")
+        return f"unknown {noun} {name!r}; {hint}known {noun}s: {shown}"
+
+
+def _at(path: str, doc: Document, loc: Loc, message: str) -> Problem:
+    """A problem at the value of `loc` in `doc`."""
+    return Problem(path, *doc.position(loc, value=True), message)
+
+
+def library_files(paths: Sequence[str | Path]) -> list[Path]:
+    """The YAML/JSON files of the `library` setting's files and directories (directories
+    searched recursively, as test directories are).
+
+    Raises:
+        UserError: a path does not exist, or a directory holds no YAML/JSON file; the
+            message names the setting.
+    """
+    files: list[Path] = []
+    for raw in paths:
+        if not Path(raw).exists():
+            raise UserError(
+                f"library path {str(raw)!r} (from the `library` setting) does not exist; "
+                "name files or directories of evaluations and simulated users, relative to "
+                "the settings file"
+            )
+        try:
+            files += discover_files([raw])
+        except UserError:
+            raise UserError(
+                f"library directory {str(raw)!r} (from the `library` setting) holds no "
+                "*.yaml, *.yml or *.json file"
+            ) from None
+    return files
+
+
+def configured_library() -> tuple[str, ...]:
+    """The `library` setting's paths (absolute), from the settings found from the current
+    directory (`sparring.config.load_settings`).
+
+    Raises:
+        ConfigError: the settings files are invalid.
+    """
+    from sparring.config import load_settings
+
+    return load_settings({}).library

@@ -1,0 +1,281 @@
+"""Evaluations and simulated users defined once (library files), used by name from scenarios;
+the simulated user plays a reusable user's system prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from sparring.errors import ConfigError, UserError
+from sparring.loaders import load_paths, load_text
+from sparring.models.scripted import ScriptedModel
+from sparring.scenario import SimulatedScenario
+from sparring.scenario.evaluations import Evaluation
+from sparring.simulator import next_user_message
+from sparring.transcript import Message, Transcript
+
+LIBRARY = """\
+evaluations:
+  - name: empathy
+    prompt: How well does the assistant acknowledge the customer's frustration?
+    insights:
+      - {name: acknowledged, type: boolean, pass_when: true}
+  - name: resolution
+    prompt: How was the problem resolved?
+    insights:
+      - name: outcome
+        type: category
+        options: [refund, replacement, none]
+        pass_when: [refund, replacement]
+simulated_users:
+  - name: frustrated-late-delivery
+    job_title: Office manager
+    description: Her order of printer paper is a week late; short, impatient messages.
+    evaluations: [empathy]
+  - name: caller
+    system_prompt: You are Sam, calling from a noisy car, and you mumble.
+    mode: voice
+"""
+
+TESTS = """\
+target: {url: "http://127.0.0.1:9/chat"}
+scenarios:
+  - id: late
+    goal: Get a refund for the late order
+    user: frustrated-late-delivery
+    evaluations: [resolution]
+  - id: call
+    goal: Book a table
+    user: caller
+  - id: plain
+    goal: Ask the opening hours
+"""
+
+
+def write(directory: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (directory / name).write_text(text, encoding="utf-8")
+    return directory
+
+
+def by_id(scenarios: Sequence[object]) -> dict[str, SimulatedScenario]:
+    return {s.id: s for s in scenarios if isinstance(s, SimulatedScenario)}
+
+
+def names(scenario: SimulatedScenario) -> list[str]:
+    return [e.name for e in scenario.defined_evaluations]
+
+
+def problem_lines(error: ConfigError) -> list[str]:
+    return str(error).splitlines()
+
+
+# --- loading --------------------------------------------------------------------------
+
+
+def test_names_resolve_from_a_library_file_among_the_tests(tmp_path: Path) -> None:
+    write(tmp_path, {"library.yaml": LIBRARY, "refunds.yaml": TESTS})
+    loaded = by_id(load_paths([tmp_path], library=[]))
+    assert set(loaded) == {"late", "call", "plain"}  # the library file holds no scenario
+    late = loaded["late"]
+    assert late.simulated_user is not None
+    assert late.simulated_user.job_title == "Office manager"
+    assert names(late) == ["resolution", "empathy"]  # its own, then the user's
+    assert all(isinstance(e, Evaluation) for e in late.evaluations)
+    call = loaded["call"]
+    assert call.simulated_user is not None and call.simulated_user.mode == "voice"
+    assert names(call) == []
+    assert loaded["plain"].simulated_user is None
+
+
+def test_library_from_the_setting_and_from_a_document_of_the_test_file(tmp_path: Path) -> None:
+    write(tmp_path, {"library.yaml": LIBRARY})
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    write(tests, {"refunds.yaml": TESTS})
+    assert names(by_id(load_paths([tests], library=[tmp_path / "library.yaml"]))["late"]) == [
+        "resolution",
+        "empathy",
+    ]
+    one_file = LIBRARY + "---\n" + TESTS  # a library document beside the test document
+    assert by_id(load_text(one_file, path="t.yaml", library=[]))["call"].simulated_user
+
+
+def test_the_library_setting_is_read_relative_to_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".git").mkdir()
+    write(tmp_path, {"sparring.toml": 'library = ["shared"]\n'})
+    (tmp_path / "shared").mkdir()
+    write(tmp_path / "shared", {"users.yaml": LIBRARY})
+    (tmp_path / "tests").mkdir()
+    write(tmp_path / "tests", {"refunds.yaml": TESTS})
+    monkeypatch.chdir(tmp_path / "tests")
+    assert by_id(load_paths(["refunds.yaml"]))["late"].simulated_user is not None
+
+
+def test_a_user_listing_an_evaluation_the_scenario_lists_too_gets_it_once(
+    tmp_path: Path,
+) -> None:
+    tests = TESTS.replace("evaluations: [resolution]", "evaluations: [empathy]")
+    write(tmp_path, {"library.yaml": LIBRARY, "t.yaml": tests})
+    assert names(by_id(load_paths([tmp_path], library=[]))["late"]) == ["empathy"]
+
+
+# --- errors ---------------------------------------------------------------------------
+
+
+def test_unknown_names_say_where_and_what_is_known(tmp_path: Path) -> None:
+    tests = TESTS.replace("user: frustrated-late-delivery", "user: frustrated-late-delvery")
+    tests = tests.replace("evaluations: [resolution]", "evaluations: [resolution, empaty]")
+    write(tmp_path, {"library.yaml": LIBRARY, "t.yaml": tests})
+    with pytest.raises(ConfigError) as caught:
+        load_paths([tmp_path], library=[])
+    lines = problem_lines(caught.value)
+    assert lines[0] == (
+        f"{tmp_path / 't.yaml'}:5:11: unknown simulated user 'frustrated-late-delvery'; "
+        "did you mean 'frustrated-late-delivery'? known simulated users: caller, "
+        "frustrated-late-delivery"
+    )
+    assert lines[1] == (
+        f"{tmp_path / 't.yaml'}:6:31: unknown evaluation 'empaty'; did you mean 'empathy'? "
+        "known evaluations: empathy, resolution"
+    )
+
+
+def test_no_library_at_all_says_how_to_define_one(tmp_path: Path) -> None:
+    write(tmp_path, {"t.yaml": TESTS})
+    with pytest.raises(ConfigError) as caught:
+        load_paths([tmp_path], library=[])
+    assert "unknown simulated user 'frustrated-late-delivery': none is defined; define it " in (
+        caught.value.message
+    )
+    assert "under `simulated_users:` in a library file" in caught.value.message
+
+
+def test_a_name_defined_twice_names_both_places(tmp_path: Path) -> None:
+    write(tmp_path, {"a.yaml": LIBRARY, "b.yaml": LIBRARY.split("simulated_users:")[0]})
+    with pytest.raises(ConfigError) as caught:
+        load_paths([tmp_path], library=[])
+    lines = problem_lines(caught.value)
+    assert lines[0] == (
+        f"{tmp_path / 'b.yaml'}:2:5: evaluation 'empathy' is defined twice, also at "
+        f"{tmp_path / 'a.yaml'}:2:5; names are unique across the loaded library files: "
+        "rename or remove one"
+    )
+    assert len(lines) == 2  # 'resolution' too
+
+
+def test_a_users_unknown_evaluation_is_reported_in_the_library_file(tmp_path: Path) -> None:
+    library = LIBRARY.replace("evaluations: [empathy]", "evaluations: [empathy, resolutoin]")
+    write(tmp_path, {"library.yaml": library})
+    with pytest.raises(ConfigError) as caught:
+        load_paths([tmp_path / "library.yaml"], library=[])
+    assert str(caught.value) == (
+        f"{tmp_path / 'library.yaml'}:17:28: simulated user 'frustrated-late-delivery': "
+        "unknown evaluation 'resolutoin'; did you mean 'resolution'? known evaluations: "
+        "empathy, resolution"
+    )
+
+
+def test_bad_definitions_point_at_the_key_with_did_you_mean() -> None:
+    text = LIBRARY.replace("job_title: Office manager", "job_tilte: Office manager")
+    with pytest.raises(ConfigError) as caught:
+        load_text(text, path="lib.yaml", library=[])
+    assert str(caught.value) == (
+        "lib.yaml:15:5: unknown key 'job_tilte' in simulated_users[0] (simulated user); "
+        "did you mean 'job_title'?"
+    )
+
+
+def test_an_inline_evaluations_typo_points_at_the_insight_key() -> None:
+    text = (
+        'target: {url: "http://127.0.0.1:9/chat"}\n'
+        "scenarios:\n"
+        "  - id: a\n"
+        "    goal: g\n"
+        "    evaluations:\n"
+        "      - name: inline\n"
+        "        prompt: assess\n"
+        "        insights:\n"
+        "          - {name: ok, type: boolean, wieght: 2}\n"
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_text(text, path="t.yaml", library=[])
+    assert str(caught.value) == (
+        "t.yaml:9:39: unknown key 'wieght' in scenarios[0].evaluations[0].insights[0] "
+        "(insight); did you mean 'weight'?"
+    )
+
+
+def test_user_and_persona_together_and_an_evaluation_listed_twice(tmp_path: Path) -> None:
+    tests = TESTS.replace("    user: caller\n", "    user: caller\n    persona: Someone\n").replace(
+        "evaluations: [resolution]", "evaluations: [resolution, resolution]"
+    )
+    write(tmp_path, {"library.yaml": LIBRARY, "t.yaml": tests})
+    with pytest.raises(ConfigError) as caught:
+        load_paths([tmp_path], library=[])
+    lines = problem_lines(caught.value)
+    assert lines[0].endswith("t.yaml:6:18: evaluations lists 'resolution' twice: keep one")
+    assert "t.yaml:10:14: `persona:` and `user: caller` both say who" in lines[1]
+
+
+def test_a_library_setting_file_with_scenarios_or_a_missing_path(tmp_path: Path) -> None:
+    write(tmp_path, {"library.yaml": LIBRARY, "t.yaml": TESTS})
+    with pytest.raises(ConfigError, match="a library file holds only `evaluations:`"):
+        load_paths([tmp_path / "library.yaml"], library=[tmp_path / "t.yaml"])
+    with pytest.raises(UserError, match="library path '.*nope' .*does not exist"):
+        load_paths([tmp_path], library=[tmp_path / "nope"])
+
+
+# --- the simulated user plays it ------------------------------------------------------
+
+CHAT = Transcript(
+    messages=(
+        Message(role="user", content="Where is my order?"),
+        Message(role="agent", content="Which order number?"),
+    )
+)
+
+
+async def system_prompt_for(scenario: SimulatedScenario) -> str:
+    model = ScriptedModel([{"message": "It's 4411.", "done": False, "done_reason": None}])
+    await next_user_message(model, scenario=scenario, transcript=CHAT, may_stop=True)
+    return model.calls[0][0][0]["content"]
+
+
+@pytest.mark.anyio
+async def test_a_system_prompt_is_the_whole_persona_and_the_goal_still_applies(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, {"library.yaml": LIBRARY, "t.yaml": TESTS})
+    loaded = by_id(load_paths([tmp_path], library=[]))
+    system = await system_prompt_for(loaded["call"])
+    assert "You are Sam, calling from a noisy car, and you mumble.\nYour goal: Book a table" in (
+        system
+    )
+    assert "Who you are:" not in system
+    assert "A typical first-time user" not in system  # the default persona is not played
+    described = await system_prompt_for(loaded["late"])
+    assert (
+        "Who you are: Her order of printer paper is a week late; short, impatient messages. "
+        "Job title: Office manager.\nYour goal: Get a refund for the late order"
+    ) in described
+
+
+@pytest.mark.anyio
+async def test_the_guard_treats_the_users_system_prompt_as_the_persona(tmp_path: Path) -> None:
+    write(tmp_path, {"library.yaml": LIBRARY, "t.yaml": TESTS})
+    scenario = by_id(load_paths([tmp_path], library=[]))["call"]
+    leak = "You are Sam, calling from a noisy car, and you mumble."
+    model = ScriptedModel(
+        [
+            {"message": leak, "done": False, "done_reason": None},
+            {"message": "table for two at eight", "done": False, "done_reason": None},
+        ]
+    )
+    turn = await next_user_message(model, scenario=scenario, transcript=CHAT, may_stop=True)
+    assert turn.message == "table for two at eight"
+    assert "the persona word for word" in model.calls[1][0][-1]["content"]
