@@ -1,5 +1,5 @@
 """How to reach a target: the `target:` specs of test files (http, openai_chat, callable,
-a2a, parlant).
+a2a, parlant, voice, browser).
 
 Part of the test-file schema (see `sparring.scenario`); `sparring.targets.registry` turns a
 spec into a live Target.
@@ -19,6 +19,7 @@ from pydantic import (
     Tag,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from sparring.errors import UserError
@@ -204,6 +205,91 @@ class ParlantTargetSpec(BaseModel):
     timeout_s: float = Field(default=60, gt=0, le=3600)
 
 
+_REF = r"^[\w.]+:[\w.]+$"
+
+
+class VoiceTargetSpec(BaseModel):
+    """A voice agent (DESIGN.md section 4, `voice`; `sparring.targets.voice`): each user
+    message is played to it as a WAV (the turn's `audio:`, or its text spoken by `speech`).
+
+    Exactly one of `callable` (a function `agent(audio, history) -> reply`, as
+    `module:function`) and `livekit` (a function returning a LiveKit `(AgentSession,
+    Agent)`, extra `livekit`). `speech` / `speech_voice` pick the synthesis of messages
+    without a WAV (`espeak` or `openai`; default: openai with OPENAI_API_KEY, else espeak).
+    `sample_rate` (Hz), `frame_ms` and `grace_period_s` (the quiet time after the agent's
+    last output that ends its reply) are LiveKit's streaming settings.
+    """
+
+    model_config = FROZEN
+    type: Literal["voice"]
+    callable: str | None = Field(default=None, pattern=_REF)
+    livekit: str | None = Field(default=None, pattern=_REF)
+    speech: Literal["espeak", "openai"] | None = None
+    speech_voice: str | None = None
+    sample_rate: int = Field(default=24000, ge=8000, le=48000)
+    frame_ms: int = Field(default=20, ge=10, le=100)
+    grace_period_s: float = Field(default=1.0, ge=0, le=30)
+    timeout_s: float = Field(default=60, gt=0, le=3600)
+
+    @model_validator(mode="after")
+    def _one_agent(self) -> VoiceTargetSpec:
+        if (self.callable is None) == (self.livekit is None):
+            raise ValueError(
+                "a voice target needs exactly one of `callable: module:function` (a function "
+                "agent(audio, history)) and `livekit: module:function` (returning a LiveKit "
+                "(AgentSession, Agent))"
+            )
+        return self
+
+
+Selector = Annotated[str, Field(min_length=1)]
+"""A Playwright selector: CSS (`#chat textarea`, piercing open shadow roots), `text=Ask Nora`,
+`role=button[name="Send"]`, ..."""
+
+
+class BrowserTargetSpec(BaseModel):
+    """A chat widget on a web page, driven in headless Chromium (DESIGN.md section 4,
+    `browser`; extra `browser`).
+
+    `chat_url` is the page: a path such as `/support` is joined to the `site_url` setting, a
+    full URL is used as is, and left out it is `site_url` itself. The widget is found on the
+    page: opened from `chat_hint` ("Click the chat bubble, bottom right") or a bubble /
+    launcher button, its input in the page, in an iframe or in a shadow root. `open`,
+    `input`, `send` and `messages` are Playwright selectors for pages the finder cannot read.
+    `device` emulates a Playwright device (e.g. "iPhone 13"; default desktop Chromium).
+    `screenshots`: after `every_turn`, only for trials that did not pass (`failures`, the
+    default), or `none`. `timeout_s` is how long a reply may take to begin, in seconds;
+    `settle_s` how long it must stay unchanged to be complete.
+    """
+
+    model_config = FROZEN
+    type: Literal["browser"] = "browser"
+    chat_url: str = ""
+    chat_hint: str | None = None
+    open: Selector | None = None
+    input: Selector | None = None
+    send: Selector | None = None
+    messages: Selector | None = None
+    device: str | None = Field(default=None, min_length=1)
+    screenshots: Literal["every_turn", "failures", "none"] = "failures"
+    timeout_s: float = Field(default=60, gt=0, le=3600)
+    settle_s: float = Field(default=1.0, gt=0, le=60)
+
+    @field_validator("chat_url")
+    @classmethod
+    def _chat_url(cls, url: str) -> str:
+        if url.startswith("/") and not any(c.isspace() for c in url):
+            return url
+        if not url:
+            return url
+        if url.startswith("{{"):
+            raise ValueError(
+                f"chat_url {url!r} cannot use placeholders; give a path such as /support "
+                "(joined to the site_url setting) or a full URL"
+            )
+        return check_http_url(url, key="chat_url")
+
+
 def _target_type(value: Any) -> str | None:
     if is_raw_mapping(value):
         if "type" in value:
@@ -214,7 +300,7 @@ def _target_type(value: Any) -> str | None:
             return "callable"
         if "base_url" in value:
             return "openai_chat"
-        return None
+        return "browser"  # no address at all: the website chat on the site_url setting
     return getattr(value, "type", None)
 
 
@@ -223,12 +309,14 @@ TargetSpec = Annotated[
     | Annotated[OpenAIChatTargetSpec, Tag("openai_chat")]
     | Annotated[CallableTargetSpec, Tag("callable")]
     | Annotated[A2ATargetSpec, Tag("a2a")]
-    | Annotated[ParlantTargetSpec, Tag("parlant")],
+    | Annotated[ParlantTargetSpec, Tag("parlant")]
+    | Annotated[VoiceTargetSpec, Tag("voice")]
+    | Annotated[BrowserTargetSpec, Tag("browser")],
     Discriminator(
         _target_type,
         custom_error_type="target_type",
         custom_error_message="target needs `type` (http, openai_chat, callable, "
-        "a2a, parlant) or a `url` (http), `ref` (callable) or `base_url` "
-        "(openai_chat)",
+        "a2a, parlant, voice, browser) or a `url` (http), `ref` (callable) or `base_url` "
+        "(openai_chat); without any of them it is a website chat (browser)",
     ),
 ]

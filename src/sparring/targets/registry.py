@@ -1,7 +1,7 @@
 """Build a `Target` from its spec (the `target:` of a test file).
 
-Transports are leaves imported only here; `openai_chat`, `a2a` and `parlant` are imported
-lazily so their SDKs load only when a test uses them.
+Transports are leaves imported only here; `openai_chat`, `a2a`, `parlant` and `browser` are
+imported lazily so their SDKs load only when a test uses them.
 """
 
 from __future__ import annotations
@@ -14,15 +14,23 @@ import httpx
 from sparring.secrets import Secrets
 from sparring.target_specs import (
     A2ATargetSpec,
+    BrowserTargetSpec,
     CallableTargetSpec,
     HttpTargetSpec,
     OpenAIChatTargetSpec,
     ParlantTargetSpec,
+    VoiceTargetSpec,
 )
 from sparring.targets.base import Target
 
 AnyTargetSpec = (
-    HttpTargetSpec | OpenAIChatTargetSpec | CallableTargetSpec | A2ATargetSpec | ParlantTargetSpec
+    HttpTargetSpec
+    | OpenAIChatTargetSpec
+    | CallableTargetSpec
+    | A2ATargetSpec
+    | ParlantTargetSpec
+    | VoiceTargetSpec
+    | BrowserTargetSpec
 )
 
 
@@ -57,5 +65,11 @@ def build_target(spec: AnyTargetSpec, *, client: httpx.AsyncClient, secrets: Sec
         case ParlantTargetSpec():
             module = import_module("sparring.targets.parlant")
             return module.ParlantTarget(spec, client=client, secrets=secrets)
+        case VoiceTargetSpec():
+            module = import_module("sparring.targets.voice")
+            return module.voice_target(spec)
+        case BrowserTargetSpec():
+            module = import_module("sparring.targets.browser")
+            return module.BrowserTarget.from_settings(spec)
         case _:
             assert_never(spec)

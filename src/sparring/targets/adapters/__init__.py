@@ -16,6 +16,9 @@ in Python `CallableTarget(PydanticAIAdapter(agent))`, in YAML
 - `sparring.targets.adapters.smolagents.SmolagentsAdapter`: a smolagents `ToolCallingAgent` or
   `CodeAgent` (extra `smolagents`).
 
+`sparring.targets.adapters.livekit.LiveKitAdapter` (extra `livekit`) is a voice target of its
+own, not a callable: it plays each user message as audio into a LiveKit `AgentSession`.
+
 Multi-turn conversations continue with the framework's own messages: after each turn an
 adapter remembers them (`remember=` conversations, least recently used dropped), so the next
 turn sees earlier tool calls and results. A history the adapter did not produce (an unfold
