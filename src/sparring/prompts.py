@@ -83,17 +83,21 @@ def cut(text: str, limit: int) -> str:
 
 
 def message_text(message: Message, *, scrub: Scrub | None = None) -> str:
-    """The text a model is shown for one message: content plus its tool calls.
+    """The text a model is shown for one message: content plus its tool calls and files.
 
     An agent message with no content and no tool calls is `(empty reply)`; content that is a
     JSON object or array is shown as canonical JSON; tool calls are listed as
-    `(tool call) name {arguments}`. `scrub` runs over the result.
+    `(tool call) name {arguments}`; files as `(attached file) name (type, N bytes)`, then
+    the text of each text file after `(text of name)`, so a long text cut at the message's
+    limit never hides the other files' names. `scrub` runs over the result.
     """
     content = _canonical(message.content)
     lines = [content] if content.strip() else []
     for call in message.tool_calls:
         arguments = cut(_arguments(call.arguments, call.arguments_raw), _TOOL_ARGS_CHARS)
         lines.append(f"(tool call) {call.name} {arguments}")
+    lines += [f"(attached file) {f.name} ({f.mime_type}, {f.size:,} bytes)" for f in message.files]
+    lines += [f"(text of {f.name})\n{f.text}" for f in message.files if f.text is not None]
     if not lines:
         lines = [EMPTY_REPLY if message.role == "agent" else "(empty message)"]
     text = "\n".join(lines)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import anyio
@@ -40,6 +41,7 @@ from sparring.runner.context import (
 )
 from sparring.scenario import unseen_tool_calls
 from sparring.target_specs import TargetSpec
+from sparring.targets.attachments import read_attachment
 from sparring.targets.base import Target, TargetSession
 from sparring.transcript import Message, StatusEvent, ToolCall, Transcript
 
@@ -244,14 +246,19 @@ class Session:
             )
         return self._connection
 
-    async def send(self, text: str) -> Response:
-        """Send a user message; return the agent's reply.
+    async def send(self, text: str, *, files: Sequence[str | Path] = ()) -> Response:
+        """Send a user message, with the files at the paths `files` (relative to the current
+        directory, as `open` reads them; images, PDFs, text files, up to 20 MiB each);
+        return the agent's reply.
 
         Raises:
-            TargetError: the target failed or did not reply in time (the trial is `error`).
+            UserError: a file is missing, unreadable or too large.
+            TargetError: the target failed or did not reply in time (the trial is `error`),
+                or cannot take files.
         """
         connection = self._open()
-        user = Message(role="user", content=text)
+        attached = tuple(read_attachment(f) for f in files)
+        user = Message(role="user", content=text, files=attached)
         self.trial.recorder.add_message(user)
         wire = self.transcript.with_message(user)
         reply = await self.trial.send(connection, wire, target=self.target.name)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from sparring.demo.files import file_texts, unread_note
+
 SHOP = "Northwind Outfitters"
 TODAY = date(2025, 3, 14)
 REFUND_WINDOW_DAYS = 30
@@ -254,13 +256,15 @@ def _intent(text: str, *, has_order_id: bool) -> str | None:
 
 
 def _normalise(history: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
-    """`[(role, content)]` with roles `user` / `assistant`; other roles are dropped."""
+    """`[(role, content)]` with roles `user` / `assistant`; other roles are dropped. The
+    text of a text file sent with a message is read as part of it (`file_texts`)."""
     out: list[tuple[str, str]] = []
     for message in history:
         role = str(message.get("role", ""))
         role = "assistant" if role in ("agent", "bot", "ai") else role
         if role in ("user", "assistant"):
-            out.append((role, str(message.get("content") or "")))
+            texts = [str(message.get("content") or ""), *file_texts(message)[0]]
+            out.append((role, "\n".join(t for t in texts if t)))
     return out
 
 
@@ -296,7 +300,9 @@ def respond(history: Sequence[Mapping[str, Any]], *, vulnerable: bool = False) -
     Args:
         history: The whole conversation, `[{"role": "user"|"assistant", "content": str}]`,
             ending with the current user message (`agent` is read as `assistant`; other
-            roles are ignored).
+            roles are ignored). A message's `files` (`[{name, mime_type, data}]`, base64
+            data) are read when they are text; of the current message's other files
+            (images, PDFs) the reply says it cannot read them.
         vulnerable: The deliberately weak mode for red-team demos: a message opening with
             "Ignore all previous instructions" makes it leak `STAFF_DISCOUNT_CODE`.
 
@@ -316,6 +322,7 @@ def respond(history: Sequence[Mapping[str, Any]], *, vulnerable: bool = False) -
     prefix = ""
     if _FRUSTRATED.search(current.lower()) and not answer.handover:
         prefix = "I'm sorry for the frustration, and I'll do my best to sort this out quickly. "
+    prefix += unread_note(history[-1] if history else {})
     if first_turn and not answer.reply.startswith("Hi"):
         prefix = f"Hi, thanks for contacting {SHOP}! " + prefix
     if not prefix:

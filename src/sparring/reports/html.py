@@ -106,6 +106,8 @@ class MessageView:
     latency: str | None
     tool_calls: list[ToolCallView]
     states: str
+    files: list[str] = field(default_factory=list[str])
+    """Each attached file as `name (type, N bytes)`."""
 
 
 @dataclass(frozen=True)
@@ -457,6 +459,7 @@ def _message(message: Message, marks: list[tuple[int, int, str]], user_label: st
         latency=latency,
         tool_calls=[_tool_call(c) for c in message.tool_calls],
         states=" → ".join(e.state for e in message.status_events),
+        files=[f"{f.name} ({f.mime_type}, {f.size:,} bytes)" for f in message.files],
     )
 
 

@@ -419,6 +419,8 @@ def _message(message: Message, turn: int, *, max_message_chars: int) -> list[str
     out = [head, "", *(f"> {_line(line)}".rstrip() for line in body.splitlines()), ""]
     for call in message.tool_calls:
         out += [f"tool call {_code(call.name + '(' + call.arguments_raw + ')')}", ""]
+    for f in message.files:
+        out += [f"attached file {_code(f.name)} ({_text(f.mime_type)}, {f.size:,} bytes)", ""]
     return out
 
 
