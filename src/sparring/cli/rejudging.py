@@ -35,6 +35,7 @@ from sparring.results import (
     trial_status,
     undecided_text,
 )
+from sparring.runner.script import script_steps
 from sparring.runner.settings import RunSettings
 from sparring.scenario import AnyScenario, ScriptedScenario, SingleTurnScenario
 from sparring.secrets import Secrets
@@ -191,18 +192,19 @@ def _new_run(original: RunResult, *, judge: Model, temperature: float) -> RunRes
 
 def spec_shoulds(scenario: AnyScenario) -> list[ShouldItem]:
     """The `should`s of a scripted or single-turn scenario, with the ids and turns the
-    runner gives them (`t{turn}.should{i}`)."""
-    if isinstance(scenario, ScriptedScenario):
-        steps = [t.should for t in scenario.turns]
-    elif isinstance(scenario, SingleTurnScenario):
-        steps = [scenario.should]
-    else:
-        steps = []
-    return [
-        ShouldItem(id=f"t{turn}.should{i}", turn=turn, text=text)
-        for turn, should in enumerate(steps, start=1)
-        for i, text in enumerate(should, start=1)
-    ]
+    runner gives them (`t{turn}.should{i}`, turn counting user messages; a `simulate: N`
+    step counted as N, as when its simulated user wrote all N)."""
+    if not isinstance(scenario, ScriptedScenario | SingleTurnScenario):
+        return []
+    items: list[ShouldItem] = []
+    turn = 0
+    for step in script_steps(scenario):
+        turn += step.user_messages
+        items += [
+            ShouldItem(id=f"t{turn}.should{i}", turn=turn, text=text)
+            for i, text in enumerate(step.should, start=1)
+        ]
+    return items
 
 
 @dataclass(kw_only=True)

@@ -180,10 +180,18 @@ ConditionText = Annotated[str, AfterValidator(_condition_text)]
 
 
 class ScriptedTurn(BaseModel):
-    """One scripted user message, with checks and `should` assertions on the agent's reply."""
+    """One step of a script: exactly one of
+    - `user`: a written user message sent to the agent, with checks and `should`s on its reply;
+    - `agent`: a written agent message put into the history (say, an opening line before a
+      simulated user speaks); the target gets it as part of the history it is sent;
+    - `simulate: N`: the scenario's simulated user (`persona`, `goal`) writes the next N
+      messages, or fewer when it is done; checks and `should`s look at the last reply.
+    """
 
     model_config = FROZEN
-    user: str
+    user: str | None = None
+    agent: str | None = None
+    simulate: int | None = Field(default=None, ge=1, le=50)
     files: list[str] = Field(default_factory=list[str])
     """Paths of files sent with this message (relative to the test file when loaded)."""
     audio: str | None = None
@@ -201,6 +209,32 @@ class ScriptedTurn(BaseModel):
     @classmethod
     def _expand(cls, v: Any) -> Any:
         return [expand_check_shorthand(c) for c in v] if is_raw_list(v) else v
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ScriptedTurn:
+        given = [k for k in ("user", "agent", "simulate") if getattr(self, k) is not None]
+        if len(given) != 1:
+            found = f"it has {' and '.join(given)}" if given else "it has none"
+            raise ValueError(
+                "a turn is exactly one of `user: TEXT` (a message sent to the agent), "
+                "`agent: TEXT` (a written agent message for the history) or `simulate: N` "
+                f"(N messages by the simulated user); {found}"
+            )
+        if self.agent is not None and (self.checks or self.should or self.files or self.audio):
+            raise ValueError(
+                "an `agent:` turn is written history: it takes no checks, should, files or "
+                "audio; put them on the `user:` turn whose reply they look at"
+            )
+        if self.simulate is not None and (self.files or self.audio):
+            raise ValueError("a `simulate:` turn's messages are written by the model: no files")
+        return self
+
+    @property
+    def user_messages(self) -> int:
+        """User messages this step sends at most: 1, 0 (`agent`), or N (`simulate: N`)."""
+        if self.simulate is not None:
+            return self.simulate
+        return 0 if self.agent is not None else 1
 
     @field_validator("checks")
     @classmethod

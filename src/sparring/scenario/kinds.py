@@ -106,11 +106,11 @@ class SimulatedScenario(ScenarioBase):
 
     @property
     def all_criteria(self) -> list[Criterion]:
-        """Success criteria then restrictions; with none of them and no check, the default
-        criterion `GOAL_CRITERION_ID`: "The assistant helps the user achieve their goal:
-        <goal>"."""
+        """Success criteria then restrictions; with none of them, no check, evaluation or
+        tool-argument rubric, the default criterion `GOAL_CRITERION_ID`: "The assistant
+        helps the user achieve their goal: <goal>"."""
         given = super().all_criteria
-        if given or self.checks:
+        if given or self.checks or self.evaluations or self.tool_args_judge:
             return given
         text = f"The assistant helps the user achieve their goal: {self.user_goal}"
         return [Criterion(id=GOAL_CRITERION_ID, text=_clip(text, 500))]
@@ -126,18 +126,38 @@ class SimulatedScenario(ScenarioBase):
 
 
 class ScriptedScenario(ScenarioBase):
-    """User messages written in the test are sent in order; agent replies are live."""
+    """User messages written in the test are sent in order; agent replies are live. Steps
+    may also put written agent messages into the history (`agent:`) or let a simulated user
+    (`persona`, `goal`) write some messages (`simulate: N`)."""
 
     kind: Literal["scripted"] = "scripted"
     turns: list[ScriptedTurn] = Field(min_length=1)
+    persona: str | None = None
+    """Who the simulated user of `simulate:` steps is (default: a typical first-time user)."""
+    goal: str | None = None
+    """What the simulated user of `simulate:` steps wants; defaults to `description`."""
+
+    @property
+    def simulates(self) -> bool:
+        """Whether a `simulate:` step needs the simulated-user model."""
+        return any(t.simulate is not None for t in self.turns)
 
     @model_validator(mode="after")
     def _check_turns_exist(self) -> ScriptedScenario:
-        count = len(self.turns)
-        for n, step in enumerate(self.turns, start=1):
+        if self.simulates and not (self.goal or self.description):
+            raise ValueError(
+                "a `simulate:` step needs the scenario's `goal` (or `description`), so the "
+                "simulated user knows what it wants; `persona` says who it is"
+            )
+        if all(t.user_messages == 0 for t in self.turns):
+            raise ValueError("the script sends the agent nothing: add a `user:` or `simulate:`")
+        count = sum(t.user_messages for t in self.turns)
+        n = 0
+        for index, step in enumerate(self.turns):
+            n += step.user_messages
             for k, check in enumerate(step.checks):
                 if check.turn is not None and abs(check.turn) > n:
-                    raise ValueError(_turn_check_problem(n, k, check.turn, count))
+                    raise ValueError(_turn_check_problem(index, n, k, check.turn, count))
         self._check_turns_within(
             count,
             f"the scenario has {count} scripted turns; use a turn "
@@ -146,8 +166,8 @@ class ScriptedScenario(ScenarioBase):
         return self
 
 
-def _turn_check_problem(n: int, k: int, turn: int, count: int) -> str:
-    where = f"turns[{n - 1}].checks[{k}] looks at turn {turn}, but a check in turn {n} "
+def _turn_check_problem(index: int, n: int, k: int, turn: int, count: int) -> str:
+    where = f"turns[{index}].checks[{k}] looks at turn {turn}, but a check in turn {n} "
     if turn < 0:
         return (
             where + f"runs when only {n} turns exist, so it can look back to turn -{n}; "
