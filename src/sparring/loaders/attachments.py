@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring.loaders._parse import Document, Loc
+from sparring.loaders.audio import turn_audio
 from sparring.loaders.errors import Problem
 from sparring.scenario import AnyScenario, ScriptedScenario, ScriptedTurn, SingleTurnScenario
 from sparring.targets.attachments import file_problem
@@ -36,8 +37,11 @@ def resolve_file_paths(
     resolver = _Resolver(doc, Path(path).parent, path)
     if isinstance(scenario, SingleTurnScenario) and scenario.files:
         return {"files": resolver.files(scenario.files, (*at, "files"))}, resolver.problems
-    if isinstance(scenario, ScriptedScenario) and any(t.files or t.audio for t in scenario.turns):
-        turns = [resolver.turn(t, (*at, "turns", n)) for n, t in enumerate(scenario.turns)]
+    if isinstance(scenario, ScriptedScenario):
+        turns = [
+            resolver.turn(t, (*at, "turns", n), scenario.id, n + 1)
+            for n, t in enumerate(scenario.turns)
+        ]
         return {"turns": turns}, resolver.problems
     return {}, []
 
@@ -47,10 +51,19 @@ class _Resolver:
         self.doc, self.base, self.path = doc, base, path
         self.problems: list[Problem] = []
 
-    def turn(self, turn: ScriptedTurn, at: Loc) -> ScriptedTurn:
+    def turn(self, turn: ScriptedTurn, at: Loc, scenario_id: str, number: int) -> ScriptedTurn:
         update: dict[str, Any] = {"files": self.files(turn.files, (*at, "files"))}
-        if turn.audio is not None:
-            update["audio"] = self.one(turn.audio, (*at, "audio"), what="audio")
+        if turn.user is not None:  # the WAV a voice target plays (sparring.loaders.audio)
+            update["audio"], problem = turn_audio(
+                turn.audio,
+                text=turn.user,
+                test_file=self.path,
+                scenario_id=scenario_id,
+                turn=number,
+            )
+            if problem is not None:
+                line, column = self.doc.position((*at, "audio"), value=True)
+                self.problems.append(Problem(self.path, line, column, problem))
         return turn.model_copy(update=update)
 
     def files(self, paths: list[str], at: Loc) -> list[str]:

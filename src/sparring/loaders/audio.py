@@ -1,0 +1,72 @@
+"""A scripted turn's audio at load time: which WAV a voice target will play for it.
+
+- `audio: PATH` (relative to the test file): that file. Missing, it is a load error saying
+  to record it or run `sparring synthesize`; generated (it has a `.wav.hash`) from text other
+  than the turn's `user:`, it is a load error saying to synthesize it again.
+- No `audio:`: the WAV `sparring synthesize` made for the turn
+  (`sparring.models.speech_files.generated_path`) when it exists and was made from the
+  turn's current text; otherwise none, and a voice target speaks the text itself.
+
+`sparring synthesize` loads test files whose WAVs do not exist yet: inside
+`audio_may_be_missing()` a missing `audio:` file is no error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+
+from sparring.models.speech_files import WavState, generated_path, wav_state
+
+_MAY_BE_MISSING: ContextVar[bool] = ContextVar("sparring_audio_may_be_missing", default=False)
+
+
+@contextmanager
+def audio_may_be_missing() -> Generator[None]:
+    """Within this block, loading accepts `audio:` paths to files that do not exist yet."""
+    token = _MAY_BE_MISSING.set(True)
+    try:
+        yield
+    finally:
+        _MAY_BE_MISSING.reset(token)
+
+
+def turn_audio(
+    written: str | None, *, text: str, test_file: str, scenario_id: str, turn: int
+) -> tuple[str | None, str | None]:
+    """The WAV (absolute path) a voice target plays for one scripted turn, and what is wrong
+    with the turn's `audio:` (the message of a load error) or `None`.
+
+    Args:
+        written: The turn's `audio:` as written, or `None`.
+        text: The turn's `user:` text.
+        test_file: The test file's path as shown in errors.
+        scenario_id: The scenario's id (names a generated WAV).
+        turn: The turn's number, from 1.
+    """
+    file = Path(test_file)
+    if written is None:
+        generated = generated_path(file, scenario_id, turn).absolute()
+        current = wav_state(generated, text=text) is WavState.CURRENT
+        return (str(generated) if current else None), None
+    resolved = (file.parent / Path(written).expanduser()).absolute()
+    shown = repr(written) if written == str(resolved) else f"{written!r} ({resolved})"
+    state = wav_state(resolved, text=text)
+    if resolved.exists() and not resolved.is_file():
+        return str(resolved), f"audio: {shown} is not a file; name a WAV file"
+    if _MAY_BE_MISSING.get():  # `sparring synthesize` (re)makes missing and stale WAVs
+        return str(resolved), None
+    if state is WavState.MISSING:
+        return str(resolved), (
+            f"audio: {shown} does not exist; record the turn there, or run `sparring "
+            f"synthesize {test_file}` to generate it from the turn's `user:` text"
+        )
+    if state is WavState.STALE:
+        return str(resolved), (
+            f"audio: {shown} was generated from other text than the turn's `user:`; run "
+            f"`sparring synthesize {test_file}` to generate it again (or delete "
+            f"{resolved.name}.hash to keep the file as a recording)"
+        )
+    return str(resolved), None
