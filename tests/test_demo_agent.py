@@ -31,6 +31,7 @@ from sparring.target_specs import (
     OpenAIChatTargetSpec,
     ParlantTargetSpec,
 )
+from sparring.targets.attachments import read_attachment
 from sparring.targets.registry import build_target
 from sparring.transcript import Message, Transcript
 
@@ -508,15 +509,19 @@ def _local(spec: Any, server: DemoServer) -> Any:
 
 
 async def _run_checks(
-    scenario: ScriptedScenario | SingleTurnScenario, spec: Any, http: httpx.AsyncClient
+    scenario: ScriptedScenario | SingleTurnScenario, spec: Any, http: httpx.AsyncClient, base: Path
 ) -> list[str]:
-    """Play the scenario's user messages against the demo; return checks that were not met."""
+    """Play the scenario's user messages (with their files, relative to `base`) against the
+    demo; return checks that were not met."""
     target = build_target(spec, client=http, secrets=Secrets({}))
     turns = scenario.turns if isinstance(scenario, ScriptedScenario) else []
-    users = [t.user for t in turns] or [getattr(scenario, "prompt", "")]
+    users = [(t.user, t.files) for t in turns] or [
+        (getattr(scenario, "prompt", ""), getattr(scenario, "files", []))
+    ]
     session, transcript, verdicts = await target.open_session(), Transcript(), []
-    for number, text in enumerate(users, start=1):
-        transcript = transcript.with_message(Message(role="user", content=text))
+    for number, (text, paths) in enumerate(users, start=1):
+        files = tuple(read_attachment(base / p) for p in paths)
+        transcript = transcript.with_message(Message(role="user", content=text, files=files))
         transcript = transcript.with_message(await session.send(transcript))
         for i, check in enumerate(turns[number - 1].checks if turns else []):
             verdicts.append(run_check(check, transcript, check_id=f"t{number}.{i}", turn=number))
@@ -536,7 +541,7 @@ async def test_every_example_check_passes_against_the_demo_agent(server: DemoSer
             for scenario in test_file.scenarios:
                 if isinstance(scenario, ScriptedScenario | SingleTurnScenario):
                     spec = _local(scenario.target or test_file.target, server)
-                    failures += await _run_checks(scenario, spec, http)
+                    failures += await _run_checks(scenario, spec, http, path.parent)
                     ran += 1
     assert ran >= 10
     assert failures == []
