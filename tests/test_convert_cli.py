@@ -59,9 +59,9 @@ def test_convert_refuses_native_files_and_dialect_errors_with_file_line(tmp_path
     done = sparring("convert", str(native), "-o", str(tmp_path / "out"))
     assert done.returncode == 2
     assert f"{native}:1:1: not a pytest-agent-eval transcript" in done.stderr
-    voice = tmp_path / "voice.yaml"
-    voice.write_text("id: v\nturns:\n  - user: Hi\n    audio: hi.wav\n")
-    done = sparring("convert", str(voice), "-o", str(tmp_path / "out"))
+    no_target = tmp_path / "no_target.yaml"
+    no_target.write_text("id: v\nruns: 2\nturns:\n  - user: Hi\n")
+    done = sparring("convert", str(no_target), "-o", str(tmp_path / "out"))
     assert done.returncode == 2
-    assert f"{voice}:4:5:" in done.stderr and "voice targets" in done.stderr
+    assert f"{no_target}:1:1: this pytest-agent-eval transcript has no target" in done.stderr
     assert not (tmp_path / "out").exists()

@@ -139,9 +139,10 @@ def test_agent_eval_judge_rubrics_become_should_and_criteria(tmp_path: Path) -> 
     ("text", "line", "expected"),
     [
         (
-            "id: v\nturns:\n  - user: Hi\n    audio: hi.wav\n",
-            4,
-            "sends `audio:` (a WAV for a voice agent), but sparring does not support voice",
+            "id: v\ntarget: {type: voice, callable: 'a:b'}\nturns:\n  - user: Hi\n"
+            "    audio: hi.wav\n",
+            5,
+            "does not exist; record the turn there, or run `sparring synthesize",
         ),
         (
             "id: v\nturns:\n  - user: Hi\n    expect:\n      reply_contain_any: [x]\n",

@@ -7,7 +7,7 @@ It becomes one scripted scenario::
     id: booking                    ->  id: booking
     runs: 3                        ->  trials: 3
     threshold / tags               ->  the same
-    turns[n].user                  ->  turns[n].user
+    turns[n].user / .audio         ->  turns[n].user / .audio (a WAV for a voice target)
     turns[n].expect                ->  turns[n].checks:
       reply_contains_any: [a, b]         {contains: [a, b]}            (any of them)
       reply_matches_all: [p, q]          {regex: p}, {regex: q}        (all of them)
@@ -22,7 +22,7 @@ transcripts without them (its `model` and `yaml_dirs` are read with the settings
 note to move them to `[tool.sparring]`. pytest-agent-eval takes the agent from a pytest
 fixture, so the target comes from the transcript's own `target:` or from `target` in
 `[tool.agent_eval]` (a sparring target spec, e.g. `{type = "callable", ref = "app:agent"}`).
-A turn with `audio:` (a voice agent) is a load error: sparring has no voice targets yet.
+A turn's `audio:` is kept: a voice target (`type: voice`) plays it instead of the text.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ def to_native(doc: Document, *, path: str) -> tuple[Document, list[Problem]]:
     """The transcript in `doc` as one native scripted scenario (positions kept).
 
     Returns:
-        The native document, or the problems: unknown keys (with did-you-mean), `audio:`
-        turns, a `judge:` without `rubric`, no target anywhere.
+        The native document, or the problems: unknown keys (with did-you-mean), a
+        `judge:` without `rubric`, no target anywhere.
     """
     data: dict[str, Any] = doc.data
     problems = unknown_keys(data, (), TOP_KEYS, doc=doc, path=path, dialect=DIALECT)
@@ -129,17 +129,7 @@ def _turn(
     if not is_mapping(turn):
         return turn, []  # validation says what a turn must be
     problems = unknown_keys(turn, loc, TURN_KEYS, doc=doc, path=path, dialect=DIALECT)
-    if "audio" in turn:
-        problems.append(
-            Problem(
-                path,
-                *doc.position((*loc, "audio")),
-                f"turn {loc[-1] + 1 if isinstance(loc[-1], int) else ''} sends `audio:` "
-                "(a WAV for a voice agent), but sparring does not support voice targets yet; "
-                "remove `audio:` to send the turn's `user:` text to a text target instead",
-            )
-        )
-    native: dict[str, Any] = {k: turn[k] for k in ("user",) if k in turn}
+    native: dict[str, Any] = {k: turn[k] for k in ("user", "audio") if k in turn}
     moves.append((loc, loc))
     expect = turn.get("expect")
     problems += unknown_keys(
