@@ -17,6 +17,7 @@ from sqlalchemy import Row, func, select
 from sparring.errors import UserError
 from sparring.results import ModelSettings, RunResult, ScenarioResult, TrialResult
 from sparring.store.database import Store
+from sparring.store.overrides import apply_overrides, run_overrides
 from sparring.store.provenance import process_alive
 from sparring.store.schema import runs, scenarios, trials
 from sparring.store.writer import INTERRUPTED_END
@@ -225,7 +226,8 @@ def diff_pair(
 
 def load_run(store: Store, run_id: str) -> RunResult:
     """Run `run_id` as the `RunResult` it reported (or, for a run that never finished,
-    would have reported: `interrupted`, with every trial that finished).
+    would have reported: `interrupted`, with every trial that finished), with the verdict
+    overrides recorded on it applied (`sparring.store.overrides`).
 
     Raises:
         UserError: no run `run_id` in the store.
@@ -251,6 +253,7 @@ def load_run(store: Store, run_id: str) -> RunResult:
     run.scenarios = results
     if _status(row) == "interrupted":
         run.interrupted = True
+    apply_overrides(run, run_overrides(store, run_id))
     return run
 
 
