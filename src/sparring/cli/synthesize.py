@@ -1,0 +1,147 @@
+"""`sparring synthesize`: a WAV for every scripted turn with text and no recording, for
+voice targets (`type: voice`).
+
+Where each WAV goes, and when it is written (`sparring.models.speech_files`):
+
+- a turn with `audio: PATH` gets it at PATH; a turn without, at
+  `audio/<test file stem>/<scenario id>.t<N>.wav` beside the test file (N: the turn's
+  position in `turns:`, from 1), which the loader then plays for that turn;
+- a WAV without a `.wav.hash` file is a recording and is never touched, `--force` or not;
+- a generated WAV whose hash still matches (same text, same provider and voice) is skipped;
+  `--force` makes it again;
+- each directory with generated WAVs gets a `.gitignore` entry for them and their hash files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import click
+
+from sparring.errors import UserError
+
+if TYPE_CHECKING:
+    from sparring.models.speech import SpeechProvider
+
+DEFAULT_TESTS = "tests/conversations"
+
+
+@dataclass(frozen=True, slots=True)
+class _Wanted:
+    wav: Path
+    text: str
+    where: str
+    """`file: scenario turn N`, for messages."""
+
+
+def synthesize_command(
+    *, paths: tuple[str, ...], force: bool, provider: str | None, voice: str | None
+) -> int:
+    """Write the missing and stale generated WAVs of the scripted turns in `paths`.
+
+    Args:
+        paths: Test files or directories; none: the settings' `yaml_dirs`, else
+            `tests/conversations`.
+        force: Make every generated WAV again (recordings are still kept).
+        provider: `espeak` or `openai`; `None`: openai with OPENAI_API_KEY, else espeak.
+        voice: The provider's voice; `None` for its default.
+
+    Returns:
+        0 when every WAV is in place.
+
+    Raises:
+        UserError: no test files, a provider that cannot work here, two turns wanting
+            different text in one WAV, or a WAV that cannot be written.
+        ConfigError: a test file has a problem (at file:line).
+        ModelError: the synthesis failed.
+    """
+    from sparring.loaders.audio import audio_may_be_missing
+    from sparring.loaders.yaml import load_paths
+    from sparring.models.speech import speech_provider
+
+    with audio_may_be_missing():
+        scenarios = load_paths(paths or _default_paths())
+    wanted = _wanted(scenarios)
+    speech = speech_provider(provider, voice=voice)
+    counts = anyio.run(_write_all, wanted, speech, force)
+    written, unchanged, recorded = counts
+    click.echo(
+        f"{written} written, {unchanged} unchanged, {recorded} recording"
+        f"{'s' if recorded != 1 else ''} kept ({speech.key})"
+    )
+    return 0
+
+
+def _default_paths() -> tuple[str, ...]:
+    from sparring.config.settings import load_settings
+
+    configured = load_settings({}).yaml_dirs
+    if configured:
+        return configured
+    if Path(DEFAULT_TESTS).is_dir():
+        return (DEFAULT_TESTS,)
+    raise UserError(
+        f"give the test files or directories to synthesize, e.g. `sparring synthesize "
+        f"{DEFAULT_TESTS}`"
+    )
+
+
+def _wanted(scenarios: Sequence[object]) -> list[_Wanted]:
+    """Each WAV the scripted turns want, once; two turns wanting different text in one
+    file are an error."""
+    from sparring.models.speech_files import generated_path
+    from sparring.scenario import ScriptedScenario
+
+    out: dict[Path, _Wanted] = {}
+    for scenario in scenarios:
+        if not isinstance(scenario, ScriptedScenario) or scenario.source is None:
+            continue
+        test_file = scenario.source.rpartition(":")[0]
+        for n, turn in enumerate(scenario.turns, start=1):
+            if turn.user is None:
+                continue
+            wav = Path(turn.audio or generated_path(Path(test_file), scenario.id, n).absolute())
+            item = _Wanted(wav, turn.user, f"{test_file}: {scenario.id} turn {n}")
+            seen = out.setdefault(wav, item)
+            if seen.text != item.text:
+                raise UserError(
+                    f"{seen.where} and {item.where} both want {wav} with different text; "
+                    "give one of them its own `audio:` path"
+                )
+    return list(out.values())
+
+
+async def _write_all(
+    wanted: list[_Wanted], speech: SpeechProvider, force: bool
+) -> tuple[int, int, int]:
+    """Synthesize what is missing or stale; (written, unchanged, recordings kept)."""
+    from sparring.models.speech_files import WavState, wav_state, write_generated
+
+    written = unchanged = recorded = 0
+    for item in wanted:
+        state = wav_state(item.wav, text=item.text, provider_key=speech.key)
+        if state is WavState.RECORDED:
+            recorded += 1
+            continue
+        if state is WavState.CURRENT and not force:
+            unchanged += 1
+            continue
+        data = await speech.synthesize(item.text)
+        try:
+            write_generated(item.wav, data, text=item.text, provider_key=speech.key)
+        except OSError as e:
+            raise UserError(f"cannot write {item.wav} ({item.where}): {e}") from None
+        click.echo(f"wrote {_shown(item.wav)}  ({item.where})")
+        written += 1
+    return written, unchanged, recorded
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
