@@ -1,0 +1,99 @@
+"""The dashboard's view of the store: suites with their runs, runs as results.
+
+One `Dashboard` per server process, kept on the app (`app.state.dashboard`); pages and the
+API read and change the store through it and the store's own modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from sparring.dashboard.auth import Principal, Sessions
+from sparring.dashboard.catalog import Filters, SuiteRow, file_suites, saved_suite
+from sparring.dashboard.runs import SuiteRunner
+from sparring.errors import UserError
+from sparring.results import RunResult
+from sparring.store.accounts import verify_password
+from sparring.store.assets import list_assets
+from sparring.store.database import Store
+from sparring.store.reading import list_runs, load_run
+from sparring.store.suite_status import list_suites
+
+
+class NotFound(UserError):
+    """A suite, run or conversation the request names is not in the store (HTTP 404)."""
+
+
+@dataclass
+class Dashboard:
+    """The state of one dashboard server: its `store`, whether it runs as a single local
+    owner (`local_owner`: bound to 127.0.0.1 with no accounts), its sessions, and the
+    `runner` of saved suites (`None`: suites cannot run from this server)."""
+
+    store: Store
+    local_owner: bool = True
+    runner: SuiteRunner | None = None
+    sessions: Sessions = field(default_factory=Sessions)
+
+    def authenticate(self, name: str, password: str) -> Principal | None:
+        """The account `name` signs in as with `password`; `None` when they do not match.
+
+        Raises:
+            AccountError: argon2 is not installed (extra `dashboard`).
+        """
+        account = verify_password(self.store, name, password)
+        return None if account is None else Principal(account.name, account.role)
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncGenerator[None]:
+        """While the server serves: suite runs started meanwhile run inside; when it stops,
+        a run still going is cancelled and kept `interrupted`."""
+        if self.runner is None:
+            yield
+            return
+        async with self.runner.serving():
+            yield
+
+    def suites(self, filters: Filters | None = None) -> list[SuiteRow]:
+        """Every suite, saved ones and those of test files, newest last run first (never
+        run last), those passing `filters` when given."""
+        stored = {r.id: r for r in list_runs(self.store)}
+        names = {
+            a.id: a.name
+            for kind in ("agent", "simulated_user")
+            for archived in (False, True)
+            for a in list_assets(self.store, kind, archived=archived)
+        }
+        saved = [saved_suite(s, stored, names) for s in list_suites(self.store)]
+        taken = {r.id for s in saved for r in s.runs}
+        rows = saved + file_suites(stored.values(), saved_runs=taken, load=self.run)
+        rows.sort(key=lambda s: s.last_run or "", reverse=True)
+        return [s for s in rows if filters is None or filters.keep(s)]
+
+    def suite(self, suite_id: str) -> SuiteRow:
+        """Suite `suite_id` (a saved suite's number, or `files-...`).
+
+        Raises:
+            NotFound: no such suite.
+        """
+        found = next((s for s in self.suites() if s.id == suite_id), None)
+        if found is None:
+            raise NotFound(f"no suite {suite_id!r}; the suites list (/suites) shows them all")
+        return found
+
+    def run(self, run_id: str) -> RunResult:
+        """Stored run `run_id` as its result, overrides applied.
+
+        Raises:
+            NotFound: no such run.
+        """
+        try:
+            return load_run(self.store, run_id)
+        except UserError as e:
+            raise NotFound(str(e)) from None
+
+    def results(self, suite: SuiteRow) -> list[RunResult]:
+        """The results of `suite`'s runs, newest first."""
+        return [self.run(s.id) for s in suite.runs]

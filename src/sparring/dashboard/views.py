@@ -1,0 +1,164 @@
+"""What the suite results page shows: its conversations (every trial of every run, newest
+run first), the Metrics table, one conversation turn by turn.
+
+Transcripts are laid out as the HTML report lays them out (`conversation_view`: verdicts
+beside the turns they cite, the judge's note and score and the latency on each reply).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import count
+
+from sparring.reports.html import ConversationView, conversation_view
+from sparring.results import InsightResult, RunResult, ScenarioResult, TrialResult
+from sparring.store.suite_status import STATUS_LABELS, ConversationStatus, conversation_status
+from sparring.store.suites import ResolvedCase
+
+Cases = Mapping[str, tuple[ResolvedCase, ...]]
+"""Per run id, the test cases a saved suite's run resolved (their revisions)."""
+
+
+LABELS = {**STATUS_LABELS, "yes": "Yes", "no": "No", "pending": "Pending", "none": "-"}
+"""How statuses and `evaluations_passed` values read on a page."""
+
+
+def label(status: str) -> str:
+    """`status` as a page shows it (`timed_out` -> `Timed out`)."""
+    return LABELS.get(status, status.replace("_", " ").capitalize())
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConversationRow:
+    """One conversation of a suite: trial `trial` of scenario `scenario_id` in run
+    `run_id`; `result` is `None` while it is in progress; `reason` why it failed, timed
+    out or was invalid; `case` the test case (agent and simulated user revisions) of a
+    saved suite's conversation."""
+
+    run_id: str
+    started_at: str
+    scenario_id: str
+    name: str
+    trial: int
+    status: ConversationStatus
+    reason: str | None = None
+    result: TrialResult | None = None
+    case: ResolvedCase | None = None
+
+    @property
+    def duration_ms(self) -> float | None:
+        """How long the conversation took (with its judging), in ms."""
+        return None if self.result is None else self.result.duration_ms
+
+    @property
+    def key(self) -> str:
+        """`run/trial/scenario`: the conversation's part of a URL."""
+        return f"{self.run_id}/{self.trial}/{self.scenario_id}"
+
+
+def conversation_rows(
+    runs: Sequence[RunResult], *, running: set[str], cases: Cases | None = None
+) -> list[ConversationRow]:
+    """Every conversation of `runs` (given newest first), newest run first and in each
+    run in scenario and trial order; planned trials of a run in `running` that have no
+    result yet are listed `in_progress`; `cases` label a saved suite's conversations."""
+    rows: list[ConversationRow] = []
+    for run in runs:
+        by_scenario = {c.scenario_id: c for c in (cases or {}).get(run.run_id, ())}
+        for scenario in run.scenarios:
+            done = {t.trial: t for t in scenario.trials}
+            planned = range(1, scenario.planned_trials + 1) if run.run_id in running else ()
+            case = by_scenario.get(scenario.scenario_id)
+            rows.extend(
+                _row(run, scenario, n, done.get(n), case) for n in sorted({*done, *planned})
+            )
+    return rows
+
+
+def _row(
+    run: RunResult,
+    scenario: ScenarioResult,
+    trial: int,
+    result: TrialResult | None,
+    case: ResolvedCase | None,
+) -> ConversationRow:
+    status, reason = ("in_progress", None) if result is None else conversation_status(result)
+    return ConversationRow(
+        run_id=run.run_id,
+        started_at=run.started_at,
+        scenario_id=scenario.scenario_id,
+        name=scenario.name,
+        trial=trial,
+        status=status,
+        reason=reason,
+        result=result,
+        case=case,
+    )
+
+
+@dataclass(frozen=True)
+class MetricsTable:
+    """The Metrics tab: `columns` are the insight ids shown (`evaluation.insight`),
+    `available` every insight id found, `rows` one per finished conversation with its
+    insight results by id."""
+
+    columns: list[str]
+    available: list[str]
+    rows: list[tuple[ConversationRow, dict[str, InsightResult]]] = field(
+        default_factory=list[tuple[ConversationRow, dict[str, InsightResult]]]
+    )
+
+
+def metrics_table(rows: Sequence[ConversationRow], *, selected: Sequence[str] = ()) -> MetricsTable:
+    """The Metrics table of `rows`: one column per insight (those in `selected` when any
+    is given: Select metrics), in order of first appearance."""
+    available: list[str] = []
+    table: list[tuple[ConversationRow, dict[str, InsightResult]]] = []
+    for row in rows:
+        if row.result is None:
+            table.append((row, {}))
+            continue
+        cells = {i.id: i for i in row.result.insights}
+        available.extend(i for i in cells if i not in available)
+        table.append((row, cells))
+    columns = [c for c in available if c in selected] if selected else available
+    return MetricsTable(columns=columns, available=available, rows=table)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConversationDetail:
+    """One conversation to read (`row`: its status, reason, test case), its transcript
+    laid out turn by turn (`conversation`), its insights."""
+
+    row: ConversationRow
+    scenario: ScenarioResult
+    conversation: ConversationView
+    insights: list[InsightResult]
+    user_label: str
+
+
+def conversation_detail(
+    run: RunResult, scenario_id: str, trial: int, *, cases: Cases | None = None
+) -> ConversationDetail | None:
+    """Trial `trial` of scenario `scenario_id` in `run`, laid out (labelled with its test
+    case from `cases`); `None` when it has no result (yet)."""
+    scenario = next((s for s in run.scenarios if s.scenario_id == scenario_id), None)
+    result = next((t for t in scenario.trials if t.trial == trial), None) if scenario else None
+    if scenario is None or result is None:
+        return None
+    user_label = "Simulated User" if scenario.kind == "simulated" else "User"
+    keys = (f"v{n}" for n in count(1))
+    view = conversation_view(
+        result.transcript, result.verdicts, result.reply_notes, user_label=user_label, keys=keys
+    )
+    case = next(
+        (c for c in (cases or {}).get(run.run_id, ()) if c.scenario_id == scenario_id), None
+    )
+    return ConversationDetail(
+        row=_row(run, scenario, trial, result, case),
+        scenario=scenario,
+        conversation=view,
+        insights=list(result.insights),
+        user_label=user_label,
+    )
