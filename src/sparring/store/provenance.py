@@ -30,7 +30,7 @@ def current_provenance(cwd: Path) -> Provenance:
     return Provenance(
         git_commit=_git(cwd, "rev-parse", "HEAD"),
         git_branch=_git(cwd, "rev-parse", "--abbrev-ref", "HEAD"),
-        user_name=_user(),
+        user_name=current_user(),
         host=socket.gethostname(),
         pid=os.getpid(),
     )
@@ -52,7 +52,8 @@ def _git(cwd: Path, *args: str) -> str | None:
     return out if done.returncode == 0 and out else None
 
 
-def _user() -> str | None:
+def current_user() -> str | None:
+    """The user name of this process (`None` when the system has none for its uid)."""
     try:
         return getpass.getuser()
     except (OSError, KeyError):  # no name for this uid (e.g. in a container)
