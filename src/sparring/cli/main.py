@@ -180,6 +180,26 @@ def convert(files: tuple[str, ...], out_dir: str, force: bool) -> None:
     sys.exit(convert_command(files=files, out_dir=out_dir, force=force))
 
 
+@cli.command(epilog="Exit codes: 0 every WAV is in place, 2 a file or an option is wrong.")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--force", is_flag=True, help="Make generated WAVs again (recordings are kept).")
+@click.option(
+    "--provider",
+    type=click.Choice(["openai", "espeak"]),
+    help="Speech synthesis (default: openai with OPENAI_API_KEY set, else espeak).",
+)
+@click.option("--voice", metavar="NAME", help="The provider's voice, e.g. alloy or en-us.")
+def synthesize(
+    paths: tuple[str, ...], force: bool, provider: str | None, voice: str | None
+) -> None:
+    """Write a WAV for every scripted turn with text and no recording (PATHS: test files or
+    directories; default: yaml_dirs, else tests/conversations), for voice targets. Unchanged
+    turns are skipped (.wav.hash); hand-recorded WAVs are never overwritten."""
+    from sparring.cli.synthesize import synthesize_command
+
+    sys.exit(synthesize_command(paths=paths, force=force, provider=provider, voice=voice))
+
+
 @cli.command(epilog="Exit codes as for `sparring run`: 1 means an attack succeeded.")
 @click.argument("file", type=click.Path())
 @click.option("--plugins", metavar="A,B", help="Attack plugins (default: all), e.g. pii_leak.")
