@@ -49,7 +49,7 @@ does (the rest, `ARG`, is the text it answers with):
                      "10234", "count": 2}}]}` (no A2A standard; the demo agent's shape)
     anything else    completed, artifact `echo: TEXT`
 
-Each request's user text, context id and task id are recorded in `A2AServer.seen`.
+Each request's user text, context id, task id and file parts are recorded in `A2AServer.seen`.
 """
 
 from __future__ import annotations
@@ -99,6 +99,8 @@ class Seen:
     task_id: str
     continued: bool
     """The message continued an existing task (`input-required`)."""
+    files: tuple[tuple[str, str, bytes], ...] = ()
+    """Its file parts with bytes, as (filename, media type, bytes)."""
 
 
 _END_STATES = {
@@ -121,7 +123,12 @@ class ScriptedExecutor(AgentExecutor):
         text = "".join(p.text for p in message.parts)
         continued = context.current_task is not None
         task = context.current_task or new_task_from_user_message(message)
-        self._seen.append(Seen(text, task.context_id, task.id, continued))
+        files = tuple(
+            (p.filename, p.media_type, p.raw)
+            for p in message.parts
+            if p.WhichOneof("content") == "raw"
+        )
+        self._seen.append(Seen(text, task.context_id, task.id, continued, files))
         command, _, arg = text.partition(" ")
         if command == "message":
             await event_queue.enqueue_event(new_text_message(arg, context_id=task.context_id))
