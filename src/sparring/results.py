@@ -8,7 +8,7 @@ Status rules live here so every report and the CLI agree on them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from math import ceil, comb
 from typing import Literal
 
@@ -20,12 +20,18 @@ SCHEMA_VERSION = "1"
 
 VerdictStatus = Literal["met", "not_met", "error", "skipped"]
 VerdictKind = Literal["criterion", "restriction", "should", "check"]
-TrialStatus = Literal["passed", "failed", "error", "timed_out", "skipped", "invalid"]
+TrialStatus = Literal["passed", "failed", "error", "timed_out", "skipped", "invalid", "done"]
 """`invalid`: the simulated user wrote no usable message before `min_turns`, so the
-conversation says nothing about the agent; not judged, left out of the pass rate, exit 3."""
-ScenarioStatus = Literal["passed", "failed", "error", "skipped", "not_run", "invalid", "undecided"]
+conversation says nothing about the agent; not judged, left out of the pass rate, exit 3.
+`done`: the conversation ran and had nothing to pass or fail (no criterion, `should`,
+check or gating insight; its evaluations may still score it): not passed, not failed, left
+out of the pass rate, exit 0."""
+ScenarioStatus = Literal[
+    "passed", "failed", "error", "skipped", "not_run", "invalid", "undecided", "done"
+]
 """`undecided`: adaptive trials reached `max_trials` with the pass rate's 95% interval still
-straddling the threshold (see `ScenarioResult.decision`); exit 3."""
+straddling the threshold (see `ScenarioResult.decision`); exit 3. `done`: every trial that
+ran was `done`."""
 Decision = Literal["passed", "failed"]
 EndReason = Literal[
     "goal_achieved",
@@ -104,6 +110,9 @@ class InsightResult(Record):
     weight: float = 1.0
     group: str | None = None
     featured: bool = False
+    gating: bool = False
+    """The insight has a pass rule (`pass_when`): not passing fails the trial, an error
+    makes it `error`."""
     error: str | None = None
     override: Override | None = None
 
@@ -205,13 +214,19 @@ def usage_totals(trials: Iterable[TrialResult]) -> UsageTotals:
     return total
 
 
-def trial_status(verdicts: list[Verdict] | tuple[Verdict, ...]) -> TrialStatus:
-    """Status of a trial that ran to the end, from its verdicts.
+def trial_status(
+    verdicts: Sequence[Verdict], insights: Sequence[InsightResult] = ()
+) -> TrialStatus:
+    """Status of a trial that ran to the end, from its verdicts and gating insights (a
+    gating insight counts as `met` when it passed, `not_met` when not, `error` on error).
 
     Any `not_met` -> failed (a definite failure); else any `error` -> error (never a pass);
     else any `met` -> passed; else (everything skipped, e.g. no model) -> skipped.
     """
-    statuses = {v.status for v in verdicts}
+    statuses: set[str] = {v.status for v in verdicts}
+    statuses |= {  # a gate: passed -> met, ok but not passed -> not_met, error -> error
+        "met" if i.passed else i.status.replace("ok", "not_met") for i in insights if i.gating
+    }
     if "not_met" in statuses:
         return "failed"
     if "error" in statuses:
@@ -221,12 +236,31 @@ def trial_status(verdicts: list[Verdict] | tuple[Verdict, ...]) -> TrialStatus:
     return "skipped"
 
 
-def undecided_text(verdicts: list[Verdict] | tuple[Verdict, ...]) -> str | None:
-    """Why verdicts made a trial `error`: `"<id> could not be decided: <reason>"` for the
-    first `error` verdict; `None` when none is `error`. Kept as the trial's `error`, so
-    reports can tell it from a failure of the trial itself and name the verdict once."""
+def evaluations_passed(insights: Sequence[InsightResult], *, pending: bool) -> EvaluationsPassed:
+    """`TrialResult.evaluations_passed`: `pending` when the trial has gating insights the
+    judge has not scored (`pending`: no judge call was made), else `none` without gating
+    insights, `no` when one did not pass or errored, `yes` when every one passed."""
+    if pending:
+        return "pending"
+    gates = [i for i in insights if i.gating]
+    if not gates:
+        return "none"
+    return "yes" if all(i.status == "ok" and i.passed for i in gates) else "no"
+
+
+def undecided_text(
+    verdicts: Sequence[Verdict], insights: Sequence[InsightResult] = ()
+) -> str | None:
+    """Why verdicts or gating insights made a trial `error`: `"<id> could not be decided:
+    <reason>"` for the first `error` verdict, else `"<evaluation.insight> could not be
+    scored: <error>"` for the first gating insight in error; `None` when there is neither.
+    Kept as the trial's `error`, so reports can tell it from a failure of the trial itself
+    and name the verdict once."""
     first = next((v for v in verdicts if v.status == "error"), None)
-    return None if first is None else f"{first.id} could not be decided: {first.reason}"
+    if first is not None:
+        return f"{first.id} could not be decided: {first.reason}"
+    gate = next((i for i in insights if i.gating and i.status == "error"), None)
+    return None if gate is None else f"{gate.id} could not be scored: {gate.error}"
 
 
 class SubtestResult(Record):
@@ -377,8 +411,8 @@ class ScenarioResult(Record):
 
     @property
     def counted(self) -> list[TrialResult]:
-        """Trials that tested the agent: all but `skipped` and `invalid` ones."""
-        return [t for t in self.trials if t.status not in ("skipped", "invalid")]
+        """Trials that tested the agent: all but `skipped`, `invalid` and `done` ones."""
+        return [t for t in self.trials if t.status not in ("skipped", "invalid", "done")]
 
     @property
     def invalid_trials(self) -> int:
@@ -401,13 +435,14 @@ class ScenarioResult(Record):
         0); if not, undecided when the trials that errored, timed out, never ran or were
         `invalid` could have made up the difference: `error`, or `invalid` when only
         invalid trials could; else `failed`. So a scenario cut short after 1 of 5 trials is
-        not `passed`, and a simulated user that fails never makes a scenario `failed`."""
+        not `passed`, and a simulated user that fails never makes a scenario `failed`. `done`
+        when the trials that ran had nothing to pass or fail (`done`, maybe some skipped)."""
         counted = self.counted
         if not self.trials:
             return "not_run"
         invalid = self.invalid_trials
         if not counted and not self.missing_trials and not invalid:
-            return "skipped"
+            return "done" if any(t.status == "done" for t in self.trials) else "skipped"
         if self.max_trials is not None:
             return self._adaptive_status()
         passed = self.passed_trials
@@ -504,9 +539,10 @@ class RunResult(Record):
 
     @property
     def exit_code(self) -> int:
-        """0 all that ran passed, 1 some failed, 3 some could not run or stayed undecided
-        (errors, timeouts, `invalid` trials, adaptive trials `undecided` at their maximum)
-        or a suite hook failed (`hook_errors`), 130 interrupted.
+        """0 all that ran passed (or was `done`: ran with nothing to judge), 1 some failed,
+        3 some could not run or stayed undecided (errors, timeouts, `invalid` trials,
+        adaptive trials `undecided` at their maximum) or a suite hook failed
+        (`hook_errors`), 130 interrupted.
 
         A definite failure outranks an error, so exit 1 always means the agent misbehaved,
         unless a hook failure makes it 3. An interrupted run is 130 (the shell's code for

@@ -80,6 +80,8 @@ class Settings(BaseModel):
     """What the judge sees of a conversation; the middle is left out (default 16,000)."""
     user_chars_per_message: int | None = Field(default=None, ge=1)
     """What the simulated user sees of each message (default 2,000 characters)."""
+    explain_failures: bool = False
+    """One more model call per failed trial explains why it failed (`--explain-failures`)."""
     user_chars_total: int | None = Field(default=None, ge=1)
     """The most recent characters the simulated user sees (default 12,000)."""
     secrets_file: str | None = None

@@ -14,15 +14,16 @@ quotes nothing substantial the agent said is turned into an error by the caller
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, cast
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar, cast
 
 from sparring.models.structured import json_objects_in
 from sparring.prompts import Scrub, message_text
 from sparring.results import ReplyNote
 from sparring.transcript import Message, Transcript
 
+T = TypeVar("T")
 _REASON_CHARS = 1000
 _EVIDENCE_CHARS = 300
 _EVIDENCE_ITEMS = 5
@@ -42,13 +43,16 @@ ECHOED = (
 UNVERIFIED_QUOTE = "(not found in the transcript)"
 """Put before evidence the judge quoted that the conversation does not contain."""
 
+EVIDENCE_SCHEMA: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+"""JSON Schema of the quotes a judge gives as evidence."""
+
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["reason", "evidence", "turns", "verdict"],
     "properties": {
         "reason": {"type": "string"},
-        "evidence": {"type": "array", "items": {"type": "string"}},
+        "evidence": EVIDENCE_SCHEMA,
         "turns": {"type": "array", "items": {"type": "integer"}},
         "verdict": {"type": "string", "enum": ["met", "not_met"]},
     },
@@ -64,6 +68,24 @@ class Decision:
     reason: str
     evidence: tuple[str, ...]
     turns: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Valued:
+    """One insight value as the judge gave it (`INSIGHT_FIELDS`), read and checked:
+    `value` typed by the insight's reader (`DecisionReader.valued`)."""
+
+    value: bool | float | str
+    reason: str
+    evidence: tuple[str, ...]
+    turns: tuple[int, ...]
+
+
+INSIGHT_FIELDS = ("reasoning", "evidence", "turns", "value")
+"""The keys of an insight entry in a judge answer, all required, no others."""
+
+TypedValue = Callable[[Any], "tuple[bool | float | str, None] | tuple[None, str]"]
+"""Reads an insight's raw value: `(value, None)`, or `(None, why it is not one)`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,10 +156,32 @@ class DecisionReader:
             self._turns(value["turns"]),
         )
 
-    def ungrounded(self, decision: Decision, *, turn: int | None) -> str | None:
-        """Why a `met` rests on nothing the agent said; `None` when one of its quotes is
-        found in an agent message or tool call (`turn`: in the agent's reply at that turn)
-        and is substantial: `SUBSTANTIAL` letters and digits, or all of a shorter message."""
+    def valued(self, raw: Any, typed: TypedValue) -> Valued | str:
+        """An insight entry (`INSIGHT_FIELDS`) as a `Valued`, its value read by `typed`, or
+        why it cannot be one (a missing or extra key, a value of the wrong type or range)."""
+        entry = _obj(raw)
+        if entry is None:
+            return f"its entry is {_kind(raw)}, not an object"
+        problem = _fields_problem(entry, INSIGHT_FIELDS, "reasoning", "value")
+        if problem is not None:
+            return problem
+        value, why = typed(entry["value"])
+        if value is None:
+            return f'its "value" {why}'
+        return Valued(
+            value,
+            self.clean(entry["reasoning"], _REASON_CHARS) or "(the judge gave no reasoning)",
+            self._evidence(entry["evidence"]),
+            self._turns(entry["turns"]),
+        )
+
+    def ungrounded(
+        self, decision: Decision | Valued, *, turn: int | None, what: str = '"met"'
+    ) -> str | None:
+        """Why a `met` (or `what` else) rests on nothing the agent said; `None` when one of
+        its quotes is found in an agent message or tool call (`turn`: in the agent's reply
+        at that turn) and is substantial: `SUBSTANTIAL` letters and digits, or all of a
+        shorter message."""
         messages = [m for m in self.agent if turn is None or m.turn == turn]
         for quote in decision.evidence:
             core = _core(quote)
@@ -150,7 +194,7 @@ class DecisionReader:
         )
         return (
             f"the judge cited nothing from {where} (a quote needs {SUBSTANTIAL} or more "
-            f'letters or digits, or all of a shorter reply), so its "met" does not count '
+            f"letters or digits, or all of a shorter reply), so its {what} does not count "
             f"(its reason: {decision.reason})"
         )
 
@@ -227,19 +271,29 @@ def _entry_problem(entry: dict[str, Any]) -> str | None:
     accepted spelling (`_status`), `reason` text, `evidence` a list of quotes and `turns` a
     list of integers. A key besides them (`met`, `Verdict`, `status`...) could say
     otherwise than `verdict`, so the entry is refused, not guessed at."""
-    extra = [k for k in entry if k not in _FIELDS]
+    problem = _fields_problem(entry, _FIELDS, "reason", "verdict")
+    if problem is None and _status(entry["verdict"]) is None:
+        return f'its "verdict" is {_kind(entry["verdict"])}, not "met" or "not_met"'
+    return problem
+
+
+def _fields_problem(
+    entry: dict[str, Any], fields: tuple[str, ...], reason: str, decision: str
+) -> str | None:
+    """Why `entry` does not have exactly `fields`, with `reason` text, `evidence` a list of
+    quotes and `turns` a list of integers (`decision`, the key holding the judgement, is
+    the caller's to read)."""
+    extra = [k for k in entry if k not in fields]
     if extra:
         return (
-            f"its entry has {_names(extra)} besides reason, evidence, turns and verdict; say "
-            'the verdict once, in "verdict"'
+            f"its entry has {_names(extra)} besides {', '.join(fields[:-1])} and {decision}; "
+            f'say it once, in "{decision}"'
         )
-    missing = [k for k in _FIELDS if k not in entry]
+    missing = [k for k in fields if k not in entry]
     if missing:
         return f"its entry has no {_names(missing)}"
-    if _status(entry["verdict"]) is None:
-        return f'its "verdict" is {_kind(entry["verdict"])}, not "met" or "not_met"'
-    if not isinstance(entry["reason"], str):
-        return f'its "reason" is {_kind(entry["reason"])}, not text'
+    if not isinstance(entry[reason], str):
+        return f'its "{reason}" is {_kind(entry[reason])}, not text'
     evidence = _arr(entry["evidence"])
     if evidence is None or not all(isinstance(q, str) for q in evidence):
         return 'its "evidence" is not a list of quotes (strings)'
@@ -260,7 +314,10 @@ class Answer:
     decisions: dict[str, Decision]
     notes: list[ReplyNote]
     problems: dict[str, str]
-    """Why the entry of an id without a decision could not be used (absent: no entry)."""
+    """Why the entry of an id without a decision or value could not be used (absent: no
+    entry)."""
+    values: dict[str, Valued] = field(default_factory=dict[str, Valued])
+    """Insight values by insight id (`evaluation.insight`)."""
 
 
 class AnswerReader:
@@ -268,13 +325,15 @@ class AnswerReader:
 
     The first answer is rejected if it leaves ids out (so the one repair asks for them); the
     repaired answer (`is_repair()` true) is accepted with ids left out, which become `error`
-    verdicts.
+    verdicts or insights, unless it has nothing usable at all.
 
     Args:
-        ids: The item ids the answer must decide.
+        ids: The item ids the answer must decide under `verdicts` (none: no `verdicts`).
         decisions: Reads each entry.
         reply_turns: The turns whose reply the judge notes.
         is_repair: Whether the answer being read is the repaired one.
+        insights: Insight id -> how its value is typed, for the entries of `insights`
+            (none: the answer has no `insights`).
     """
 
     def __init__(
@@ -284,42 +343,74 @@ class AnswerReader:
         decisions: DecisionReader,
         reply_turns: Sequence[int],
         is_repair: Callable[[], bool],
+        insights: Mapping[str, TypedValue] | None = None,
     ) -> None:
         self.ids, self.decisions, self.reply_turns = ids, decisions, reply_turns
         self.is_repair = is_repair
+        self.insights = dict(insights or {})
 
     def __call__(self, value: Any) -> Answer:
         """Read `value`; raises `ValueError` (saying what to fix) to ask for the repair."""
         raw = _obj(value)
+        sections = ["verdicts"] * bool(self.ids) + ["insights"] * bool(self.insights)
         if raw is None:
-            raise ValueError('the answer must be a JSON object with "verdicts" and "replies"')
-        if "verdicts" not in raw:
+            raise ValueError(
+                f"the answer must be a JSON object with {_names([*sections, 'replies'])}"
+            )
+        decisions, problems = self._section(raw, "verdicts", self.ids, self._decision)
+        values, value_problems = self._section(raw, "insights", list(self.insights), self._value)
+        problems |= value_problems
+        missing = [i for i in [*self.ids, *self.insights] if i not in decisions | values]
+        if missing and (not (decisions or values) or not self.is_repair()):
+            where = "insights" if all(i in self.insights for i in missing) else "verdicts"
+            raise ValueError(_missing_text(missing, problems, where))
+        return Answer(decisions, self._notes(raw.get("replies")), problems, values)
+
+    def _decision(self, entry: Any, _id: str) -> Decision | str:
+        return self.decisions.decision(entry)
+
+    def _value(self, entry: Any, insight_id: str) -> Valued | str:
+        return self.decisions.valued(entry, self.insights[insight_id])
+
+    def _section(
+        self,
+        raw: dict[str, Any],
+        name: str,
+        ids: list[str],
+        read: Callable[[Any, str], T | str],
+    ) -> tuple[dict[str, T], dict[str, str]]:
+        """The entries of `raw[name]` for `ids`, read by `read(entry, id)`, and why the
+        others could not be read. `ids` empty: nothing.
+
+        Raises:
+            ValueError: `name` is missing or not an object.
+        """
+        if not ids:
+            return {}, {}
+        if name not in raw:
             keys = ", ".join(list(raw)[:8]) or "none"
             raise ValueError(
-                f'the answer has no "verdicts" object (its keys: {keys}): ' + _ENTRY_HINT
+                f'the answer has no "{name}" object (its keys: {keys}): ' + _HINTS[name]
             )
-        verdicts = _obj(raw["verdicts"])
-        if verdicts is None:
-            raise ValueError('"verdicts" must be an object with one entry per item id')
-        twice = _given_twice(raw, verdicts, self.ids)
-        decisions: dict[str, Decision] = {}
+        section = _obj(raw[name])
+        if section is None:
+            raise ValueError(f'"{name}" must be an object with one entry per id')
+        twice = _given_twice(raw, section, ids)
+        found: dict[str, T] = {}
         problems: dict[str, str] = {}
-        for i in self.ids:
-            read = (
+        for i in ids:
+            got = (
                 f"the answer gives {i!r} twice, with different values"
                 if i in twice
-                else self.decisions.decision(verdicts[i])
-                if i in verdicts
+                else read(section[i], i)
+                if i in section
                 else None
             )
-            if isinstance(read, str):
-                problems[i] = read
-            elif read is not None:
-                decisions[i] = read
-        missing = [i for i in self.ids if i not in decisions]
-        if missing and (not decisions or not self.is_repair()):
-            raise ValueError(_missing_text(missing, problems))
-        return Answer(decisions, self._notes(raw.get("replies")), problems)
+            if isinstance(got, str):
+                problems[i] = got
+            elif got is not None:
+                found[i] = got
+        return found, problems
 
     def _notes(self, value: Any) -> list[ReplyNote]:
         notes = _obj(value) or {}
@@ -337,11 +428,15 @@ class AnswerReader:
 
 
 _ENTRY_HINT = 'give each id an object with reason, evidence, turns and verdict ("met" or "not_met")'
+_HINTS = {
+    "verdicts": _ENTRY_HINT,
+    "insights": "give each insight id an object with reasoning, evidence, turns and value",
+}
 
 
-def _given_twice(raw: dict[str, Any], verdicts: dict[str, Any], ids: list[str]) -> set[str]:
-    """The ids the answer gives a value somewhere besides `verdicts[id]` (a key equal to the
-    id in any letter case, at any depth) that differs from `verdicts[id]`. The turn keys of
+def _given_twice(raw: dict[str, Any], section: dict[str, Any], ids: list[str]) -> set[str]:
+    """The ids the answer gives a value somewhere besides `section[id]` (a key equal to the
+    id in any letter case, at any depth) that differs from `section[id]`. The turn keys of
     `replies` are not ids."""
     replies = raw.get("replies")
     by_fold = {i.casefold(): i for i in ids}
@@ -354,22 +449,23 @@ def _given_twice(raw: dict[str, Any], verdicts: dict[str, Any], ids: list[str]) 
         for key, child in obj.items():
             stack.append(child)
             i = by_fold.get(key.casefold())
-            if i is None or obj is replies or (obj is verdicts and key == i):
+            if i is None or obj is replies or (obj is section and key == i):
                 continue
-            if i in verdicts and child != verdicts[i]:
+            if i in section and child != section[i]:
                 twice.add(i)
     return twice
 
 
-def _missing_text(missing: list[str], problems: dict[str, str]) -> str:
-    """Why the answer lacks a usable verdict for `missing` ids, for the repair or the error."""
+def _missing_text(missing: list[str], problems: dict[str, str], where: str) -> str:
+    """Why the answer lacks a usable verdict or insight value for `missing` ids (first
+    under `where`), for the repair or the error."""
     why = "; ".join(f"{i}: {p}" for i, p in list(problems.items())[:5])
     return (
-        '"verdicts" has no valid entry for '
+        f'"{where}" has no valid entry for '
         + ", ".join(missing)
         + (f" ({why})" if why else "")
         + ": "
-        + _ENTRY_HINT
+        + _HINTS[where]
     )
 
 

@@ -1,4 +1,5 @@
-"""The LLM judge: one model call grades every criterion and `should`, and notes every reply.
+"""The LLM judge: one model call grades every criterion, `should`, tool-argument rubric
+and evaluation insight, and notes every reply.
 
 Verdicts are keyed by id, never by position. The judge fails closed: an item the answer
 leaves out, or an answer that stays unreadable after the one repair, a failed model call,
@@ -11,18 +12,21 @@ and a verdict can only come from the answer read as the requested schema
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sparring.errors import ModelError, ModelOutputError, UserError
 from sparring.judging.answers import VERDICT_SCHEMA, Answer, AnswerReader, DecisionReader
 from sparring.judging.checks import is_blank
+from sparring.judging.evaluations import InsightItem, evaluations_prompt, insight_items
 from sparring.judging.sampling import judge_seed
+from sparring.judging.tool_checks import parsed_calls
 from sparring.models.base import ChatMessage, Completion, Model
 from sparring.models.structured import complete_json
 from sparring.prompts import DEFAULT_LIMITS, JudgeView, Limits, Scrub, judge_view
-from sparring.results import ReplyNote, Usage, Verdict, VerdictKind, VerdictStatus
+from sparring.results import InsightResult, ReplyNote, Usage, Verdict, VerdictKind, VerdictStatus
 from sparring.scenario import AnyScenario, SimulatedScenario, SingleTurnScenario
+from sparring.scenario.evaluations import Evaluation
 from sparring.transcript import Transcript
 
 NO_REPLY = "the agent sent no reply"
@@ -56,12 +60,14 @@ class ShouldItem:
 class JudgeOutcome:
     """What the judge decided.
 
-    `verdicts` are in item order (criteria, restrictions, then shoulds); `reply_notes` has
-    one note per turn with an agent reply (empty when no call was made).
+    `verdicts` are in item order (criteria, restrictions, tool-argument rubrics, then
+    shoulds); `reply_notes` has one note per turn with an agent reply (empty when no call
+    was made); `insights` one result per insight of the evaluations, in their order.
     """
 
     verdicts: list[Verdict]
     reply_notes: list[ReplyNote]
+    insights: list[InsightResult] = field(default_factory=list[InsightResult])
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +76,13 @@ class _Item:
     kind: VerdictKind
     text: str
     turn: int | None = None
+    tool: str | None = None
+    """A `tool_args_judge` rubric: the tool whose arguments it is about."""
 
     @property
     def description(self) -> str:
+        if self.tool is not None:
+            return f"{self.tool} arguments: {self.text}"
         if self.kind == "should":
             return f"should {self.text}"
         if self.kind == "restriction":  # met means the behaviour did not happen
@@ -104,22 +114,32 @@ def _items(scenario: AnyScenario, shoulds: Sequence[ShouldItem]) -> list[_Item]:
         _Item(c.id, "criterion" if c.kind == "success" else "restriction", c.text)
         for c in scenario.all_criteria
     ]
+    items += [
+        _Item(j.verdict_id, "criterion", j.rubric, tool=j.tool) for j in scenario.tool_args_judge
+    ]
     items += [_Item(s.id, "should", s.text, s.turn) for s in shoulds]
     ids = [i.id.casefold() for i in items]
     dupes = sorted({i.id for i in items if ids.count(i.id.casefold()) > 1})
     if dupes:
         raise UserError(
-            f"scenario {scenario.id!r}: criterion and should ids must be unique, also "
-            f"ignoring letter case; repeated: {', '.join(dupes)}"
+            f"scenario {scenario.id!r}: criterion, tool_args_judge and should ids must be "
+            f"unique, also ignoring letter case; repeated: {', '.join(dupes)}"
         )
     return items
 
 
 def skipped_verdicts(
-    scenario: AnyScenario, shoulds: Sequence[ShouldItem], reason: str
+    scenario: AnyScenario,
+    shoulds: Sequence[ShouldItem],
+    reason: str,
+    transcript: Transcript | None = None,
 ) -> list[Verdict]:
-    """`skipped` verdicts for every criterion and `should` (e.g. no judge model configured)."""
-    return [item.verdict("skipped", reason) for item in _items(scenario, shoulds)]
+    """`skipped` verdicts for every criterion, tool-argument rubric and `should` (e.g. no
+    judge model configured); with `transcript`, those decided without a model (`should`s
+    without a reply, rubrics on a tool never called with parsed arguments) are `not_met`."""
+    items = _items(scenario, shoulds)
+    decided = {} if transcript is None else _decided(items, transcript)
+    return [decided.get(i.id) or i.verdict("skipped", reason) for i in items]
 
 
 async def judge_conversation(
@@ -128,22 +148,28 @@ async def judge_conversation(
     scenario: AnyScenario,
     transcript: Transcript,
     shoulds: Sequence[ShouldItem] = (),
+    evaluations: Sequence[Evaluation] = (),
     limits: Limits = DEFAULT_LIMITS,
     temperature: float = 0.0,
     usage: Usage | None = None,
     scrub: Scrub | None = None,
     require_evidence: bool = True,
 ) -> JudgeOutcome:
-    """Grade every criterion of `scenario` and every `should` in one model call.
+    """Grade every criterion and tool-argument rubric of `scenario`, every `should` and
+    every insight of `evaluations` in one model call.
 
-    A `should` whose turn has no agent reply, or only an empty one, is `not_met` without
-    asking; with nothing left to ask, no call is made. Never raises for model failures.
+    A `should` whose turn has no agent reply, or only an empty one, and a rubric on a tool
+    the agent never called with arguments that parse, are `not_met` without asking; with
+    nothing left to ask, no call is made. Never raises for model failures: every item and
+    insight is then `error`.
 
     Args:
         model: The judge model; it gets `judge_seed(model)`.
         scenario: Gives the criteria (`all_criteria`) and the context shown to the judge.
         transcript: The finished conversation; the judge sees it through `limits`.
         shoulds: Per-reply assertions, decided on the reply at their turn.
+        evaluations: Scorecards whose insights the judge values
+            (`sparring.judging.evaluations`).
         limits: Characters per message and in total that the judge sees.
         temperature: Judge sampling temperature.
         usage: Model calls and tokens are added to it.
@@ -153,55 +179,100 @@ async def judge_conversation(
             it is `error`.
 
     Returns:
-        One verdict per item, in item order; a note per agent reply turn the judge noted.
+        One verdict per item, in item order; a note per agent reply turn the judge noted;
+        one result per insight.
 
     Raises:
-        UserError: two items share an id.
+        UserError: two items, evaluations or insights share an id.
     """
     items = _items(scenario, shoulds)
-    decided = {i.id: i.verdict("not_met", why) for i in items if (why := _no_reply(i, transcript))}
+    insights = insight_items(evaluations, [i.id for i in items])
+    decided = _decided(items, transcript)
     to_ask = [i for i in items if i.id not in decided]
-    if not to_ask:
+    if not to_ask and not insights:
         return JudgeOutcome([decided[i.id] for i in items], [])
     reader = DecisionReader(transcript, scrub=scrub)
-    keep = {i.turn for i in to_ask if i.turn is not None}  # every `should` turn shown
-    view = judge_view(transcript, limits=limits, scrub=scrub, keep_turns=keep)
-    prompt = _judge_prompt(scenario, transcript, to_ask, view)
-    answer = await _ask(model, prompt, to_ask, view, reader, temperature, usage)
+    view = judge_view(transcript, limits=limits, scrub=scrub, keep_turns=_kept(to_ask, transcript))
+    prompt = _judge_prompt(scenario, transcript, to_ask, view, insights)
+    answer = await _ask(model, prompt, _Asked(to_ask, insights, view, reader), temperature, usage)
     if isinstance(answer, str):
-        return JudgeOutcome([decided.get(i.id) or i.verdict("error", answer) for i in items], [])
+        verdicts = [decided.get(i.id) or i.verdict("error", answer) for i in items]
+        return JudgeOutcome(verdicts, [], [i.error(answer) for i in insights])
     ground = reader if require_evidence else None
     verdicts = [decided.get(i.id) or _from_answer(i, answer, ground) for i in items]
-    return JudgeOutcome(verdicts, answer.notes)
+    values = [_insight(i, answer, reader, require_evidence) for i in insights]
+    return JudgeOutcome(verdicts, answer.notes, values)
 
 
-def _no_reply(item: _Item, transcript: Transcript) -> str | None:
-    """`no_reply_reason` for a `should`; `None` for a criterion (about the whole chat)."""
-    return None if item.turn is None else no_reply_reason(transcript, item.turn)
+def _decided(items: Sequence[_Item], transcript: Transcript) -> dict[str, Verdict]:
+    """The items decided without a model, by id: a `should` without a reply at its turn
+    (`no_reply_reason`), a rubric on a tool never called with parsed arguments."""
+    decided: dict[str, Verdict] = {}
+    for item in items:
+        if item.tool is not None:
+            why = parsed_calls(transcript, item.tool)[1]
+        else:
+            why = None if item.turn is None else no_reply_reason(transcript, item.turn)
+        if why is not None:
+            decided[item.id] = item.verdict("not_met", why)
+    return decided
+
+
+def _kept(items: Sequence[_Item], transcript: Transcript) -> set[int]:
+    """Turns the judge must see however long the chat: each `should`'s, and those of the
+    tool calls a rubric is about."""
+    keep = {i.turn for i in items if i.turn is not None}
+    for item in items:
+        keep.update(parsed_calls(transcript, item.tool)[0] if item.tool is not None else ())
+    return keep
+
+
+def _insight(
+    item: InsightItem, answer: Answer, reader: DecisionReader, grounded: bool
+) -> InsightResult:
+    """`item`'s result in `answer`: `error` when it has no usable value there."""
+    valued = answer.values.get(item.id)
+    if valued is not None:
+        return item.result(valued, reader, grounded=grounded)
+    problem = answer.problems.get(item.id)
+    return item.error(
+        f"the judge gave no value for {item.id!r}"
+        if problem is None
+        else f"the judge's value for {item.id!r} could not be read: {problem}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """What one judge call asks: items, insights, and the transcript as shown and read."""
+
+    items: Sequence[_Item]
+    insights: Sequence[InsightItem]
+    view: JudgeView
+    reader: DecisionReader
 
 
 async def _ask(
     model: Model,
     prompt: list[ChatMessage],
-    items: Sequence[_Item],
-    view: JudgeView,
-    reader: DecisionReader,
+    asked: _Asked,
     temperature: float,
     usage: Usage | None,
 ) -> Answer | str:
     """The judge's answer to `prompt`, read; or why there is none, for `error` verdicts."""
     counted = _CountingModel(model)
-    ids = [i.id for i in items]
+    ids, reader, turns = [i.id for i in asked.items], asked.reader, asked.view.reply_turns
     try:
         return await complete_json(
             counted,
             prompt,
-            schema=judge_schema(ids, view.reply_turns),
+            schema=judge_schema(ids, turns, asked.insights),
             validate=AnswerReader(
                 ids,
                 decisions=reader,
-                reply_turns=view.reply_turns,
+                reply_turns=turns,
                 is_repair=lambda: counted.calls > 1,
+                insights={i.id: i.typed for i in asked.insights},
             ),
             schema_name="judgement",
             temperature=temperature,
@@ -277,9 +348,14 @@ Answer with one JSON object only:
 
 
 def _judge_prompt(
-    scenario: AnyScenario, transcript: Transcript, items: Sequence[_Item], view: JudgeView
+    scenario: AnyScenario,
+    transcript: Transcript,
+    items: Sequence[_Item],
+    view: JudgeView,
+    insights: Sequence[InsightItem] = (),
 ) -> list[ChatMessage]:
-    """The judge's prompt: rules (system), then context, transcript and items (user).
+    """The judge's prompt: rules (system), then context, transcript, items and evaluations
+    (user; a part with nothing to ask is left out).
 
     The system message is the same for every call, so providers can cache it.
     """
@@ -287,11 +363,18 @@ def _judge_prompt(
         f"## What is being tested\n{_context(scenario)}",
         f"## The conversation ({transcript.user_turns} "
         f"turn{'' if transcript.user_turns == 1 else 's'})\n" + view.text,
-        "## Items to decide\n" + "\n".join(_item_line(i) for i in items),
+    ]
+    wanted = ['every turn above in "replies"']
+    if items:
+        parts.append("## Items to decide\n" + "\n".join(_item_line(i) for i in items))
+        wanted.insert(0, 'every item id above in "verdicts"')
+    if insights:
+        parts.append(evaluations_prompt(insights))
+        wanted.insert(-1, 'every insight id above in "insights"')
+    parts += [
         "## Agent replies to note\nTurns: "
         + (", ".join(str(t) for t in view.reply_turns) or "none"),
-        'Answer now with the JSON object: every item id above in "verdicts", every turn '
-        'above in "replies".',
+        f"Answer now with the JSON object: {', '.join(wanted)}.",
     ]
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
@@ -322,6 +405,8 @@ def _context(scenario: AnyScenario) -> str:
 
 
 def _item_line(item: _Item) -> str:
+    if item.tool is not None:
+        return f"- {item.id} (about the arguments of the agent's {item.tool} calls): {item.text}"
     if item.kind == "criterion":
         label = "success criterion"
     elif item.kind == "restriction":
@@ -343,26 +428,30 @@ _NOTE_SCHEMA: dict[str, Any] = {
 }
 
 
-def judge_schema(ids: Sequence[str], reply_turns: Sequence[int]) -> dict[str, Any]:
-    """JSON Schema of the judge's answer: one required property per item id and per turn."""
-    turns = [str(t) for t in reply_turns]
+def judge_schema(
+    ids: Sequence[str], reply_turns: Sequence[int], insights: Sequence[InsightItem] = ()
+) -> dict[str, Any]:
+    """JSON Schema of the judge's answer: one required property per item id (under
+    `verdicts`, left out without items), per insight id (under `insights`, left out without
+    insights) and per turn (under `replies`)."""
+    sections: dict[str, dict[str, Any]] = {}
+    if ids:
+        sections["verdicts"] = {i: VERDICT_SCHEMA for i in ids}
+    if insights:
+        sections["insights"] = {i.id: i.schema() for i in insights}
+    sections["replies"] = {str(t): _NOTE_SCHEMA for t in reply_turns}
     return {
         "type": "object",
         "additionalProperties": False,
-        "required": ["verdicts", "replies"],
+        "required": list(sections),
         "properties": {
-            "verdicts": {
+            name: {
                 "type": "object",
                 "additionalProperties": False,
-                "required": list(ids),
-                "properties": {i: VERDICT_SCHEMA for i in ids},
-            },
-            "replies": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": turns,
-                "properties": {t: _NOTE_SCHEMA for t in turns},
-            },
+                "required": list(properties),
+                "properties": properties,
+            }
+            for name, properties in sections.items()
         },
     }
 

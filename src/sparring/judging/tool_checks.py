@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from sparring.judging.check_scope import Outcome, Scope, clip, scope_text
 from sparring.scenario import ToolArgsCheck, ToolCalledCheck
-from sparring.transcript import ToolCall, content_text
+from sparring.transcript import ToolCall, Transcript, content_text
 
 
 def describe_tool_called(check: ToolCalledCheck) -> str:
@@ -115,3 +115,19 @@ def _pairwise(expected: list[Any], actual: list[Any], test: Callable[[Any, Any],
     return len(expected) == len(actual) and all(
         test(e, a) for e, a in zip(expected, actual, strict=True)
     )
+
+
+def parsed_calls(transcript: Transcript, tool: str) -> tuple[tuple[int, ...], str | None]:
+    """The first stage of a `tool_args_judge`, without a model: the turns where the agent
+    called `tool` with arguments that parse as JSON, and `None`; or `()` and why the
+    rubric cannot be judged (never called, or only with arguments that did not parse)."""
+    calls = [(t, c) for t, m in transcript.agent_replies() for c in m.tool_calls]
+    matching = [(t, c) for t, c in calls if c.name == tool]
+    if not matching:
+        names = ", ".join(dict.fromkeys(c.name for _, c in calls)) or "none"
+        return (), f"the agent never called {tool}; tools called: {names}"
+    turns = tuple(dict.fromkeys(t for t, c in matching if c.arguments is not None))
+    if not turns:
+        seen = "; ".join(f"turn {t}: {_args_text(c)}" for t, c in matching[:3])
+        return (), f"no call to {tool} had arguments that parse as JSON: {seen}"
+    return turns, None

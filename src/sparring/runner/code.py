@@ -15,6 +15,7 @@ import anyio
 
 from sparring.models.base import Model
 from sparring.runner.context import TrialContext
+from sparring.scenario.evaluations import Evaluation
 from sparring.targets.base import Target
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ class CodeScenario:
         judge_model: Judges this test's `should`s instead of the run's judge model.
         before: Awaited before each trial's body (setup hooks); raising makes it `error`.
         after: Awaited after each trial with `(passed, error)`; raising makes it `error`.
+        evaluations: Scorecards the judge values on the trial's conversation after the body
+            (one judge call), like a YAML scenario's `evaluations`.
     """
 
     id: str
@@ -60,6 +63,7 @@ class CodeScenario:
     judge_model: Model | None = None
     before: Callable[[], Awaitable[None]] | None = None
     after: Callable[[bool, str | None], Awaitable[None]] | None = None
+    evaluations: tuple[Evaluation, ...] = ()
     kind: Literal["python"] = "python"
 
     @property

@@ -42,6 +42,8 @@ class RunSettings:
             already failed (by default no judge call is made there).
         adaptive: Give every scenario without `trials` of its own adaptive trials (3 to
             30; `sparring.runner.adaptive`); a count it sets stays fixed.
+        explain_failures: One more judge-model call per failed trial writes
+            `TrialResult.explanation` (a scenario's own `explain_failures` wins).
         no_model_reason: When set, the run uses no model at all (even one it was given) and
             every step that needs one is `skipped` with this reason; the pytest plugin sets
             it when the session is not live.
@@ -59,6 +61,7 @@ class RunSettings:
     judge_after_failed_checks: bool = False
     no_model_reason: str | None = None
     adaptive: bool = False
+    explain_failures: bool = False
 
     def __post_init__(self) -> None:
         """Check the settings go together.
@@ -101,5 +104,6 @@ class RunSettings:
             user_temperature=settings.user_temperature,
             judge_temperature=settings.judge_temperature,
             judge_after_failed_checks=settings.judge_after_failed_checks,
+            explain_failures=settings.explain_failures,
             limits=limits,
         )

@@ -25,17 +25,20 @@ from sparring.events import (
     VerdictAdded,
 )
 from sparring.judging.checks import empty_reply_verdict, run_check
+from sparring.judging.evaluations import trial_score
 from sparring.judging.judge import ShouldItem, judge_conversation, skipped_verdicts
 from sparring.judging.should import NO_MODEL_HINT, JudgeSettings
 from sparring.models.base import Model
 from sparring.results import (
     EndReason,
+    InsightResult,
     ReplyNote,
     SubtestResult,
     TrialResult,
     TrialStatus,
     Usage,
     Verdict,
+    evaluations_passed,
     trial_status,
     undecided_text,
 )
@@ -47,6 +50,7 @@ from sparring.runner.context import (
     TrialContext,
     masked_verdict,
 )
+from sparring.runner.evaluating import explains, explanation, has_gates, nothing_to_pass
 from sparring.runner.settings import REPLY_TIMEOUT_HINT, AnyRunnable, RunSettings
 from sparring.scenario import (
     AnyScenario,
@@ -93,6 +97,8 @@ class _TrialState:
         self.wire = Transcript()
         """What the target is sent: the conversation exactly as it happened."""
         self.verdicts: list[Verdict] = []
+        self.insights: list[InsightResult] = []
+        self.explanation: str | None = None
         self.usage = Usage()
         self.reply_notes: list[ReplyNote] = []
         self.subtests: list[SubtestResult] = []
@@ -135,6 +141,12 @@ class _TrialState:
             transcript=self.transcript,
             verdicts=self.verdicts,
             reply_notes=self.reply_notes,
+            insights=self.insights,
+            score=trial_score(self.insights, self.verdicts),
+            evaluations_passed=evaluations_passed(
+                self.insights, pending=has_gates(self.scenario) and not self.insights
+            ),
+            explanation=self.explanation,
             usage=self.usage,
             subtests=self.subtests,
             error=None if error is None else _scrubbed(error, self.ctx.scrub),
@@ -274,22 +286,24 @@ async def _judge(
     trial (and neither the scenario nor the settings say `judge_after_failed_checks`)."""
     ctx = state.ctx
     state.add_verdicts(_conversation_checks(state, scenario, end_reason))
-    if not scenario.all_criteria and not shoulds:
+    evaluations = scenario.defined_evaluations
+    if not (scenario.all_criteria or shoulds or scenario.tool_args_judge or evaluations):
         return
     failed = next((v for v in state.verdicts if v.status == "not_met"), None)
     if scenario.judge_after_failed_checks or ctx.settings.judge_after_failed_checks:
         failed = None
     if failed is not None:
         reason = f"not judged: check {failed.id} ({failed.description}) already failed the trial"
-        state.add_verdicts(skipped_verdicts(scenario, shoulds, reason))
+        state.add_verdicts(skipped_verdicts(scenario, shoulds, reason, state.transcript))
     elif ctx.judge_model is None:
-        state.add_verdicts(skipped_verdicts(scenario, shoulds, ctx.skip_reason))
+        state.add_verdicts(skipped_verdicts(scenario, shoulds, ctx.skip_reason, state.transcript))
     else:
         outcome = await judge_conversation(
             ctx.judge_model,
             scenario=scenario,
             transcript=state.transcript,
             shoulds=shoulds,
+            evaluations=evaluations,
             limits=ctx.settings.limits,
             temperature=ctx.settings.judge_temperature,
             usage=state.usage,
@@ -298,6 +312,7 @@ async def _judge(
         )
         state.add_verdicts(outcome.verdicts)
         state.reply_notes = outcome.reply_notes
+        state.insights = outcome.insights
 
 
 async def _converse(state: _TrialState, target: Target | None) -> EndReason:
@@ -381,7 +396,29 @@ async def _run_code(state: _TrialState, scenario: CodeScenario, target: Target |
         forgotten = trial.unawaited()
     if forgotten:
         raise _TestRaised(forgotten)
+    await _evaluate_code(state, scenario, trial.judge.model)
     return "script_done"
+
+
+async def _evaluate_code(state: _TrialState, scenario: CodeScenario, model: Model | None) -> None:
+    """A Python test's evaluations: one judge call on the trial's conversation, made when
+    the test has evaluations and a conversation (no model: not judged, `pending`)."""
+    if not scenario.evaluations or not state.transcript.messages or model is None:
+        return
+    subject = SingleTurnScenario.model_construct(
+        id=scenario.id, name=scenario.display_name, prompt=""
+    )
+    outcome = await judge_conversation(
+        model,
+        scenario=subject,
+        transcript=state.transcript,
+        evaluations=scenario.evaluations,
+        limits=state.ctx.settings.limits,
+        temperature=state.ctx.settings.judge_temperature,
+        usage=state.usage,
+        scrub=state.ctx.scrub,
+    )
+    state.insights = outcome.insights
 
 
 async def _hook(
@@ -442,6 +479,8 @@ async def run_trial(
         outcome = await _play(state, target)
         if isinstance(scenario, CodeScenario) and scenario.after is not None:
             outcome = await _after(state, scenario.after, outcome)
+        if outcome[0] == "failed" and explains(scenario, ctx.settings):
+            outcome = await _explain(state, outcome)
     except anyio.get_cancelled_exc_class():
         on_result(
             state.finish(
@@ -485,13 +524,45 @@ async def _play(state: _TrialState, target: Target | None) -> Outcome:
             "internal_error",
             f"unexpected {type(e).__name__}: {e}; please report this with the JSON report attached",
         )
-    status = trial_status(state.verdicts)
-    if isinstance(scenario, CodeScenario) and not state.verdicts:
+    return _status(state, end_reason)
+
+
+def _status(state: _TrialState, end_reason: EndReason) -> Outcome:
+    """The outcome of a trial that ran to the end, from its verdicts and insights."""
+    scenario, insights = state.scenario, state.insights
+    status = trial_status(state.verdicts, insights)
+    if isinstance(scenario, CodeScenario) and status == "skipped" and not state.verdicts:
         status = "passed"  # a Python test that returns without failing passes, like pytest
+    if status in ("passed", "skipped") and nothing_to_pass(scenario):
+        if insights and all(i.status == "error" for i in insights):
+            return "error", end_reason, f"no insight could be scored: {insights[0].error}"
+        return "done", end_reason, state.note
     if status == "skipped":  # every verdict skipped (no judge model): say so, not how it ended
         return status, "skipped", next((v.reason for v in state.verdicts if v.reason), None)
-    undecided = undecided_text(state.verdicts) if status == "error" else None
+    undecided = undecided_text(state.verdicts, insights) if status == "error" else None
     return status, end_reason, undecided or state.note
+
+
+async def _explain(state: _TrialState, outcome: Outcome) -> Outcome:
+    """`explanation` for a failed trial; when none could be written, the outcome's text
+    says why and the status stays."""
+    ctx, scenario = state.ctx, state.scenario
+    own = scenario.judge_model if isinstance(scenario, CodeScenario) else None
+    model = None if ctx.settings.no_model_reason else own or ctx.judge_model
+    state.explanation, note = await explanation(
+        model,
+        scenario,
+        state.transcript,
+        results=(state.verdicts, state.insights),
+        settings=ctx.settings,
+        usage=state.usage,
+        scrub=ctx.scrub,
+        no_model=ctx.skip_reason,
+    )
+    status, end_reason, error = outcome
+    if note is None:
+        return outcome
+    return status, end_reason, note if error is None else f"{error}; {note}"
 
 
 async def _after(
