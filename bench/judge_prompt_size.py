@@ -65,7 +65,12 @@ def _transcript() -> Transcript:
 
 async def _measure(scenario: SimulatedScenario) -> tuple[int, int]:
     model = ScriptedModel(handler=lambda _m, schema: example_for_schema(schema or {}))
-    await judge_conversation(model, scenario=scenario, transcript=_transcript())
+    await judge_conversation(
+        model,
+        scenario=scenario,
+        transcript=_transcript(),
+        evaluations=scenario.defined_evaluations,
+    )
     messages, schema = model.calls[0]
     chars = sum(len(str(m["content"])) for m in messages)
     return chars, len(json.dumps(schema, separators=(",", ":")))
