@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from sparring.cli import diff, export, generate, history, override, rejudge, users
+from sparring.cli import calibrate, diff, export, generate, history, override, rejudge, users
 
 EXIT_USAGE = 2
 
@@ -285,6 +285,7 @@ cli.add_command(export.export)
 cli.add_command(diff.diff)
 cli.add_command(diff.baseline)
 cli.add_command(rejudge.rejudge)
+cli.add_command(calibrate.calibrate)
 cli.add_command(override.override)
 cli.add_command(users.users)
 cli.add_command(generate.generate)

@@ -1,0 +1,161 @@
+"""`sparring calibrate LABELS`: how often the judge agrees with people on labelled cases.
+Imports only click at start-up; the work is in `sparring.judging.calibration` and the cases
+are read by `sparring.loaders.labels`."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from sparring.judging.calibration import Calibration, CaseResult, Confusion
+
+_NO_MODEL = (
+    "no judge model to calibrate: give --judge-model SPEC (e.g. --judge-model "
+    "openai:gpt-4o-mini), or set `judge_model` (or `model`) under [tool.sparring] in "
+    "pyproject.toml or in sparring.toml, or SPARRING_JUDGE_MODEL"
+)
+_SHOWN_WRONG = 20
+"""At most this many wrong cases are listed."""
+
+
+@click.command("calibrate")
+@click.argument("labels", metavar="LABELS", type=click.Path(dir_okay=False))
+@click.option("--judge-model", metavar="SPEC", help="Calibrate this judge (default: the judge).")
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1, max=20),
+    default=1,
+    show_default=True,
+    help="Judge each case K times: the majority is its label, and the judge's "
+    "self-agreement is measured.",
+)
+def calibrate(labels: str, judge_model: str | None, repeat: int) -> None:
+    """Measure the judge against people: LABELS is a JSONL file of labelled cases (a
+    transcript, a `criterion` or a `should`, and `label` met or not_met; see README
+    "Measuring the judge"). Prints agreement, Cohen's kappa, a confusion table per criterion,
+    the judge's self-agreement over --repeat answers and the cases it got wrong."""
+    sys.exit(calibrate_command(labels, judge_model=judge_model, repeat=repeat))
+
+
+def calibrate_command(labels: str, *, judge_model: str | None, repeat: int) -> int:
+    """Body of `sparring calibrate`; returns the exit code: 0 when the judge answered, 3
+    when none of its answers could be used (every case `error`).
+
+    Raises:
+        UserError: no judge model configured, a model spec that cannot be used, or a
+            labels file that cannot be read.
+        ConfigError: a labels line that is not a valid case (at file:line).
+    """
+    import anyio
+
+    from sparring.config import load_settings
+    from sparring.errors import UserError
+    from sparring.judging.calibration import calibrate
+    from sparring.loaders.labels import read_labels
+    from sparring.models.registry import model_from_settings
+    from sparring.runner.settings import RunSettings
+
+    settings = load_settings({"judge_model": judge_model})
+    spec = settings.resolved_judge_model
+    if spec is None:
+        raise UserError(_NO_MODEL)
+    cases = read_labels(labels)
+    judge = model_from_settings(spec, settings)
+    limits = RunSettings.from_settings(settings).limits
+
+    async def work() -> Calibration:
+        try:
+            return await calibrate(
+                judge,
+                cases,
+                repeat=repeat,
+                parallel=settings.parallel,
+                temperature=settings.judge_temperature,
+                limits=limits,
+            )
+        finally:
+            await judge.aclose()
+
+    click.echo(
+        f"Calibrating judge {spec} on {len(cases)} labelled case{_s(len(cases))} from "
+        f"{labels}" + (f", each judged {repeat} times" if repeat > 1 else "")
+    )
+    done = anyio.run(work)
+    _print(done)
+    return 3 if done.overall.errors == len(done.results) else 0
+
+
+def _print(done: Calibration) -> None:
+    overall = done.overall
+    click.echo("")
+    click.echo(_summary("Overall", overall))
+    if done.self_agreement is not None:
+        flipped = done.unstable
+        names = ", ".join(r.case.id for r in flipped[:10]) + (" ..." if len(flipped) > 10 else "")
+        click.echo(
+            f"Judge self-agreement over {done.repeat} answers: {_pct(done.self_agreement)}"
+            + (f"; it changed its mind on {len(flipped)}: {names}" if flipped else "")
+        )
+    for table in done.by_criterion:
+        click.echo("")
+        click.echo(_summary(table.name, table))
+        click.echo(_table(table))
+    _print_wrong(done.wrong)
+    usage = done.usage
+    click.echo("")
+    click.echo(
+        f"Model calls: {usage.model_calls}, tokens {usage.input_tokens} in / "
+        f"{usage.output_tokens} out"
+    )
+
+
+def _summary(name: str, table: Confusion) -> str:
+    agreeing = sum(r.correct for r in table.results)
+    kappa = table.kappa
+    errors = f"; {table.errors} judge error{_s(table.errors)}" if table.errors else ""
+    return (
+        f"{name}: agreement {agreeing}/{table.total} ({_pct(table.agreement)}), Cohen's kappa "
+        f"{'n/a (one label only)' if kappa is None else f'{kappa:.2f}'}{errors}"
+    )
+
+
+def _table(table: Confusion) -> str:
+    """Rows: the person's label; columns: the judge's."""
+    from sparring.judging.calibration import JUDGE_LABELS, LABELS
+
+    corner = "person \\ judge"
+    head = f"  {corner:<16}" + "".join(f"{label:>9}" for label in JUDGE_LABELS)
+    rows = [
+        f"  {person:<16}" + "".join(f"{table.count(person, j):>9}" for j in JUDGE_LABELS)
+        for person in LABELS
+    ]
+    return "\n".join([head, *rows])
+
+
+def _print_wrong(wrong: list[CaseResult]) -> None:
+    click.echo("")
+    if not wrong:
+        click.echo("The judge agreed with every label.")
+        return
+    click.echo(f"Cases the judge got wrong ({len(wrong)}):")
+    for result in wrong[:_SHOWN_WRONG]:
+        case = result.case
+        click.echo(
+            f"  {case.id} ({case.source}) {case.criterion_id[:60]}: person {case.label}, "
+            f"judge {result.judge_label}: {result.reason[:200]}"
+        )
+    if len(wrong) > _SHOWN_WRONG:
+        click.echo(f"  ... and {len(wrong) - _SHOWN_WRONG} more")
+
+
+def _pct(fraction: float | None) -> str:
+    from sparring.reports import percent
+
+    return percent(fraction)
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
