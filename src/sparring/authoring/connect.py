@@ -16,6 +16,7 @@ from sparring.models.base import Model
 from sparring.runner.context import (
     TrialContext,
     TrialLog,
+    UserPlay,
     current_trial,
 )
 from sparring.target_specs import TargetSpec
@@ -143,6 +144,7 @@ async def _opened(
                 judge=JudgeSettings(model=judge_model, scrub=secrets.scrub),
                 reply_timeout_s=response_timeout,
                 recorder=TrialLog(scrub=secrets.scrub),
+                user=UserPlay(model=judge_model, scrub=secrets.scrub),  # plays the user too
             )
         else:
             trial = (

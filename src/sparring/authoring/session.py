@@ -25,21 +25,25 @@ from sparring.authoring.steps import (
     AgentMessage,
     CustomerMessage,
     Step,
+    parse_check,
     transcript_of,
     validation_summary,
     warn_condition,
 )
-from sparring.errors import TargetError, UserError
+from sparring.errors import ModelOutputError, RunError, TargetError, UserError
 from sparring.judging.checks import run_check
 from sparring.judging.should import Condition, judge_shoulds
 from sparring.results import SubtestResult, Verdict, trial_status
 from sparring.runner.context import (
     ConditionsNotMet,
     ConditionsUndecided,
+    SimulationSkipped,
     TrialContext,
+    UserPlay,
     current_trial,
 )
-from sparring.scenario import unseen_tool_calls
+from sparring.scenario import Check, SimulatedScenario, unseen_tool_calls
+from sparring.simulator import next_user_message
 from sparring.target_specs import TargetSpec
 from sparring.targets.attachments import read_attachment
 from sparring.targets.base import Target, TargetSession
@@ -206,6 +210,35 @@ class Response:
         _raise_unless_met(verdicts, {f"the agent's reply at turn {self.turn}": self.message})
         return verdicts
 
+    def check(self, *checks: Check | Mapping[str, Any]) -> list[Verdict]:
+        """Run sparring's declarative checks on this reply, as a YAML turn's `checks:` do:
+        `response.check({"tool_called": {"include": ["lookup_order"]}}, {"contains":
+        "10234"})`. No model is needed; each verdict is recorded in the trial.
+
+        Returns:
+            One `check` verdict per spec, in order.
+
+        Raises:
+            ConditionsNotMet: a check was not met (an AssertionError naming each, with the
+                same reason a YAML check gives).
+            UserError: no check given, or a spec that is not a valid check.
+        """
+        if not checks:
+            raise UserError('check() needs at least one check, e.g. check({"contains": "x"})')
+        parsed = [parse_check(c) for c in checks]
+        verdicts = [
+            run_check(
+                c,
+                self.transcript,
+                check_id=self.trial.next_id(f"t{self.turn}.check"),
+                turn=self.turn,
+            )  # fmt: skip
+            for c in parsed
+        ]
+        self.trial.recorder.add_verdicts(verdicts)
+        _raise_unless_met(verdicts, {f"the agent's reply at turn {self.turn}": self.message})
+        return verdicts
+
 
 class Session:
     """One conversation with a target; use it as `async with suite.session() as session`.
@@ -265,6 +298,75 @@ class Session:
         self.transcript = wire.with_message(reply)
         self.trial.recorder.add_message(reply)
         return Response(reply, self.transcript.user_turns, self.transcript, self.trial)
+
+    async def simulate(
+        self, turns: int = 1, *, persona: str | None = None, goal: str | None = None
+    ) -> list[Response]:
+        """Let the simulated user write the next `turns` messages (fewer when it is done),
+        each sent to the agent: `await session.simulate(turns=2, goal="Get a refund")`.
+
+        `persona` and `goal` default to the Suite's (`Suite(persona=..., goal=...)`); the
+        simulated user reads the conversation so far, written turns included.
+
+        Returns:
+            The agent's replies, one per message the simulated user wrote.
+
+        Raises:
+            SimulationSkipped: no simulated-user model; the trial is `skipped`.
+            UserError: `turns` below 1, or no goal given here or to the Suite.
+            RunError: the simulated user wrote no usable message (the trial is `error`).
+            TargetError: the target failed.
+        """
+        play = self.trial.user
+        chosen_goal = goal or play.goal
+        if turns < 1 or not chosen_goal:
+            raise UserError(
+                "simulate() needs turns >= 1 and a goal: simulate(turns=2, goal='Get a "
+                "refund for order 10236'), or Suite(goal=...)"
+            )
+        if play.model is None:
+            skipped = Verdict(
+                id=self.trial.next_id("simulate"),
+                kind="check",
+                description=f"simulate(turns={turns})",
+                status="skipped",
+                reason=play.skip_reason,
+            )
+            self.trial.recorder.add_verdicts([skipped])
+            raise SimulationSkipped(skipped)
+        return await self._simulate(play, turns, persona or play.persona, chosen_goal)
+
+    async def _simulate(
+        self, play: UserPlay, turns: int, persona: str | None, goal: str
+    ) -> list[Response]:
+        assert play.model is not None
+        user = SimulatedScenario(
+            id=self.trial.scenario_id.replace("::", "/")[:128] or "session",
+            persona=persona or SimulatedScenario.model_fields["persona"].default,
+            goal=goal,
+        )
+        replies: list[Response] = []
+        for n in range(1, turns + 1):
+            try:
+                decision = await next_user_message(
+                    play.model,
+                    scenario=user,
+                    transcript=self.transcript,
+                    may_stop=True,
+                    limits=play.limits,
+                    temperature=play.temperature,
+                    usage=self.trial.usage,
+                    scrub=play.scrub,
+                )
+            except ModelOutputError as e:
+                raise RunError(
+                    f"the simulated user wrote no usable message {n} of simulate(turns="
+                    f"{turns}): {e}; a bad simulated user is not a failing agent"
+                ) from None
+            if decision.done:
+                break
+            replies.append(await self.send(decision.message))
+        return replies
 
     async def add_events(self, history: Sequence[Step]) -> None:
         """Make `history` (e.g. `InteractionBuilder().step(...).build()`) the conversation so

@@ -121,6 +121,8 @@ class Suite:
             ID, "timeout_s": response_timeout})`, so a Parlant test file runs after changing
             only its import line.
         agent_id: The Parlant agent's id; only with `server_url`.
+        persona: Who the simulated user of `session.simulate(...)` is, by default.
+        goal: What that simulated user wants, by default.
 
     Attributes:
         context: A dict shared by hooks and tests (e.g. ids made in `before_all`).
@@ -139,6 +141,8 @@ class Suite:
         response_timeout: float = 60,
         server_url: str | None = None,
         agent_id: str | None = None,
+        persona: str | None = None,
+        goal: str | None = None,
     ) -> None:
         _check_seconds("Suite", "response_timeout", response_timeout)
         _check_model(model)
@@ -153,6 +157,7 @@ class Suite:
             raise UserError(f"Suite(target=...): {e}") from None
         self.model = model
         self.response_timeout = response_timeout
+        self.persona, self.goal = persona, goal
         self.context: dict[str, Any] = {}
         self.tests: list[RegisteredTest] = []
         self._hooks: dict[str, list[Hook]] = {
@@ -169,7 +174,12 @@ class Suite:
     def scenario(self, fn: F) -> F: ...
     @overload
     def scenario(
-        self, *, repetitions: int = 1, threshold: float | str = 1.0, timeout_s: float = 600
+        self,
+        *,
+        repetitions: int = 1,
+        threshold: float | str = 1.0,
+        timeout_s: float = 600,
+        expect_failure: bool = False,
     ) -> Callable[[F], F]: ...
 
     def scenario(
@@ -179,6 +189,7 @@ class Suite:
         repetitions: int = 1,
         threshold: float | str = 1.0,
         timeout_s: float = 600,
+        expect_failure: bool = False,
     ) -> F | Callable[[F], F]:
         """Register a test: `@suite.scenario` or `@suite.scenario(repetitions=5,
         threshold="80%")`.
@@ -189,6 +200,8 @@ class Suite:
             threshold: Pass rate required across them: `0.8`, `"80%"` or `80`; the
                 default 1.0 means every repetition must pass.
             timeout_s: Limit for one trial, in seconds.
+            expect_failure: The test must fail: a trial that fails passes ("failed as
+                expected"), one that passes fails; errors and skips stay as they are.
 
         Raises:
             UserError: bad repetitions, threshold or timeout_s, or a test name used twice.
@@ -214,7 +227,9 @@ class Suite:
                 raise UserError(f"the suite already has a test named {name!r}; rename one")
             code = getattr(test, "__code__", None)
             source = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else name
-            self.tests.append(RegisteredTest(test, name, source, repetitions, fraction, timeout_s))
+            self.tests.append(
+                RegisteredTest(test, name, source, repetitions, fraction, timeout_s, expect_failure)
+            )
             return test
 
         return register if fn is None else register(fn)
@@ -350,7 +365,7 @@ class Suite:
                 result = await run_scenarios(
                     [active[s.id] for s in scenarios],
                     targets=pool.for_scenario,
-                    user_model=None,
+                    user_model=judge,  # the suite's model plays `session.simulate` users too
                     judge_model=judge,
                     settings=settings,
                     observer=observer,

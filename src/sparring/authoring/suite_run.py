@@ -44,6 +44,7 @@ class RegisteredTest:
     repetitions: int
     threshold: float
     timeout_s: float
+    expect_failure: bool = False
 
 
 def shown_path(file: str) -> str:
@@ -147,6 +148,9 @@ class SuiteRun:
             judge_model=model,
             before=before,
             after=after,
+            persona=suite.persona,
+            goal=suite.goal,
+            expect_failure=test.expect_failure,
         )
 
     async def _before_all(self, suite: Suite) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import anyio
 
 from sparring.models.base import Model
+from sparring.results import TrialStatus
 from sparring.runner.context import TrialContext
 from sparring.scenario.evaluations import Evaluation
 from sparring.targets.base import Target
@@ -49,6 +50,8 @@ class CodeScenario:
         after: Awaited after each trial with `(passed, error)`; raising makes it `error`.
         evaluations: Scorecards the judge values on the trial's conversation after the body
             (one judge call), like a YAML scenario's `evaluations`.
+        persona, goal: The simulated user of `Session.simulate` (the Suite's).
+        expect_failure: The test must fail: a failed trial passes, a passed one fails.
     """
 
     id: str
@@ -64,12 +67,26 @@ class CodeScenario:
     before: Callable[[], Awaitable[None]] | None = None
     after: Callable[[bool, str | None], Awaitable[None]] | None = None
     evaluations: tuple[Evaluation, ...] = ()
+    persona: str | None = None
+    goal: str | None = None
+    expect_failure: bool = False
     kind: Literal["python"] = "python"
 
     @property
     def name(self) -> str:
         """Same as `display_name` (YAML scenarios have both)."""
         return self.display_name
+
+
+def as_expected_failure(status: TrialStatus, error: str | None) -> tuple[TrialStatus, str | None]:
+    """A trial of an `expect_failure` test: `failed` becomes `passed` (the error text kept,
+    prefixed "failed as expected"), `passed` becomes `failed`; anything else (an error, a
+    skip) stays, since it says nothing about whether the test fails."""
+    if status == "failed":
+        return "passed", f"failed as expected: {error}" if error else "failed as expected"
+    if status == "passed":
+        return "failed", "expected to fail (expect_failure=True), but every check passed"
+    return status, error
 
 
 class HookError(Exception):

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import anyio
 
 from sparring.errors import RunError, TargetTimeout
-from sparring.judging.should import JudgeSettings
+from sparring.judging.should import NO_MODEL_HINT, JudgeSettings
+from sparring.models.base import Model
+from sparring.prompts import DEFAULT_LIMITS, Limits
 from sparring.results import SubtestResult, Usage, Verdict
 from sparring.targets.base import Target, TargetSession
 from sparring.transcript import Message, Transcript, sanitized
@@ -100,6 +102,21 @@ class TrialLog:
         return sanitized(message, self.scrub)
 
 
+@dataclass(frozen=True, kw_only=True)
+class UserPlay:
+    """How `Session.simulate` plays the simulated user: the model (`None`: no model, the
+    simulation is skipped with `skip_reason`), the default persona and goal (the Suite's),
+    what the user sees of the conversation, its temperature and the secret scrubber."""
+
+    model: Model | None = None
+    persona: str | None = None
+    goal: str | None = None
+    limits: Limits = DEFAULT_LIMITS
+    temperature: float = 0.7
+    scrub: Callable[[str], str] | None = None
+    skip_reason: str = NO_MODEL_HINT
+
+
 @dataclass(kw_only=True)
 class TrialContext:
     """One trial of a Python test, as its body sees it (also `current_trial()`).
@@ -113,6 +130,7 @@ class TrialContext:
         reply_timeout_s: Limit for one reply, in seconds (`None`: the target's own).
         usage: Model calls and tokens of the judge are added here.
         recorder: Where messages, verdicts and sub-tests go.
+        user: The simulated user of `Session.simulate`.
     """
 
     scenario_id: str
@@ -124,6 +142,7 @@ class TrialContext:
     reply_timeout_s: float | None = None
     usage: Usage = field(default_factory=Usage)
     recorder: Recorder = field(default_factory=TrialLog)
+    user: UserPlay = field(default_factory=UserPlay)
     _ids: Counter[str] = field(default_factory=Counter[str])
     _asserts: list[tuple[str, Coroutine[Any, Any, Any]]] = field(
         default_factory=list[tuple[str, Coroutine[Any, Any, Any]]]
@@ -217,7 +236,8 @@ class ConditionsNotMet(AssertionError):
 
 class ConditionsUndecided(RunError):
     """The judge could not decide some conditions (its answer was unreadable, or the model
-    failed): the trial is `error`, never passed."""
+    failed): the trial is `error`, never passed. Its verdicts decide the trial's status
+    (`SimulationSkipped` carries a `skipped` one)."""
 
     def __init__(self, verdicts: Sequence[Verdict]) -> None:
         self.verdicts = list(verdicts)
@@ -225,3 +245,12 @@ class ConditionsUndecided(RunError):
             f"{v.id} {v.description}: {v.reason}" for v in verdicts if v.status == "error"
         )
         super().__init__(f"could not be decided: {undecided}")
+
+
+class SimulationSkipped(ConditionsUndecided):
+    """`Session.simulate` without a simulated-user model: its `skipped` verdict makes the
+    trial `skipped` (the test body stops there, as pytest's skip does)."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        super().__init__([verdict])
+        Exception.__init__(self, f"skipped: {verdict.reason}")

@@ -42,19 +42,26 @@ from sparring.results import (
     trial_status,
     undecided_text,
 )
-from sparring.runner.code import CodeScenario, HookError, call_body, raised_text
+from sparring.runner.code import (
+    CodeScenario,
+    HookError,
+    as_expected_failure,
+    call_body,
+    raised_text,
+)
 from sparring.runner.context import (
     CURRENT_TRIAL,
     ConditionsNotMet,
     ConditionsUndecided,
     TrialContext,
+    UserPlay,
     masked_verdict,
 )
 from sparring.runner.evaluating import explains, explanation, has_gates, nothing_to_pass
+from sparring.runner.script import SimulatorFailed, needs_user_model, play_script
 from sparring.runner.settings import REPLY_TIMEOUT_HINT, AnyRunnable, RunSettings
 from sparring.scenario import (
     AnyScenario,
-    Check,
     ScriptedScenario,
     SimulatedScenario,
     SingleTurnScenario,
@@ -157,12 +164,17 @@ class _TrialState:
         return result
 
     async def exchange(
-        self, session: TargetSession, text: str, *, files: Sequence[str] = ()
+        self,
+        session: TargetSession,
+        text: str,
+        *,
+        files: Sequence[str] = (),
+        audio: str | None = None,
     ) -> Message:
-        """Send one user message (with the files at the paths `files`) and record both it
-        and the reply."""
+        """Send one user message (with the files at the paths `files`, and for a voice
+        target the WAV at `audio`) and record both it and the reply."""
         attached = tuple(read_attachment(f) for f in files)
-        self.add_message(Message(role="user", content=text, files=attached))
+        self.add_message(Message(role="user", content=text, files=attached, audio=audio))
         timeout = self.ctx.settings.reply_timeout_s
         try:
             with anyio.fail_after(timeout) if timeout is not None else nullcontext():
@@ -211,21 +223,17 @@ async def _simulate(state: _TrialState, session: TargetSession) -> EndReason:
     return "max_turns"
 
 
-class _SimulatorFailed(Exception):
-    """The simulated user wrote no usable message before `min_turns`: the trial is `invalid`."""
-
-
 def _simulator_failed(
     state: _TrialState, scenario: SimulatedScenario, turn: int, error: ModelOutputError
 ) -> EndReason:
     """End a conversation whose simulated user wrote nothing sendable for `turn`: it is
     judged on what was said when `min_turns` turns were played (`state.note` says why it
-    ended), else it raises `_SimulatorFailed` (a bad simulated user is not a failing agent).
+    ended), else it raises `SimulatorFailed` (a bad simulated user is not a failing agent).
     """
     why = f"the simulated user wrote no usable message for turn {turn}: {error}"
     least = scenario.effective_min_turns
     if turn <= least:
-        raise _SimulatorFailed(
+        raise SimulatorFailed(
             f"{why}; the conversation stopped before min_turns ({least}), so the agent was "
             "not judged"
         )
@@ -234,36 +242,6 @@ def _simulator_failed(
         "said before was judged"
     )
     return "simulator_failed"
-
-
-def _steps(scenario: AnyScenario) -> list[tuple[str, list[Check], list[str], list[str]]]:
-    """Scripted user messages with the checks and `should`s on each reply and the paths of
-    the files sent with each message, in order."""
-    if isinstance(scenario, ScriptedScenario):
-        return [(t.user, t.checks, t.should, t.files) for t in scenario.turns]
-    if isinstance(scenario, SingleTurnScenario):
-        return [(scenario.prompt, [], scenario.should, scenario.files)]
-    return []
-
-
-async def _script(
-    state: _TrialState, scenario: AnyScenario, session: TargetSession
-) -> list[ShouldItem]:
-    """Send every scripted message; check each reply as it arrives; collect `should`s."""
-    shoulds: list[ShouldItem] = []
-    for turn, (text, checks, should, files) in enumerate(_steps(scenario), start=1):
-        await state.exchange(session, text, files=files)
-        state.add_verdicts(
-            [
-                run_check(c, state.wire, check_id=f"t{turn}.check{i}", turn=turn)
-                for i, c in enumerate(checks, start=1)
-            ]
-        )
-        shoulds += [
-            ShouldItem(id=f"t{turn}.should{i}", turn=turn, text=s)
-            for i, s in enumerate(should, start=1)
-        ]
-    return shoulds
 
 
 def _conversation_checks(
@@ -328,7 +306,8 @@ async def _converse(state: _TrialState, target: Target | None) -> EndReason:
             end_reason = await _simulate(state, session)
             shoulds: list[ShouldItem] = []
         else:
-            shoulds = await _script(state, scenario, session)
+            assert isinstance(scenario, ScriptedScenario | SingleTurnScenario)
+            shoulds = await play_script(state, scenario, session)
             end_reason = "script_done"
     finally:
         with anyio.CancelScope(shield=True):
@@ -367,6 +346,15 @@ async def _run_code(state: _TrialState, scenario: CodeScenario, target: Target |
         reply_timeout_s=ctx.settings.reply_timeout_s or scenario.reply_timeout_s,
         usage=state.usage,
         recorder=state,
+        user=UserPlay(
+            model=ctx.user_model,
+            persona=scenario.persona,
+            goal=scenario.goal,
+            limits=ctx.settings.limits,
+            temperature=ctx.settings.user_temperature,
+            scrub=ctx.scrub,
+            skip_reason=ctx.skip_reason,
+        ),
     )
     token = CURRENT_TRIAL.set(trial)
     try:
@@ -472,7 +460,7 @@ async def run_trial(
     """
     ctx.observer(TrialStarted(scenario.id, scenario.display_name, trial, trials))
     state = _TrialState(scenario, trial, ctx)
-    if isinstance(scenario, SimulatedScenario) and ctx.user_model is None:
+    if needs_user_model(scenario) and ctx.user_model is None:
         on_result(state.finish("skipped", "skipped", ctx.skip_reason))
         return
     try:
@@ -481,6 +469,9 @@ async def run_trial(
             outcome = await _after(state, scenario.after, outcome)
         if outcome[0] == "failed" and explains(scenario, ctx.settings):
             outcome = await _explain(state, outcome)
+        if isinstance(scenario, CodeScenario) and scenario.expect_failure:
+            status, error = as_expected_failure(outcome[0], outcome[2])
+            outcome = (status, outcome[1], error)
     except anyio.get_cancelled_exc_class():
         on_result(
             state.finish(
@@ -515,7 +506,7 @@ async def _play(state: _TrialState, target: Target | None) -> Outcome:
         return "error", "model_error", f"simulated user failed: {e}"
     except _TestRaised as e:
         return "error", "test_error", str(e)
-    except _SimulatorFailed as e:
+    except SimulatorFailed as e:
         return "invalid", "simulator_failed", str(e)
     except Exception as e:  # a bug or an unexpected failure must not lose the trial
         state.traceback = traceback.format_exc()
