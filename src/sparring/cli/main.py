@@ -84,6 +84,12 @@ def cli() -> None:
     is_flag=True,
     help="Exit 3 when anything was skipped (e.g. no model configured in CI).",
 )
+@click.option(
+    "--explain-failures/--no-explain-failures",
+    default=None,
+    help="One more judge-model call per failed trial explains why it failed and what to "
+    "change in the agent (default: off, or the settings' explain_failures).",
+)
 @click.option("--list", "list_only", is_flag=True, help="List the scenarios and exit.")
 @click.option(
     "--reply-timeout",

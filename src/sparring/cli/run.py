@@ -49,6 +49,7 @@ _SETTING_OPTIONS = (
     "secrets_file",
     "store",
 )
+    "explain_failures",
 
 
 def run_command(
