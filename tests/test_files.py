@@ -313,3 +313,16 @@ def test_the_files_example_passes_against_the_demo_agent_without_a_model(
     }
     files = report["scenarios"][0]["trials"][0]["transcript"]["messages"][0]["files"]
     assert [(f["name"], f["mime_type"]) for f in files] == [("receipt.txt", "text/plain")]
+
+
+def test_the_readme_example_loads_with_its_files_beside_it(tmp_path: Path) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("#### Files with a message\n", 1)[1]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "receipt.txt").write_text(RECEIPT)
+    (tmp_path / "files" / "damage.jpg").write_bytes(b"\xff\xd8\xff")
+    (tmp_path / "t.yaml").write_text(block)
+    (scenario,) = load_paths([tmp_path / "t.yaml"])
+    assert isinstance(scenario, SingleTurnScenario)
+    assert scenario.files == [str(tmp_path / "files" / n) for n in ("receipt.txt", "damage.jpg")]
