@@ -140,6 +140,35 @@ def cli() -> None:
     metavar="ID",
     help="With --shard: the shared run every slice adds to (created by the first).",
 )
+@click.option(
+    "--record",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Keep every agent reply and model answer in cassettes in DIR (secrets masked).",
+)
+@click.option(
+    "--replay",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Answer from the cassettes in DIR; what they lack is asked live.",
+)
+@click.option(
+    "--replay-strict",
+    is_flag=True,
+    help="With --replay: what the cassettes lack makes the trial error (CI without keys).",
+)
+@click.option(
+    "--live-role",
+    "live_roles",
+    multiple=True,
+    type=click.Choice(["agent", "user", "judge"]),
+    help="With --replay: this role answers live, not from the cassettes (repeatable).",
+)
+@click.option(
+    "--replay-users",
+    metavar="RUN",
+    help="Send stored run RUN's simulated user messages to the agent again, trial by trial.",
+)
 def run(**options: Any) -> None:
     """Run the conversation tests in PATHS: YAML/JSON test files and Python files with a
     `sparring.api.Suite` (files or directories; default tests/conversations)."""

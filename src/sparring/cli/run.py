@@ -26,6 +26,7 @@ from sparring.scenario import AnyScenario
 if TYPE_CHECKING:
     from sparring.authoring.suite import SuiteRun
     from sparring.cli.recording import Recording
+    from sparring.cli.replaying import Replaying
     from sparring.reports.console import ConsoleView
     from sparring.runner.code import CodeScenario
     from sparring.secrets import Secrets
@@ -48,8 +49,8 @@ _SETTING_OPTIONS = (
     "conversation_timeout_s",
     "secrets_file",
     "store",
-)
     "explain_failures",
+)
 
 
 def run_command(
@@ -93,17 +94,25 @@ def run_command(
     if options.get("list_only"):  # also given to `prepare_run`: a listing keeps nothing
         _print_list([*scenarios, *code], trials=settings.trials)
         return 0
+    secrets = _secrets(settings)
+    replaying = _replaying(options, settings=settings, secrets=secrets)
+    if replaying.users is not None:  # one trial per stored conversation
+        scenarios, settings = (
+            replaying.scenarios(scenarios),
+            settings.model_copy(update={"trials": None}),
+        )
     plan = _Plan(
         scenarios=scenarios,
         code_ids=[s.id for s in code],
         suites=suites,
-        secrets=_secrets(settings),
+        secrets=secrets,
         settings=RunSettings.from_settings(
             settings, fail_fast=fail_fast, fail_on_skip=fail_on_skip, adaptive=adaptive
         ),
-        models=_resolve_models(settings),
+        models=_resolve_models(settings, replaying),
         view=_view(live=live, quiet=quiet, stderr=output == STDOUT),
         recording=call.recording,
+        replaying=replaying,
     )
     if (warning := unconfirmable([*scenarios, *code], adaptive=adaptive)) is not None:
         click.secho(f"warning: {warning}", fg="yellow", err=True)
@@ -130,6 +139,8 @@ def _conclude(
         exit_status = _report_failed(result, exit_status)
     code = exit_status[0] if exit_status else result.exit_code
     plan.recording.close(result, exit_code=code)
+    if (replayed := plan.replaying.summary()) is not None:
+        click.echo(replayed, err=True)
     plan.view.summary(result, gate_lines=gate_lines, exit_status=exit_status)
     if on_result is not None:
         on_result(result)
@@ -161,6 +172,8 @@ class _Plan:
     view: ConsoleView
     recording: Recording
     """Keeps the run in the results store (`sparring.cli.recording`)."""
+    replaying: Replaying
+    """Records and replays the run (`sparring.cli.replaying`); closes the models."""
 
 
 def _select(
@@ -327,14 +340,21 @@ def _print_list(scenarios: list[AnyRunnable], *, trials: int | None) -> None:
     click.echo(f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}")
 
 
-def _resolve_models(settings: Settings) -> tuple[Model | None, Model | None]:
-    from sparring.models.registry import (
-        OWN_ENDPOINT_PROVIDERS,
-        models_from_settings,
-        split_model_spec,
-    )
+def _replaying(options: dict[str, Any], *, settings: Settings, secrets: Secrets) -> Replaying:
+    """Record and replay as the options ask (`--record`, `--replay`, `--replay-users`...).
 
-    user, judge = models_from_settings(settings)
+    Raises:
+        UserError: as `Replaying.prepare`.
+    """
+    from sparring.cli.replaying import Replaying
+
+    return Replaying.prepare(options, settings=settings, secrets=secrets)
+
+
+def _resolve_models(settings: Settings, replaying: Replaying) -> tuple[Model | None, Model | None]:
+    from sparring.models.registry import OWN_ENDPOINT_PROVIDERS, split_model_spec
+
+    user, judge = replaying.models()
     specs = {s for s in (settings.resolved_user_model, settings.resolved_judge_model) if s}
     elsewhere = sorted(s for s in specs if split_model_spec(s)[0] in OWN_ENDPOINT_PROVIDERS)
     if settings.base_url and elsewhere:  # said, so a `--base-url` never seems lost
@@ -392,11 +412,11 @@ async def _run(plan: _Plan) -> RunResult:
                         tg.start_soon(_stop_on_signal, tg.cancel_scope)
                         await run_scenarios(
                             chosen,
-                            targets=pool.for_scenario,
+                            targets=plan.replaying.targets(pool.for_scenario),
                             user_model=user_model,
                             judge_model=judge_model,
                             settings=plan.settings,
-                            observer=plan.recording.observe(observe),
+                            observer=plan.replaying.observe(plan.recording.observe(observe)),
                             scrub=plan.secrets.scrub,
                         )
                         tg.cancel_scope.cancel()  # done: stop listening for signals
@@ -405,8 +425,7 @@ async def _run(plan: _Plan) -> RunResult:
                 finished[-1].hook_errors.extend(scrubbed)
     finally:
         with anyio.CancelScope(shield=True):
-            for model in {id(m): m for m in plan.models if m}.values():
-                await model.aclose()
+            await plan.replaying.aclose()
     return finished[-1]
 
 

@@ -1,0 +1,127 @@
+"""Record and replay a run (`sparring run --record DIR`, `--replay DIR`): the cassettes of
+every role opened for the run, and the wrappers that answer from them or keep what is
+said (`replay_cassettes` has the file format and how requests are matched).
+
+Roles: `agent` (the target), `user` (the simulated user's model), `judge` (the judge's
+model). Each is replayed or live on its own (`ReplayOptions.live`), and every role is
+recorded when recording.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparring.errors import UserError
+from sparring.events import Observer
+from sparring.models.base import Model
+from sparring.runner.replay_cassettes import (
+    ROLES,
+    Cassette,
+    CassetteWriter,
+    Role,
+    Tape,
+    observe,
+)
+from sparring.runner.replay_models import ModelSource, ReplayModel
+from sparring.runner.replay_targets import ReplayTarget
+from sparring.runner.settings import AnyRunnable
+from sparring.targets.base import Target
+
+__all__ = ["ROLES", "Replay", "ReplayOptions", "Role"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayOptions:
+    """What to record and replay: `record` and `replay` are cassette directories (either,
+    both, or the same one: it is read before it is written again); `live` the roles not
+    replayed; with `strict`, a replayed role's miss makes the trial `error`."""
+
+    record: Path | None = None
+    replay: Path | None = None
+    live: frozenset[Role] = frozenset()
+    strict: bool = False
+
+    @property
+    def active(self) -> bool:
+        """Whether anything is recorded or replayed."""
+        return self.record is not None or self.replay is not None
+
+    def replays(self, role: Role) -> bool:
+        """Whether `role` is answered from the cassettes."""
+        return self.replay is not None and role not in self.live
+
+
+class Replay:
+    """One run's record and replay: the roles' tapes and the wrappers using them.
+
+    Build it before the run (it reads the cassettes to replay, then empties the ones to
+    record), wrap the models (`model`), the targets (`targets`) and the observer
+    (`observe`), run, then `close` it.
+
+    Raises:
+        UserError: `options.replay` is not a directory, a cassette cannot be read or is
+            damaged, or `options.record` cannot be written.
+    """
+
+    def __init__(self, options: ReplayOptions, *, scrub: Callable[[str], str]) -> None:
+        self.options, self._scrub = options, scrub
+        if options.replay is not None and not options.replay.is_dir():
+            raise UserError(
+                f"--replay {options.replay}: no such directory; record one first with "
+                f"`sparring run --record {options.replay} ...`"
+            )
+        self.tapes: dict[Role, Tape] = {r: Tape(role=r, strict=options.strict) for r in ROLES}
+        for role, tape in self.tapes.items():
+            if options.replay is not None and options.replays(role):
+                tape.source = Cassette.load(role, options.replay)
+        if options.record is not None:  # after reading: it may be the replayed directory
+            for tape in self.tapes.values():
+                tape.sink = CassetteWriter(tape.role, options.record, scrub=scrub)
+        self._targets: dict[int, ReplayTarget] = {}
+
+    def model(self, role: Role, live: ModelSource, *, spec: str | None) -> Model | None:
+        """The model playing `role` (`user` or `judge`): `live` wrapped in a `ReplayModel`
+        named `spec`, else the model its cassette was recorded from; `None` when neither
+        says (no model configured, none recorded)."""
+        source = self.tapes[role].source
+        name = spec or (source.model_name if source is not None else None)
+        if name is None or (live is None and source is None):
+            return None
+        return ReplayModel(self.tapes[role], live, name=name, scrub=self._scrub)
+
+    def targets(self, targets: Callable[[AnyRunnable], Target]) -> Callable[[AnyRunnable], Target]:
+        """`targets` (scenario -> target), each target wrapped once in a `ReplayTarget`."""
+
+        def replayed(scenario: AnyRunnable) -> Target:
+            inner = targets(scenario)
+            if id(inner) not in self._targets:  # the wrapper holds `inner`: ids stay unique
+                self._targets[id(inner)] = ReplayTarget(
+                    inner, self.tapes["agent"], scrub=self._scrub
+                )
+            return self._targets[id(inner)]
+
+        return replayed
+
+    def observe(self, observer: Observer) -> Observer:
+        """`observer`, after it tells the tapes which trial each task plays."""
+        return observe(observer)
+
+    def summary(self) -> str:
+        """One line per role that was asked anything: how many requests were replayed,
+        answered live, or missed."""
+        lines: list[str] = []
+        for tape in self.tapes.values():
+            if tape.asked:
+                live = tape.asked - tape.replayed - tape.missed
+                missed = f", {tape.missed} missed" if tape.missed else ""
+                lines.append(f"{tape.role}: {tape.replayed} replayed, {live} live{missed}")
+        where = f"; recorded to {self.options.record}" if self.options.record else ""
+        return "replay: " + "; ".join(lines or ["nothing asked"]) + where
+
+    def close(self) -> None:
+        """Close every cassette being written."""
+        for tape in self.tapes.values():
+            if tape.sink is not None:
+                tape.sink.close()

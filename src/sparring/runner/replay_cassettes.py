@@ -1,0 +1,296 @@
+"""Record and replay: a run's model calls and target exchanges kept in cassettes, and a
+later run answered from them (DESIGN.md section 2: the runner owns replay).
+
+A cassette directory holds one JSON Lines file per role (`CASSETTE_FILES`): `agent.jsonl`
+the target's replies, `user.jsonl` the simulated user's model, `judge.jsonl` the judge's
+model (every call made with it, explanations too). The first line of each says what it is;
+every other line is one answer: the request key, the scenario and trial that asked, the
+`seq`-th time that trial asked it, the request as it was asked and the answer (or the error
+it raised). Secrets are masked in all of it (`sparring.secrets`), the key included: a key is
+the SHA-256 of the canonical JSON of the masked request (`request_key`), so a replayed run,
+which only ever sees masked text, asks for the same keys.
+
+Which trial asks is known from the `TrialStarted` event, which the runner emits in the
+trial's own task (`observe` marks it there, `current_trial` reads it), so each trial
+is answered with its own recording. A request is answered by the entry recorded for the
+same trial at the same `seq`, else by any entry of that key not used yet, else it is a miss:
+with `strict`, a `ModelError` or `TargetError` naming the role and what was missing (the
+trial is `error`); without, the live model or target answers. An entry is used once per
+run: more trials than were recorded never repeat a recorded conversation.
+
+Wrappers: `sparring.runner.replay_models.ReplayModel` (the Model protocol) and
+`sparring.runner.replay_targets.ReplayTarget` (the Target protocol).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal, cast
+
+from sparring.errors import UserError
+from sparring.events import Event, Observer, TrialStarted
+
+Role = Literal["agent", "user", "judge"]
+ROLES: tuple[Role, ...] = ("agent", "user", "judge")
+CASSETTE_FILES: dict[Role, str] = {r: f"{r}.jsonl" for r in ROLES}
+CASSETTE_VERSION = 1
+_ANSWERS: dict[Role, str] = {
+    "agent": "agent reply",
+    "user": "simulated user answer",
+    "judge": "judge answer",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TrialKey:
+    """The trial that makes a request: its scenario id and 1-based trial number."""
+
+    scenario: str
+    trial: int
+
+    def __str__(self) -> str:
+        return f"scenario {self.scenario!r} trial {self.trial}"
+
+
+_CURRENT: ContextVar[TrialKey | None] = ContextVar("sparring_replay_trial", default=None)
+
+
+def current_trial() -> TrialKey | None:
+    """The trial the running task plays (`None` outside a trial: see `Replay.observe`)."""
+    return _CURRENT.get()
+
+
+def request_key(request: Any) -> str:
+    """The SHA-256 (64 hex digits) of `request` as canonical JSON: keys sorted, no spaces,
+    non-ASCII kept. `request` must already be masked and hold only JSON values."""
+    canonical = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class Cassette:
+    """The recorded answers of one role, read from its file, each used at most once.
+
+    Safe to use from several tasks and threads at once.
+    """
+
+    def __init__(self, role: Role, path: Path, entries: list[dict[str, Any]]) -> None:
+        self.role, self.path = role, path
+        self._entries = entries
+        self._by_key: dict[str, list[int]] = {}
+        for index, entry in enumerate(entries):
+            self._by_key.setdefault(str(entry["key"]), []).append(index)
+        self._used: set[int] = set()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, role: Role, directory: Path) -> Cassette:
+        """The cassette of `role` in `directory`; an empty one when it has no such file
+        (every request then misses, and a miss names the file).
+
+        Raises:
+            UserError: the file cannot be read, or a line is not a cassette entry (with
+                the file:line and how to fix it).
+        """
+        path = directory / CASSETTE_FILES[role]
+        if not path.exists():
+            return cls(role, path, [])
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise UserError(f"{path}: cannot read the cassette: {e}; record it again") from None
+        return cls(role, path, [entry for entry in _entries(path, lines, role)])
+
+    @property
+    def model_name(self) -> str | None:
+        """The model spec the first model answer was recorded from (`None`: none kept)."""
+        return next((str(e["model"]) for e in self._entries if e.get("model")), None)
+
+    def take(self, key: str, *, at: TrialKey | None, seq: int) -> dict[str, Any] | None:
+        """The entry answering `key` asked the `seq`-th time by trial `at`: the one recorded
+        there, else the first of that key not used yet; `None` when every one is used."""
+        with self._lock:
+            unused = [i for i in self._by_key.get(key, []) if i not in self._used]
+            exact = (
+                i
+                for i in unused
+                if at is not None
+                and self._entries[i].get("scenario") == at.scenario
+                and self._entries[i].get("trial") == at.trial
+                and self._entries[i].get("seq") == seq
+            )
+            found = next(exact, unused[0] if unused else None)
+            if found is not None:
+                self._used.add(found)
+        return None if found is None else self._entries[found]
+
+
+def _entries(path: Path, lines: list[str], role: Role) -> Iterator[dict[str, Any]]:
+    """The entries of a cassette file's `lines` (its header checked first).
+
+    Raises:
+        UserError: a line that is not a JSON object with a `key` string, or a header for
+            another role or version.
+    """
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            value: Any = json.loads(line)
+        except ValueError as e:
+            raise UserError(
+                f"{path}:{number}: not a JSON line ({e}); the file is damaged, record it again"
+            ) from None
+        if number == 1:
+            _check_header(path, value, role)
+            continue
+        entry = cast(dict[str, Any], value) if isinstance(value, dict) else {}
+        if not isinstance(entry.get("key"), str):
+            raise UserError(
+                f"{path}:{number}: a cassette entry is a JSON object with a string `key`; "
+                "the file is damaged, record it again"
+            )
+        yield entry
+
+
+def _check_header(path: Path, value: Any, role: Role) -> None:
+    """Refuse a first line that is not the header of a `role` cassette of this version.
+
+    Raises:
+        UserError: naming the file, what was expected and what to do.
+    """
+    expected: dict[str, Any] = {"cassette": role, "version": CASSETTE_VERSION}
+    if value != expected:
+        got = json.dumps(value, ensure_ascii=False)[:120]
+        raise UserError(
+            f"{path}:1: expected the header {json.dumps(expected)} (a {role} cassette), got "
+            f"{got}; record the cassettes again with this sparring (`--record DIR`)"
+        )
+
+
+class CassetteWriter:
+    """Writes one role's cassette: a header line, then one line per answer, each written
+    whole and flushed at once (an interrupted run keeps what it had).
+
+    Safe to use from several tasks and threads at once.
+    """
+
+    def __init__(self, role: Role, directory: Path, *, scrub: Callable[[str], str]) -> None:
+        """Create (or empty) the cassette of `role` in `directory`.
+
+        Raises:
+            UserError: the directory or file cannot be written.
+        """
+        self.path = directory / CASSETTE_FILES[role]
+        self._scrub = scrub
+        self._lock = threading.Lock()
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._file: IO[str] = self.path.open("w", encoding="utf-8")
+        except OSError as e:
+            raise UserError(
+                f"cannot record to {self.path}: {e.strerror or e}; give a writable --record DIR"
+            ) from None
+        self._write({"cassette": role, "version": CASSETTE_VERSION})
+
+    def write(self, entry: dict[str, Any]) -> None:
+        """Append `entry` (JSON values, already masked) as one line."""
+        self._write(entry)
+
+    def _write(self, value: dict[str, Any]) -> None:
+        # every part is masked where it is built; the whole line once more, for any form
+        # a part's masking could not see (a secret split across two strings is not one)
+        line = self._scrub(json.dumps(value, ensure_ascii=False))
+        with self._lock:
+            if not self._file.closed:
+                self._file.write(line + "\n")
+                self._file.flush()
+
+    def close(self) -> None:
+        """Close the file; later writes are dropped."""
+        with self._lock:
+            self._file.close()
+
+
+@dataclass(kw_only=True)
+class Tape:
+    """One role's cassettes in a run: `source` answers (when the role is replayed), `sink`
+    keeps every answer (when recording); with `strict`, a miss is an error, not a live call.
+    """
+
+    role: Role
+    source: Cassette | None = None
+    sink: CassetteWriter | None = None
+    strict: bool = False
+    asked: int = 0
+    """Requests made of the role."""
+    replayed: int = 0
+    """Requests answered from `source`."""
+    missed: int = 0
+    """Requests `source` did not answer and nothing else did (`miss`): the others were
+    answered live."""
+    _asked: Counter[tuple[TrialKey | None, str]] = field(default_factory=Counter[Any])
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def ask(
+        self, key: str, *, replay: bool = True
+    ) -> tuple[TrialKey | None, int, dict[str, Any] | None]:
+        """The trial asking `key`, how many times it has asked it (this time included),
+        and the recorded entry answering it (`None`: a miss, the role is live, or not
+        `replay`: the caller answers live anyway)."""
+        at = current_trial()
+        entry = None
+        with self._lock:
+            self._asked[at, key] += 1
+            seq = self._asked[at, key]
+            if self.source is not None and replay:
+                entry = self.source.take(key, at=at, seq=seq)
+            self.asked += 1
+            self.replayed += entry is not None
+        return at, seq, entry
+
+    def keep(self, key: str, at: TrialKey | None, seq: int, body: dict[str, Any]) -> None:
+        """Record an answer (`body`: the request and the answer or error) under `key`."""
+        if self.sink is None:
+            return
+        where: dict[str, Any] = {"scenario": None, "trial": None}
+        if at is not None:
+            where = {"scenario": at.scenario, "trial": at.trial}
+        self.sink.write({"key": key, **where, "seq": seq, **body})
+
+    def keep_replayed(self, at: TrialKey | None, seq: int, entry: dict[str, Any]) -> None:
+        """Record a replayed `entry` again, as asked now by trial `at` the `seq`-th time."""
+        body = {k: v for k, v in entry.items() if k not in ("key", "scenario", "trial", "seq")}
+        self.keep(str(entry["key"]), at, seq, body)
+
+    def miss(self, key: str, at: TrialKey | None, what: str) -> str:
+        """Count a request nothing answers (a miss under `strict`, or with no live model)
+        and say so: the role, the trial, what was asked, the cassette, how to get an
+        answer."""
+        assert self.source is not None
+        with self._lock:
+            self.missed += 1
+        trial = f" of {at}" if at is not None else ""
+        return (
+            f"replay: no recorded {_ANSWERS[self.role]} for {what}{trial} in "
+            f"{self.source.path} (request {key[:12]}); record it again (`--record DIR`) or "
+            f"let the {self.role} answer live (`--live-role {self.role}`)"
+        )
+
+
+def observe(observer: Observer) -> Observer:
+    """`observer`, after marking the trial each `TrialStarted` starts as the one its task
+    plays (`current_trial`): the runner emits it from the trial's own task, first thing."""
+
+    def marked(event: Event) -> None:
+        if isinstance(event, TrialStarted):
+            _CURRENT.set(TrialKey(event.scenario_id, event.trial))
+        observer(event)
+
+    return marked
