@@ -158,6 +158,7 @@ class _Microphone(AudioInput):
     def close(self) -> None:
         """End the stream (the session sees the microphone go away)."""
         self._send.close()
+        self._receive.close()
 
 
 class _Speaker(AudioOutput):
