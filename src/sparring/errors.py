@@ -59,6 +59,12 @@ class TargetError(RunError):
         super().__init__(message)
 
 
+class StepBudgetSpent(TargetError):
+    """A browser target used the steps its conversation may take (12 + 5 x max_turns, at
+    most 60) before the next turn: the conversation ends there (end reason `browser_done`)
+    and is judged on what was said."""
+
+
 TARGET_TIMEOUT_HINT = "raise `timeout_s` on the target if the agent is just slow"
 """`TargetTimeout.hint` for a target's own `timeout_s` (http, openai_chat, callable)."""
 

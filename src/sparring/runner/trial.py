@@ -16,7 +16,13 @@ from pydantic import BaseModel
 if TYPE_CHECKING:
     pass
 
-from sparring.errors import ModelError, ModelOutputError, TargetError, TargetTimeout
+from sparring.errors import (
+    ModelError,
+    ModelOutputError,
+    StepBudgetSpent,
+    TargetError,
+    TargetTimeout,
+)
 from sparring.events import (
     MessageAdded,
     Observer,
@@ -58,7 +64,7 @@ from sparring.runner.context import (
     masked_verdict,
 )
 from sparring.runner.evaluating import explains, explanation, has_gates, nothing_to_pass
-from sparring.runner.script import SimulatorFailed, needs_user_model, play_script
+from sparring.runner.script import SimulatorFailed, needs_user_model, play_script, script_steps
 from sparring.runner.settings import REPLY_TIMEOUT_HINT, AnyRunnable, RunSettings
 from sparring.scenario import (
     AnyScenario,
@@ -68,7 +74,7 @@ from sparring.scenario import (
 )
 from sparring.simulator import next_user_message
 from sparring.targets.attachments import read_attachment
-from sparring.targets.base import Target, TargetSession
+from sparring.targets.base import EvidenceSession, Target, TargetSession
 from sparring.transcript import Message, Transcript, sanitized
 
 
@@ -115,6 +121,8 @@ class _TrialState:
         """Why a conversation that was still judged ended early (`simulator_failed`)."""
         self.traceback: str | None = None
         """Where sparring itself failed (`internal_error`)."""
+        self.evidence: EvidenceSession | None = None
+        """The session's screenshots and page URL (browser targets)."""
 
     def add_message(self, message: Message) -> None:
         self.wire = self.wire.with_message(message)
@@ -140,6 +148,7 @@ class _TrialState:
     def finish(self, status: TrialStatus, end_reason: EndReason, error: str | None) -> TrialResult:
         """The trial's result as it stands, its `error` text masked like everything else
         kept (a target's error may quote what the agent echoed); emits TrialFinished."""
+        kept = self.evidence.evidence(failed=status != "passed") if self.evidence else None
         result = TrialResult(
             scenario_id=self.scenario.id,
             trial=self.trial,
@@ -159,6 +168,8 @@ class _TrialState:
             error=None if error is None else _scrubbed(error, self.ctx.scrub),
             traceback=None if self.traceback is None else _scrubbed(self.traceback, self.ctx.scrub),
             duration_ms=(time.perf_counter() - self.started) * 1000,
+            artifacts=kept[0] if kept else [],
+            page_url=kept[1] if kept else None,
         )
         self.ctx.observer(TrialFinished(result))
         return result
@@ -301,14 +312,23 @@ async def _converse(state: _TrialState, target: Target | None) -> EndReason:
     assert target is not None
     state.target_name = target.name
     session = await target.open_session()
+    if isinstance(session, EvidenceSession):  # a browser: screenshots, page URL, step budget
+        state.evidence = session
+        scripted = isinstance(scenario, ScriptedScenario | SingleTurnScenario)
+        session.plan(max_turns=len(script_steps(scenario)) if scripted else scenario.max_turns)
+    shoulds: list[ShouldItem] = []
     try:
         if isinstance(scenario, SimulatedScenario):
             end_reason = await _simulate(state, session)
-            shoulds: list[ShouldItem] = []
         else:
             assert isinstance(scenario, ScriptedScenario | SingleTurnScenario)
             shoulds = await play_script(state, scenario, session)
             end_reason = "script_done"
+    except StepBudgetSpent as e:  # judged on what was said; the unsent message is dropped
+        state.transcript, state.wire = (
+            Transcript(messages=t.messages[:-1]) for t in (state.transcript, state.wire)
+        )
+        end_reason, state.note = "browser_done", str(e)
     finally:
         with anyio.CancelScope(shield=True):
             await session.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from sparring.results import Artifact
 from sparring.transcript import Message, Transcript
 
 
@@ -49,6 +50,21 @@ class TargetSession(Protocol):
 
     async def close(self) -> None:
         """End the conversation (release server-side state, if any)."""
+        ...
+
+
+@runtime_checkable
+class EvidenceSession(Protocol):
+    """A session that keeps evidence besides the transcript (a browser's screenshots and
+    page URL) and limits its actions by the conversation's length. The runner calls `plan`
+    once after opening it and `evidence` when the trial's outcome is known."""
+
+    def plan(self, *, max_turns: int) -> None:
+        """The conversation has at most `max_turns` user messages."""
+        ...
+
+    def evidence(self, *, failed: bool) -> tuple[list[Artifact], str | None]:
+        """The files kept (`failed`: the trial did not pass) and the page URL, if any."""
         ...
 
 
