@@ -102,17 +102,17 @@ class SuiteSummary:
 
 
 def conversation_status(trial: TrialResult) -> tuple[ConversationStatus, str | None]:
-    """The status of a finished conversation (`trial`, overrides applied) and the reason
-    shown above a failed, timed-out or invalid one (`None` otherwise)."""
+    """The status of a stored conversation (`trial`, judged, overrides applied) and the
+    reason shown above a failed, timed-out or invalid one (`None` otherwise). A stored
+    trial is never In progress or Evaluating: the dashboard shows those for trials of a
+    running run that have no result yet."""
     if trial.status == "timed_out":
         return "timed_out", trial.error or "the conversation ran longer than its timeout"
-    if trial.evaluations_passed == "pending":
-        return "evaluating", None
     if trial.status == "invalid":
         return "invalid", trial.error
     if trial.status == "error":
         return "failed", trial.error
-    if trial.status == "skipped":
+    if trial.status in ("done", "skipped"):
         return "done", None
     if trial.status == "passed":
         return ("passed" if _scored(trial) else "done"), None
@@ -154,8 +154,6 @@ def _aggregate(
 ) -> tuple[SuiteStatus, str | None]:
     if not statuses:
         return "failed", "no conversation ran"
-    if any(s == "evaluating" for s, _ in statuses):
-        return "in_progress", None
     first_bad = next((r for s, r in statuses if s not in ("passed", "done")), None)
     if all(s == "timed_out" for s, _ in statuses):
         return "timed_out", first_bad
