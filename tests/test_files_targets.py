@@ -216,3 +216,19 @@ async def test_parlant_refuses_files_naming_the_target_type(http: httpx.AsyncCli
     session = await ParlantTarget(spec, client=http, secrets=Secrets({})).open_session()
     with pytest.raises(TargetError, match=r"\(parlant\) cannot take files.*remove `files:`"):
         await session.send(user("receipt", RECEIPT))
+
+
+# --- framework adapters: text only ------------------------------------------------------------
+
+
+async def test_a_framework_adapter_refuses_files_instead_of_dropping_them() -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.test import TestModel
+
+    from sparring.targets.adapters.pydantic_ai import PydanticAIAdapter
+
+    adapter = PydanticAIAdapter(Agent(TestModel()))
+    session = await CallableTarget(adapter).open_session()
+    with pytest.raises(TargetError, match=r"PydanticAIAdapter sends text only.*\(receipt\.txt\)"):
+        await session.send(user("receipt", RECEIPT))
+    assert (await session.send(user("no files"))).content

@@ -67,12 +67,19 @@ class FrameworkAdapter(ABC, Generic[Native]):
             the framework reports.
 
         Raises:
-            ValueError: `history` is empty or does not end with a user message.
+            ValueError: `history` is empty or does not end with a user message, or its last
+                message has files (adapters send text only).
             Exception: whatever the framework raises; a callable target records it as a
                 target error.
         """
         if not history or history[-1].get("role") != "user":
             raise ValueError("an adapter is called with the history ending with a user message")
+        if files := history[-1].get("files"):
+            raise ValueError(
+                f"{type(self).__name__} sends text only, so it cannot send the files of this "
+                f"message ({', '.join(f['name'] for f in files)}); test files through an "
+                "http, openai_chat, a2a or plain callable target"
+            )
         earlier = history[:-1]
         native = self._recall(earlier)
         if native is None:
