@@ -374,3 +374,51 @@ def test_voice_example_passes(tmp_path: Path) -> None:
     assert messages[0]["audio"].endswith("recordings/where_is_my_order.wav")
     replies = [m for m in messages if m["role"] == "agent"]
     assert all(m["audio_ms"] > 0 and m["first_audio_ms"] is not None for m in replies)
+
+
+# --- in a run --------------------------------------------------------------------------
+
+
+class BrokenSpeech(FakeSpeech):
+    async def synthesize(self, text: str, /) -> bytes:
+        raise ModelError("espeak-ng failed (exit 1): no voice")
+
+
+async def test_a_simulated_user_speaks_through_the_synthesis_provider() -> None:
+    from sparring.models.scripted import ScriptedModel
+    from sparring.runner import RunSettings, run_scenarios
+    from sparring.scenario import SimulatedScenario
+
+    heard: list[str | None] = []
+
+    def agent(audio: bytes, history: Any) -> str:
+        heard.append(wav_text(audio))
+        return "Sure."
+
+    speech = FakeSpeech()
+    scenario = SimulatedScenario.model_validate(
+        {"id": "sim", "goal": "Book a slot", "max_turns": 2, "checks": [{"contains": "Sure"}]}
+    )
+    model = ScriptedModel(
+        [{"message": m, "done": False, "done_reason": None} for m in ("Book at ten.", "Thanks!")]
+    )
+    result = await run_scenarios(
+        [scenario],
+        targets=lambda s: VoiceCallableTarget(agent, audio=UserAudio(speech)),
+        user_model=model,
+        judge_model=None,
+        settings=RunSettings(),
+        observer=lambda e: None,
+    )
+    assert result.scenarios[0].trials[0].status == "passed"
+    assert heard == speech.said == ["Book at ten.", "Thanks!"]
+    failed = await run_scenarios(
+        [scenario],
+        targets=lambda s: VoiceCallableTarget(agent, audio=UserAudio(BrokenSpeech())),
+        user_model=ScriptedModel([{"message": "Hi", "done": False, "done_reason": None}]),
+        judge_model=None,
+        settings=RunSettings(),
+        observer=lambda e: None,
+    )
+    trial = failed.scenarios[0].trials[0]
+    assert (trial.status, trial.end_reason) == ("error", "model_error")  # not the agent's fault
