@@ -313,6 +313,22 @@ def demo_agent(host: str, port: int, vulnerable: bool, command: tuple[str, ...])
     sys.exit(demo_agent_command(host=host, port=port, command=command, vulnerable=vulnerable))
 
 
+@cli.command(epilog="Exit codes: 0 stopped with Ctrl-C, 2 it could not start.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8790, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--store", metavar="URL", help=history.STORE_HELP)
+def serve(host: str, port: int, store: str | None) -> None:
+    """Serve the dashboard: test suites, runs, transcripts, metrics, exports, overrides,
+    simulated users, agent evaluations and agents, with a JSON API under /api.
+
+    On 127.0.0.1 without accounts it runs as a single local owner; any other address needs
+    accounts (`sparring users add NAME --role owner`). Needs: pip install "sparring[dashboard]"
+    """
+    from sparring.cli.serve import serve_command
+
+    sys.exit(serve_command(host=host, port=port, store=store))
+
+
 cli.add_command(history.runs)
 cli.add_command(history.show)
 cli.add_command(history.report)
@@ -320,9 +336,9 @@ cli.add_command(export.export)
 cli.add_command(diff.diff)
 cli.add_command(diff.baseline)
 cli.add_command(rejudge.rejudge)
-cli.add_command(calibrate.calibrate)
 cli.add_command(override.override)
 cli.add_command(users.users)
+cli.add_command(calibrate.calibrate)
 cli.add_command(generate.generate)
 
 

@@ -20,6 +20,8 @@ from sparring.dashboard.access import Refused, SignInNeeded
 from sparring.dashboard.auth import SESSION_COOKIE
 from sparring.dashboard.state import Dashboard, NotFound
 from sparring.errors import UserError
+from sparring.store.assets import AssetNotFound
+from sparring.store.suites import SuiteNotFound
 
 
 def create_app(dashboard: Dashboard) -> FastAPI:
@@ -28,7 +30,7 @@ def create_app(dashboard: Dashboard) -> FastAPI:
     Suite runs started from it run inside the app's lifespan; when the server stops, a
     run still going is cancelled and stored `interrupted`.
     """
-    from sparring.dashboard import api, pages
+    from sparring.dashboard import api, api_writes, asset_pages, pages, suite_pages
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncGenerator[None]:
@@ -46,8 +48,8 @@ def create_app(dashboard: Dashboard) -> FastAPI:
     app.state.dashboard = dashboard
     static = files("sparring.dashboard").joinpath("static")
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
-    app.include_router(api.router)
-    app.include_router(pages.router)
+    for module in (api, api_writes, suite_pages, pages, asset_pages):  # first match wins
+        app.include_router(module.router)
     app.middleware("http")(_with_session)
     _handle_errors(app)
     return app
@@ -99,7 +101,8 @@ def _handle_errors(app: FastAPI) -> None:
 
     app.add_exception_handler(SignInNeeded, sign_in)
     app.add_exception_handler(Refused, refused)
-    app.add_exception_handler(NotFound, not_found)
+    for missing in (NotFound, AssetNotFound, SuiteNotFound):
+        app.add_exception_handler(missing, not_found)
     app.add_exception_handler(UserError, bad_input)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -123,6 +124,7 @@ async def suite_page(
     chosen = c or next((r.key for r in rows if r.result is not None), "")
     context = {
         "suite": suite,
+        "suite_id": suite.id,
         "tab": "metrics" if tab == "metrics" else "transcripts",
         "rows": rows,
         "chosen": chosen,
@@ -154,7 +156,7 @@ async def conversation_page(
     detail = _detail(dashboard, suite, f"{run_id}/{trial}/{scenario_id}")
     if detail is None:
         raise NotFound(f"run {run_id} has no finished trial {trial} of {scenario_id!r}")
-    return render(request, "conversation.html.j2", {"d": detail})
+    return render(request, "conversation.html.j2", {"d": detail, "suite_id": suite.id})
 
 
 @router.get("/suites/{suite_id}/diff")
@@ -175,6 +177,38 @@ async def diff_page(
     pair = side_by_side(dashboard, compared, scenario) if scenario else None
     context = {"suite": suite, "compared": compared, "scenario": scenario, "pair": pair}
     return render(request, "diff.html.j2", context)
+
+
+@router.post("/runs/{run_id}/overrides")
+async def override(
+    request: Request,
+    who: Annotated[Principal, Depends(allowed("override"))],
+    run_id: str,
+    suite_id: Annotated[str, Form()],
+    scenario_id: Annotated[str, Form()],
+    trial: Annotated[int, Form()],
+    target: Annotated[str, Form()],
+    value: Annotated[str, Form()],
+    reason: Annotated[str, Form()],
+    passes: Annotated[str, Form()] = "",
+) -> Response:
+    """Verdict wrong?: keep the corrected value with who, when and why; back to the
+    conversation, its status recomputed."""
+    from sparring.store.overrides import parse_value, record_override
+
+    record_override(
+        _dashboard(request).store,
+        run_id=run_id,
+        scenario_id=scenario_id,
+        trial=trial,
+        target=target,
+        value=parse_value(value),
+        reason=reason,
+        author=who.name,
+        passed={"yes": True, "no": False}.get(passes),
+    )
+    conversation = quote(f"{run_id}/{trial}/{scenario_id}")
+    return RedirectResponse(f"/suites/{suite_id}?c={conversation}", status_code=303)
 
 
 @router.get("/login")

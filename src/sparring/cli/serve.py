@@ -1,0 +1,37 @@
+"""`sparring serve`: the local dashboard (extra `dashboard`). Imports only click at start-up."""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+from pathlib import Path
+
+import click
+
+DASHBOARD_INSTALL = 'pip install "sparring[dashboard]"'
+_NEEDS = ("fastapi", "uvicorn", "multipart", "argon2")
+
+
+def serve_command(*, host: str, port: int, store: str | None) -> int:
+    """Serve the dashboard on `host:port` over the store (`--store`, else the settings');
+    0 when stopped with Ctrl-C, 2 when it cannot start (a missing extra, no accounts on a
+    non-loopback address, a store or port that cannot be used)."""
+    missing = [m for m in _NEEDS if find_spec(m) is None]
+    if missing:
+        click.secho(
+            f"error: sparring serve needs the dashboard extra ({', '.join(missing)} missing): "
+            f"{DASHBOARD_INSTALL}",
+            fg="red",
+            err=True,
+        )
+        return 2
+    from sparring.config import load_settings
+    from sparring.dashboard.server import prepare, serve
+
+    served = prepare(load_settings({}), host=host, port=port, store=store, cwd=Path.cwd())
+    click.echo(served.banner, err=True)
+    try:
+        serve(served, host=host, port=port)
+    except OSError as e:
+        click.secho(f"error: {e}", fg="red", err=True)
+        return 2
+    return 0

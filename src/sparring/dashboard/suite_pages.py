@@ -1,0 +1,192 @@
+"""The pages that change test suites: the suite editor (test cases, revisions, advanced
+settings; Save, Save and run), Rerun, Delete (after asking).
+
+Saving goes through `sparring.store.suites.save_suite` (a suite whose agent or simulated
+user has no Published revision is refused with the platform's message); runs start in the
+server process (`sparring.dashboard.runs`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.datastructures import FormData
+
+from sparring.dashboard.access import allowed
+from sparring.dashboard.auth import Principal
+from sparring.dashboard.forms import case_rows, suite_cases
+from sparring.dashboard.pages import render
+from sparring.dashboard.state import Dashboard, NotFound
+from sparring.errors import UserError
+from sparring.store.assets import list_assets
+from sparring.store.suites import (
+    DEFAULT_SESSIONS,
+    DEFAULT_TIMEOUT_S,
+    Suite,
+    delete_suite,
+    save_suite,
+)
+
+router = APIRouter(include_in_schema=False)
+SuiteEditor = Annotated[Principal, Depends(allowed("edit_suites"))]
+SuiteRunner = Annotated[Principal, Depends(allowed("run_suites"))]
+_CASE_FIELDS = ("agent", "agent_revision", "user", "user_revision", "timeout_s", "max_turns")
+
+
+def _dashboard(request: Request) -> Dashboard:
+    return request.app.state.dashboard
+
+
+def saved(dashboard: Dashboard, suite_id: str) -> Suite:
+    """The saved suite `suite_id` names.
+
+    Raises:
+        NotFound: no such suite, or it is made of test files (edit those files instead).
+    """
+    suite = dashboard.suite(suite_id).saved
+    if suite is None:
+        raise NotFound(
+            f"suite {suite_id!r} is made of test files: change and run those files "
+            "(`sparring run PATHS`) instead"
+        )
+    return suite
+
+
+@router.get("/suites/new")
+async def new_suite(request: Request, who: SuiteEditor) -> HTMLResponse:
+    """The editor of a new suite (one empty test case)."""
+    return _editor(request, None, {"name": "", "cases": [_empty_case()]})
+
+
+@router.get("/suites/{suite_id}/edit")
+async def edit_suite(request: Request, who: SuiteEditor, suite_id: str) -> HTMLResponse:
+    """Edit and rerun: the suite's editor; nothing runs until Save and run."""
+    suite = saved(_dashboard(request), suite_id)
+    cases = [
+        {
+            "agent": c.agent_id,
+            "agent_revision": c.agent_revision or "",
+            "user": c.user_id,
+            "user_revision": c.user_revision or "",
+            "timeout_s": f"{c.timeout_s:g}",
+            "max_turns": c.max_turns or "",
+            "sessions": c.sessions,
+        }
+        for c in suite.cases
+    ]
+    return _editor(request, suite, {"name": suite.name, "cases": cases})
+
+
+@router.post("/suites/new")
+async def create_suite(request: Request, who: SuiteEditor) -> Response:
+    """Save (status Not run) or Save and run a new suite."""
+    return await _save(request, who, None)
+
+
+@router.post("/suites/{suite_id}/edit")
+async def update_suite(request: Request, who: SuiteEditor, suite_id: str) -> Response:
+    """Save (or Save and run) the suite's new name and test cases; its runs stay."""
+    return await _save(request, who, saved(_dashboard(request), suite_id))
+
+
+async def _save(request: Request, who: Principal, suite: Suite | None) -> Response:
+    form = await request.form()
+    if "add_case" in form:
+        values = _posted(form)
+        values["cases"].append(_empty_case())
+        return _editor(request, suite, values)
+    dashboard = _dashboard(request)
+    try:
+        name, cases = suite_cases(form)
+        kept = save_suite(
+            dashboard.store,
+            name,
+            cases,
+            suite_id=None if suite is None else suite.id,
+            author=who.name,
+        )
+    except UserError as e:
+        return _editor(request, suite, _posted(form), error=str(e))
+    if form.get("then") == "run":
+        if not who.may("run_suites"):
+            raise UserError(f"suite {kept.name!r} is saved, but a {who.role} cannot run it")
+        await _start(dashboard, kept.id, who)
+    return RedirectResponse(f"/suites/{kept.id}", status_code=303)
+
+
+async def _start(dashboard: Dashboard, suite_id: int, who: Principal) -> str | None:
+    """Start a run of saved suite `suite_id` (see `SuiteRunner.start`).
+
+    Raises:
+        UserError: this server runs no suites, or the suite cannot run now.
+    """
+    if dashboard.runner is None:
+        raise UserError("this dashboard runs no suites (it was started without models)")
+    return await dashboard.runner.start(suite_id, author=who.name)
+
+
+@router.post("/suites/{suite_id}/rerun")
+async def rerun(request: Request, who: SuiteRunner, suite_id: str) -> Response:
+    """Rerun: run the suite again with its current settings."""
+    dashboard = _dashboard(request)
+    await _start(dashboard, saved(dashboard, suite_id).id, who)
+    return RedirectResponse(f"/suites/{suite_id}", status_code=303)
+
+
+@router.get("/suites/{suite_id}/delete")
+async def confirm_delete(request: Request, who: SuiteEditor, suite_id: str) -> Response:
+    """Ask before deleting (it cannot be undone)."""
+    suite = saved(_dashboard(request), suite_id)
+    context = {
+        "title": f"Delete {suite.name}?",
+        "message": f"Delete the test suite {suite.name!r} with all its runs and results? "
+        "This can't be undone.",
+        "action": f"/suites/{suite_id}/delete",
+        "button": "Delete",
+        "back": "/suites",
+    }
+    return render(request, "confirm.html.j2", context)
+
+
+@router.post("/suites/{suite_id}/delete")
+async def delete(request: Request, who: SuiteEditor, suite_id: str) -> Response:
+    """Delete the suite with all its runs; back to the list."""
+    dashboard = _dashboard(request)
+    delete_suite(dashboard.store, saved(dashboard, suite_id).id)
+    return RedirectResponse("/suites", status_code=303)
+
+
+def _empty_case() -> dict[str, Any]:
+    return {
+        **dict.fromkeys(_CASE_FIELDS, ""),
+        "timeout_s": f"{DEFAULT_TIMEOUT_S:g}",
+        "sessions": DEFAULT_SESSIONS,
+    }
+
+
+def _posted(form: FormData) -> dict[str, Any]:
+    """The editor's fields as posted."""
+    cases = [
+        {f: form.get(f"case-{i}-{f}", "") for f in (*_CASE_FIELDS, "sessions")}
+        for i in range(case_rows(form))
+    ]
+    return {"name": form.get("name", ""), "cases": cases or [_empty_case()]}
+
+
+def _editor(
+    request: Request, suite: Suite | None, values: dict[str, Any], *, error: str | None = None
+) -> HTMLResponse:
+    store = _dashboard(request).store
+    context = {
+        "suite": suite,
+        "values": values,
+        "error": error,
+        "agents": list_assets(store, "agent"),
+        "users": list_assets(store, "simulated_user"),
+    }
+    response = render(request, "suite_editor.html.j2", context)
+    if error:
+        response.status_code = 422
+    return response
