@@ -26,7 +26,7 @@ from sparring.secrets import Scrubber
 from sparring.targets import attachments
 from sparring.targets.attachments import attachment_bytes, attachment_of, read_attachment
 from sparring.targets.scripted import ScriptedTarget
-from sparring.transcript import Message, Transcript, sanitized
+from sparring.transcript import Attachment, Message, Transcript, sanitized
 
 pytestmark = pytest.mark.anyio
 
@@ -326,3 +326,9 @@ def test_the_readme_example_loads_with_its_files_beside_it(tmp_path: Path) -> No
     (scenario,) = load_paths([tmp_path / "t.yaml"])
     assert isinstance(scenario, SingleTurnScenario)
     assert scenario.files == [str(tmp_path / "files" / n) for n in ("receipt.txt", "damage.jpg")]
+
+
+def test_attachment_data_that_is_not_base64_is_masked_as_text() -> None:
+    odd = Attachment(name="a.txt", mime_type="text/plain", size=3, data=f"not base64 {SECRET}")
+    masked = sanitized(Message(role="user", content="x", files=(odd,)), Scrubber([SECRET]).scrub)
+    assert masked.files[0].data == "not base64 ***"

@@ -263,12 +263,15 @@ def _clean_file(
     clean: dict[str, Any], raw: dict[str, Any], scrub: Callable[[str], str] | None
 ) -> dict[str, Any]:
     """An attachment's `data` masked like text: decoded (UTF-8, other bytes kept as they
-    are), scrubbed, encoded again, `size` following; never the base64 text itself."""
-    clean["data"] = raw["data"]
-    if scrub is None:
+    are), scrubbed, encoded again, `size` following; data that is not base64 is masked as
+    the text it is."""
+    try:
+        data = base64.b64decode(raw["data"], validate=True)
+    except ValueError:  # binascii.Error: `clean` holds it scrubbed as text
         return clean
-    text = base64.b64decode(raw["data"]).decode("utf-8", "surrogateescape")
-    masked = scrub(text)
+    clean["data"] = raw["data"]
+    text = data.decode("utf-8", "surrogateescape")
+    masked = scrub(text) if scrub is not None else text
     if masked != text:
         data = masked.encode("utf-8", "surrogateescape")
         clean["data"], clean["size"] = base64.b64encode(data).decode("ascii"), len(data)
