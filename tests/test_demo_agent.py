@@ -363,7 +363,7 @@ def test_demo_agent_command_lists_every_endpoint_and_the_examples_port() -> None
     assert re.search(
         r"Demo agent listening on http://127\.0\.0\.1:\d+ \(GET /health, POST "
         r"/chat, POST /chat/stream, POST /v1/chat/completions, Parlant's "
-        r"/sessions, POST /a2a\)",
+        r"/sessions, POST /a2a, GET /shop \(a web page with a chat widget\)\)",
         done.stderr,
     )
     assert "Note: the examples in examples/ point at port 8787" in done.stderr

@@ -63,6 +63,12 @@ class Settings(BaseModel):
     judge_model: str | None = None
     base_url: str | None = None
     """Base URL of an OpenAI-compatible endpoint for the models."""
+    site_url: str | None = None
+    """The website browser targets open (`http(s)://host[:port]`): a target's `chat_url`
+    path (`/support`) is joined to it; a target with no `chat_url` opens it as it is."""
+    artifacts_dir: str | None = None
+    """Where trials keep files besides their results (browser screenshots); default
+    `.sparring/artifacts` in the project root."""
     api_key: str | None = None
     parallel: int = Field(default=8, ge=1, le=1000)
     trials: int | None = Field(default=None, ge=1, le=100)
@@ -74,14 +80,14 @@ class Settings(BaseModel):
     judge_temperature: float = Field(default=0.0, ge=0, le=2)
     judge_after_failed_checks: bool = False
     """Judge criteria and `should`s even in a trial a check already failed."""
+    explain_failures: bool = False
+    """One more model call per failed trial explains why it failed (`--explain-failures`)."""
     judge_chars_per_message: int | None = Field(default=None, ge=1)
     """What the judge sees of each message (default 1,500 characters)."""
     judge_chars_total: int | None = Field(default=None, ge=1)
     """What the judge sees of a conversation; the middle is left out (default 16,000)."""
     user_chars_per_message: int | None = Field(default=None, ge=1)
     """What the simulated user sees of each message (default 2,000 characters)."""
-    explain_failures: bool = False
-    """One more model call per failed trial explains why it failed (`--explain-failures`)."""
     user_chars_total: int | None = Field(default=None, ge=1)
     """The most recent characters the simulated user sees (default 12,000)."""
     secrets_file: str | None = None
@@ -102,6 +108,19 @@ class Settings(BaseModel):
     """`[tool.sparring.prices]`: model spec -> `[input, output]` USD per million tokens, for
     models the built-in table does not know or prices differently
     (`sparring.models.pricing`)."""
+
+    @field_validator("site_url")
+    @classmethod
+    def _site_url(cls, url: str | None) -> str | None:
+        if url is None:
+            return None
+        scheme, sep, rest = url.partition("://")
+        if sep and scheme.lower() in ("http", "https") and rest and not rest.startswith("/"):
+            return url
+        raise ValueError(
+            f"{url!r} is not a website address; write it like 'https://shop.example.com' "
+            "or 'http://127.0.0.1:8787'"
+        )
 
     @field_validator("prices", mode="before")
     @classmethod
@@ -194,6 +213,8 @@ def _from_file(path: Path, *, section: tuple[str, ...]) -> tuple[dict[str, Any],
             data[key] = [str(path.parent / d) for d in cast(list[str], dirs)]
     if isinstance(data.get("secrets_file"), str) and data["secrets_file"]:
         data["secrets_file"] = str(path.parent / data["secrets_file"])
+    if isinstance(data.get("artifacts_dir"), str) and data["artifacts_dir"]:
+        data["artifacts_dir"] = str(path.parent / data["artifacts_dir"])
     if isinstance(data.get("store"), str) and data["store"] and "://" not in data["store"]:
         data["store"] = str(path.parent / data["store"])  # an SQLite file, next to its file
     return data, str(path)

@@ -2,6 +2,9 @@
 
 Endpoints:
     `GET  /health`               -> `{"status": "ok", "agent": "Northwind Outfitters"}`
+    `GET  /shop`                 the shop's web page with a chat widget (variants at
+                                 `/shop/iframe`, `/shop/shadow`, `/shop/silent`,
+                                 `/shop/custom`; see `sparring.demo.web`).
     `POST /chat`                 `{message, history}` -> `{reply, tool_calls, handover}`;
                                  `history` is `[{role, content}]` without the current message.
     `POST /chat/stream`          same request; the reply as Server-Sent Events:
@@ -38,13 +41,14 @@ from urllib.parse import parse_qs, urlsplit
 from sparring.demo.a2a import CARD_PATH, A2AApi, agent_card
 from sparring.demo.agent import SHOP, DemoReply, respond
 from sparring.demo.parlant import ParlantApi
+from sparring.demo.web import web_file
 
 MAX_BODY_BYTES = 1_000_000
 _CHAT_EXAMPLE = '{"message": "Where is my order?", "history": []}'
 _OPENAI_EXAMPLE = '{"model": "demo", "messages": [{"role": "user", "content": "Hi"}]}'
 ENDPOINTS = (
     "GET /health, POST /chat, POST /chat/stream, POST /v1/chat/completions, "
-    "Parlant's /sessions, POST /a2a"
+    "Parlant's /sessions, POST /a2a, GET /shop (a web page with a chat widget)"
 )
 """The endpoints, as named in 404 answers and in the startup banner."""
 EXAMPLES_PORT = 8787
@@ -369,6 +373,8 @@ class _Handler(BaseHTTPRequestHandler):
             )
         elif path == CARD_PATH:
             self._json(200, agent_card(f"http://{self.headers.get('Host', '127.0.0.1')}"))
+        elif (page := web_file(path)) is not None:
+            self._send(200, *page)
         elif path in ("/chat", "/chat/stream", "/v1/chat/completions"):
             self._error(405, f"{path} takes POST with a JSON body, e.g. {_CHAT_EXAMPLE}")
         else:
@@ -465,8 +471,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _json(self, status: int, payload: Any) -> None:
         data = json.dumps(payload, ensure_ascii=False).encode()
+        self._send(status, "application/json; charset=utf-8", data)
+
+    def _send(self, status: int, content_type: str, data: bytes) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
