@@ -52,6 +52,7 @@ from sparring.scenario import (
     EqualsCheck,
     JsonSchemaCheck,
     LatencyBelowCheck,
+    LookIn,
     NotContainsCheck,
     NotRegexCheck,
     RegexCheck,
@@ -280,18 +281,39 @@ def _fold(text: str) -> str:
     return folded.replace("i\u0307", "i")
 
 
-def _first_hit(scope: Scope, value: str, *, case_sensitive: bool) -> str | None:
-    """Evidence for the first reply in scope containing `value`, or `None`."""
+def _places(scope: Scope, look_in: LookIn) -> Iterator[tuple[str, str]]:
+    """`(where, text)` for each text the check reads in scope, in order: each reply's text
+    (`where` = "turn N"), and/or the arguments of its tool calls as sent and as parsed
+    ("turn N, NAME arguments"), per `look_in`."""
     for turn, message in scope.replies:
-        span = _find(message.content, value, case_sensitive=case_sensitive)
+        if look_in != "tool_args":
+            yield f"turn {turn}", message.content
+        if look_in == "text":
+            continue
+        for call in message.tool_calls:
+            parsed = (
+                "" if call.arguments is None else json.dumps(call.arguments, ensure_ascii=False)
+            )
+            yield f"turn {turn}, {call.name} arguments", f"{call.arguments_raw}\n{parsed}"
+
+
+def _first_hit(
+    scope: Scope, value: str, *, case_sensitive: bool, look_in: LookIn = "text"
+) -> str | None:
+    """Evidence for the first text in scope containing `value`, or `None`."""
+    for where, text in _places(scope, look_in):
+        span = _find(text, value, case_sensitive=case_sensitive)
         if span is not None:
-            return f"turn {turn}: {quoted(around(message.content, *span))}"
+            return f"{where}: {quoted(around(text, *span))}"
     return None
 
 
 def _contains(check: ContainsCheck, scope: Scope) -> Outcome:
     values = _values(check.value)
-    hits = {v: _first_hit(scope, v, case_sensitive=check.case_sensitive) for v in values}
+    hits = {
+        v: _first_hit(scope, v, case_sensitive=check.case_sensitive, look_in=check.look_in)
+        for v in values
+    }
     found = [h for h in hits.values() if h is not None]
     missing = [v for v, h in hits.items() if h is None]
     met = not missing if check.match == "all" else bool(found)
@@ -309,7 +331,8 @@ def _not_contains(check: NotContainsCheck, scope: Scope) -> Outcome:
     hits = [
         (v, h)
         for v in _values(check.value)
-        if (h := _first_hit(scope, v, case_sensitive=check.case_sensitive)) is not None
+        if (h := _first_hit(scope, v, case_sensitive=check.case_sensitive, look_in=check.look_in))
+        is not None
     ]
     if not hits:
         return Outcome(True)
@@ -332,10 +355,10 @@ def _compiled(pattern: str, ignore_case: bool) -> regex.Pattern[str]:
 
 
 class _TooSlow(Exception):
-    """A pattern's search ran out of `REGEX_TIMEOUT_S` on the reply at `turn`."""
+    """A pattern's search ran out of `REGEX_TIMEOUT_S` on the text at `where`."""
 
-    def __init__(self, turn: int, length: int) -> None:
-        self.turn, self.length = turn, length
+    def __init__(self, where: str, length: int) -> None:
+        self.where, self.length = where, length
 
 
 def _matches(check: RegexCheck | NotRegexCheck, scope: Scope) -> Iterator[str]:
@@ -347,15 +370,18 @@ def _matches(check: RegexCheck | NotRegexCheck, scope: Scope) -> Iterator[str]:
     """
     compiled = _compiled(check.pattern, check.ignore_case)
     deadline = time.monotonic() + REGEX_TIMEOUT_S
-    for turn, message in scope.replies:
+    for where, text in _places(scope, check.look_in):
         try:
-            match = compiled.search(
-                message.content, timeout=max(deadline - time.monotonic(), 0.001)
-            )
+            match = compiled.search(text, timeout=max(deadline - time.monotonic(), 0.001))
         except TimeoutError:
-            raise _TooSlow(turn, len(message.content)) from None
+            raise _TooSlow(where, len(text)) from None
         if match:
-            yield f"turn {turn}: {quoted(around(message.content, match.start(), match.end()))}"
+            yield f"{where}: {quoted(around(text, match.start(), match.end()))}"
+
+
+def _what(where: str) -> str:
+    """`reply at turn 2`, or `tool arguments at turn 2, NAME arguments`."""
+    return f"tool arguments at {where}" if where.endswith(" arguments") else f"reply at {where}"
 
 
 def _too_slow(check: RegexCheck | NotRegexCheck, stopped: _TooSlow) -> Outcome:
@@ -364,7 +390,7 @@ def _too_slow(check: RegexCheck | NotRegexCheck, stopped: _TooSlow) -> Outcome:
         error=True,
         reason=(
             f"the pattern {_slashed(check)} took over {REGEX_TIMEOUT_S:g} s and was stopped "
-            f"on the {stopped.length:,}-character reply at turn {stopped.turn}; it "
+            f"on the {stopped.length:,}-character {_what(stopped.where)}; it "
             "backtracks too much: anchor it (e.g. `^...`) and avoid nested quantifiers "
             "such as `(x+)+`"
         ),

@@ -65,6 +65,11 @@ def _texts_to_find(value: str | list[str], *, key: str, never: str) -> str | lis
     return value
 
 
+LookIn = Literal["text", "tool_args", "all"]
+"""Where a text check looks in each reply: its `text` (default), the arguments of its tool
+calls (`tool_args`: a leak can hide there), or both (`all`)."""
+
+
 class ContainsCheck(_Check):
     """Reply text contains `value` (any of the list, or all with `match: all`)."""
 
@@ -72,6 +77,7 @@ class ContainsCheck(_Check):
     value: str | list[str]
     match: Literal["any", "all"] = "any"
     case_sensitive: bool = False
+    look_in: LookIn = "text"
 
     @field_validator("value")
     @classmethod
@@ -85,6 +91,7 @@ class NotContainsCheck(_Check):
     type: Literal["not_contains"] = "not_contains"
     value: str | list[str]
     case_sensitive: bool = False
+    look_in: LookIn = "text"
 
     @field_validator("value")
     @classmethod
@@ -96,6 +103,7 @@ class NotContainsCheck(_Check):
 class _PatternCheck(_Check):
     pattern: str
     ignore_case: bool = False
+    look_in: LookIn = "text"
 
     @field_validator("pattern")
     @classmethod
