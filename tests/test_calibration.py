@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from sparring.cli.main import main
@@ -186,8 +187,8 @@ def test_bad_lines_are_reported_at_their_line_all_at_once(tmp_path: Path) -> Non
         f'{labels}:3: `label` must be "met" or "not_met", got "pass"',
         f"{labels}:4: unknown key 'critrion_id'; did you mean 'criterion_id'?",
         f"{labels}:5: case id 'a' is also used on line 1: rename one",
-        f"{labels}:6: give exactly one of `criterion` (about the whole conversation) and "
-        "`should` (about one reply), not both",
+        f"{labels}:6: give exactly one of `criterion`, `restriction` (about the whole "
+        "conversation) and `should` (about one reply), not several",
         f"{labels}:8: `transcript` needs at least one user message and one agent message",
     ]
 
@@ -242,9 +243,11 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def sparring(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
     monkeypatch.setattr(sys, "argv", ["sparring", *args])
-    with pytest.raises(SystemExit) as done:
+    try:
         main()
-    return int(done.value.code or 0)
+    except SystemExit as done:
+        return int(done.code or 0)
+    return 0
 
 
 def test_the_command_prints_agreement_kappa_table_and_wrong_cases(
@@ -299,3 +302,58 @@ def test_a_bad_labels_file_exits_2_naming_the_line(
     code = sparring(monkeypatch, "calibrate", "labels.jsonl", "--judge-model", "scripted:refund")
     assert code == 2
     assert "labels.jsonl:2: expected a JSON object" in capsys.readouterr().err
+
+
+def test_a_restriction_case_is_judged_as_a_restriction(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(case_line("met", "ok").replace('"criterion"', '"restriction"') + "\n")
+    (read,) = read_labels(labels)
+    assert read.kind == "restriction"
+    done = anyio.run(lambda: calibrate(ScriptedModel(handler=by_refund), [read]))
+    (answer,) = done.results[0].answers
+    assert answer.kind == "restriction" and answer.description.endswith("offers a refund")
+
+
+RUN_AGENT = """
+def agent(history):
+    return "Your order ships tomorrow."
+"""
+RUN_SUITE = """target: {type: callable, ref: 'calibrate_agent:agent'}
+scenarios:
+  - id: late
+    prompt: Where is my order?
+    should: say when the order ships
+    restrictions: [Offers a refund]
+"""
+
+
+def test_a_stored_runs_overrides_are_the_labels(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "calibrate_agent.py").write_text(RUN_AGENT)
+    (project / "suite.yaml").write_text(RUN_SUITE)
+    monkeypatch.setattr(sys, "path", [str(project), *sys.path])
+    monkeypatch.setenv("SPARRING_STORE", str(project / "runs.db"))
+    sparring(monkeypatch, "run", "suite.yaml", "--model", "scripted:refund", "--quiet")
+    assert sparring(monkeypatch, "calibrate", "--run", "nope", "--judge-model", "x:y") == 2
+    assert "nope" in capsys.readouterr().err  # no such run
+    assert sparring(monkeypatch, "calibrate", "--judge-model", "x:y") == 2
+    assert "give LABELS (a JSONL file of labelled cases) or --run RUN" in capsys.readouterr().err
+    from sparring.cli.history import open_named
+    from sparring.store.reading import find_run
+
+    run_id = find_run(open_named(None), None).id
+    assert sparring(monkeypatch, "calibrate", "--run", run_id, "--judge-model", "x:y") == 2
+    assert "has no verdict overrides" in capsys.readouterr().err
+    for target, value in (("t1.should1", "met"), ("r1", "met")):
+        args = ("override", run_id, "late", "1", target, "--value", value, "--reason", "r")
+        sparring(monkeypatch, *args, "--author", "ann")
+    capsys.readouterr()
+    code = sparring(monkeypatch, "calibrate", "--run", run_id, "--judge-model", "scripted:refund")
+    out = capsys.readouterr().out
+    assert code == 0
+    assert f"2 labelled cases from the verdict overrides of run {run_id}" in out
+    # the judge (not_met on a reply without "refund") is wrong on both corrected verdicts
+    assert "late:t1.should1: agreement 0/1" in out and "late:r1: agreement 0/1" in out
+    assert f"  late#1:t1.should1 (run {run_id}) late:t1.should1: person met, judge not_met" in out
+    assert f"  late#1:r1 (run {run_id}) late:r1: person met, judge not_met" in out

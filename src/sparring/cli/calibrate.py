@@ -1,6 +1,7 @@
-"""`sparring calibrate LABELS`: how often the judge agrees with people on labelled cases.
-Imports only click at start-up; the work is in `sparring.judging.calibration` and the cases
-are read by `sparring.loaders.labels`."""
+"""`sparring calibrate LABELS` / `sparring calibrate --run RUN`: how often the judge agrees
+with people, on labelled cases or on a stored run's verdict overrides. Imports only click
+at start-up; the work is in `sparring.judging.calibration` and the cases are read by
+`sparring.loaders.labels`."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from typing import TYPE_CHECKING
 
 import click
 
+from sparring.cli.history import STORE_HELP
+
 if TYPE_CHECKING:
-    from sparring.judging.calibration import Calibration, CaseResult, Confusion
+    from sparring.judging.calibration import Calibration, CaseResult, Confusion, LabelledCase
 
 _NO_MODEL = (
     "no judge model to calibrate: give --judge-model SPEC (e.g. --judge-model "
@@ -22,7 +25,14 @@ _SHOWN_WRONG = 20
 
 
 @click.command("calibrate")
-@click.argument("labels", metavar="LABELS", type=click.Path(dir_okay=False))
+@click.argument("labels", metavar="LABELS", required=False, type=click.Path(dir_okay=False))
+@click.option(
+    "--run",
+    "run_id",
+    metavar="RUN",
+    help="Use the verdict overrides of stored run RUN as the labels (instead of LABELS).",
+)
+@click.option("--store", metavar="URL", help=STORE_HELP)
 @click.option("--judge-model", metavar="SPEC", help="Calibrate this judge (default: the judge).")
 @click.option(
     "--repeat",
@@ -32,21 +42,36 @@ _SHOWN_WRONG = 20
     help="Judge each case K times: the majority is its label, and the judge's "
     "self-agreement is measured.",
 )
-def calibrate(labels: str, judge_model: str | None, repeat: int) -> None:
+def calibrate(
+    labels: str | None, run_id: str | None, store: str | None, judge_model: str | None, repeat: int
+) -> None:
     """Measure the judge against people: LABELS is a JSONL file of labelled cases (a
-    transcript, a `criterion` or a `should`, and `label` met or not_met; see README
-    "Measuring the judge"). Prints agreement, Cohen's kappa, a confusion table per criterion,
-    the judge's self-agreement over --repeat answers and the cases it got wrong."""
-    sys.exit(calibrate_command(labels, judge_model=judge_model, repeat=repeat))
+    transcript, a `criterion`, `restriction` or `should`, and `label` met or not_met; see
+    README "Measuring the judge"), or --run RUN takes the verdicts people corrected in a
+    stored run (`sparring override`). Prints agreement, Cohen's kappa, a confusion table per
+    criterion, the judge's self-agreement over --repeat answers and the cases it got wrong."""
+    sys.exit(
+        calibrate_command(
+            labels, run_id=run_id, store=store, judge_model=judge_model, repeat=repeat
+        )
+    )
 
 
-def calibrate_command(labels: str, *, judge_model: str | None, repeat: int) -> int:
+def calibrate_command(
+    labels: str | None,
+    *,
+    judge_model: str | None,
+    repeat: int,
+    run_id: str | None = None,
+    store: str | None = None,
+) -> int:
     """Body of `sparring calibrate`; returns the exit code: 0 when the judge answered, 3
     when none of its answers could be used (every case `error`).
 
     Raises:
-        UserError: no judge model configured, a model spec that cannot be used, or a
-            labels file that cannot be read.
+        UserError: neither or both of LABELS and `run_id`, no judge model configured, a
+            model spec that cannot be used, a labels file that cannot be read, no such run,
+            or a run without verdict overrides.
         ConfigError: a labels line that is not a valid case (at file:line).
     """
     import anyio
@@ -54,15 +79,19 @@ def calibrate_command(labels: str, *, judge_model: str | None, repeat: int) -> i
     from sparring.config import load_settings
     from sparring.errors import UserError
     from sparring.judging.calibration import calibrate
-    from sparring.loaders.labels import read_labels
     from sparring.models.registry import model_from_settings
     from sparring.runner.settings import RunSettings
 
+    if (labels is None) == (run_id is None):
+        raise UserError(
+            "give LABELS (a JSONL file of labelled cases) or --run RUN (a stored run's "
+            "verdict overrides), one of them"
+        )
     settings = load_settings({"judge_model": judge_model})
     spec = settings.resolved_judge_model
     if spec is None:
         raise UserError(_NO_MODEL)
-    cases = read_labels(labels)
+    cases, origin = _cases(labels, run_id, store)
     judge = model_from_settings(spec, settings)
     limits = RunSettings.from_settings(settings).limits
 
@@ -81,11 +110,39 @@ def calibrate_command(labels: str, *, judge_model: str | None, repeat: int) -> i
 
     click.echo(
         f"Calibrating judge {spec} on {len(cases)} labelled case{_s(len(cases))} from "
-        f"{labels}" + (f", each judged {repeat} times" if repeat > 1 else "")
+        f"{origin}" + (f", each judged {repeat} times" if repeat > 1 else "")
     )
     done = anyio.run(work)
     _print(done)
     return 3 if done.overall.errors == len(done.results) else 0
+
+
+def _cases(
+    labels: str | None, run_id: str | None, store: str | None
+) -> tuple[list[LabelledCase], str]:
+    """The cases, and where they come from (as printed).
+
+    Raises:
+        UserError: as `read_labels`; no such run; a run without verdict overrides.
+    """
+    if labels is not None:
+        from sparring.loaders.labels import read_labels
+
+        return read_labels(labels), labels
+    from sparring.cli.history import open_named
+    from sparring.errors import UserError
+    from sparring.judging.calibration import override_cases
+    from sparring.store.reading import find_run, load_run
+
+    opened = open_named(store)
+    found = find_run(opened, run_id)
+    cases = override_cases(load_run(opened, found.id))
+    if not cases:
+        raise UserError(
+            f"run {found.id} has no verdict overrides of criteria, restrictions or shoulds to "
+            "calibrate against; record them with `sparring override` (or in the dashboard)"
+        )
+    return cases, f"the verdict overrides of run {found.id}"
 
 
 def _print(done: Calibration) -> None:

@@ -1,7 +1,8 @@
 """Measuring the judge against human labels (`sparring calibrate`).
 
-Each `LabelledCase` is a finished conversation, one criterion (or one `should` on a reply)
-and the label a person gave it (`met` / `not_met`). `calibrate` has the judge grade every
+Each `LabelledCase` is a finished conversation, one criterion, restriction or `should` (on
+one reply) and the label a person gave it (`met` / `not_met`): read from a labels file, or
+from the verdict overrides of a stored run (`override_cases`). `calibrate` has the judge grade every
 case `repeat` times, exactly as in a run (one judge call per answer, the same prompt and
 evidence rules), and `Calibration` reports:
 
@@ -27,10 +28,12 @@ import anyio
 from sparring.judging.judge import ShouldItem, judge_conversation
 from sparring.models.base import Model
 from sparring.prompts import DEFAULT_LIMITS, Limits
-from sparring.results import Usage, Verdict
+from sparring.results import RunResult, Usage, Verdict
 from sparring.scenario import Criterion, ScriptedScenario, ScriptedTurn
 from sparring.transcript import Transcript
 
+CaseKind = Literal["criterion", "restriction", "should"]
+"""What a case's text is: as the verdict kinds the judge decides."""
 Label = Literal["met", "not_met"]
 """A person's label of a case."""
 JudgeLabel = Literal["met", "not_met", "error"]
@@ -48,16 +51,17 @@ _SCENARIO_ID = "calibration-case"
 class LabelledCase:
     """A conversation and one thing a person decided about it.
 
-    `text` is a success criterion (`kind="criterion"`) or a `should` condition, a verb
-    phrase completing "The message should ..." about the agent's reply at 1-based `turn`
-    (`kind="should"`). `criterion_id` groups cases into confusion tables (cases about the
-    same criterion share it). `description` is shown to the judge as the scenario's
+    `text` is a success criterion (`kind="criterion"`), a restriction (`"restriction"`:
+    `met` when the agent did not do it) or a `should` condition, a verb phrase completing
+    "The message should ..." about the agent's reply at 1-based `turn` (`kind="should"`).
+    `criterion_id` groups cases into confusion tables (cases about the same criterion share
+    it). `description` is shown to the judge as the scenario's
     description (what is being tested); `source` is `file:line` of the case.
     """
 
     id: str
     transcript: Transcript
-    kind: Literal["criterion", "should"]
+    kind: CaseKind
     text: str
     label: Label
     criterion_id: str
@@ -267,7 +271,17 @@ async def judge_case(
     the conversation is a scripted scenario with the case's criterion, or with its `should`
     on the reply at its turn."""
     turns = [ScriptedTurn(user=m.content) for m in case.transcript.messages if m.role == "user"]
-    criteria = [Criterion(id=_ITEM_ID, text=case.text)] if case.kind == "criterion" else []
+    criteria = (
+        []
+        if case.kind == "should"
+        else [
+            Criterion(
+                id=_ITEM_ID,
+                text=case.text,
+                kind="success" if case.kind == "criterion" else "restriction",
+            )
+        ]
+    )
     scenario = ScriptedScenario(
         id=_SCENARIO_ID, description=case.description, turns=turns, criteria=criteria
     )
@@ -286,3 +300,50 @@ async def judge_case(
         usage=usage,
     )
     return outcome.verdicts[0]
+
+
+_DESCRIBED = {"should": "should ", "restriction": "restriction (must not happen): "}
+"""How the judge's verdict descriptions begin (`sparring.judging.judge`), by kind: what is
+left is the text judged."""
+
+
+def override_cases(run: RunResult) -> list[LabelledCase]:
+    """The verdicts of `run` a person corrected (`Verdict.override`, as `load_run` applies
+    them), as labelled cases: the conversation of the trial, the criterion, restriction or
+    `should` judged, and the corrected value as the label. Checks and insights are left
+    out (no judge decided the one; the other is not met / not met).
+
+    Ids are `SCENARIO#TRIAL:VERDICT`; `criterion_id` is `SCENARIO:VERDICT`, so each
+    scenario's criterion gets its own confusion table.
+    """
+    cases: list[LabelledCase] = []
+    for scenario in run.scenarios:
+        for trial in scenario.trials:
+            for verdict in trial.verdicts:
+                override = verdict.override
+                if override is None or verdict.kind == "check":
+                    continue
+                label = as_label(override.value)
+                if label is None:
+                    continue
+                cases.append(
+                    LabelledCase(
+                        id=f"{scenario.scenario_id}#{trial.trial}:{verdict.id}",
+                        transcript=trial.transcript,
+                        kind=verdict.kind,
+                        text=verdict.description.removeprefix(_DESCRIBED.get(verdict.kind, "")),
+                        label=label,
+                        criterion_id=f"{scenario.scenario_id}:{verdict.id}",
+                        turn=verdict.turn,
+                        description=scenario.description,
+                        source=f"run {run.run_id}",
+                    )
+                )
+    return cases
+
+
+def as_label(value: object) -> Label | None:
+    """`value` as a person's label (`met` / `not_met`), or `None` when it is neither."""
+    if value == "met":
+        return "met"
+    return "not_met" if value == "not_met" else None

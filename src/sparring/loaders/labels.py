@@ -7,8 +7,9 @@
 ```
 
 Keys: `transcript` (messages with `role` `user` or `agent` / `assistant`, `content`, and on
-agent messages optional `tool_calls: [{name, arguments, result}]`), `criterion` (a success
-criterion) or `should` (a condition on one reply, with `turn`, default the last reply),
+agent messages optional `tool_calls: [{name, arguments, result}]`), one of `criterion` (a
+success criterion), `restriction` (what the agent must not do: `met` when it did not) and
+`should` (a condition on one reply, with `turn`, default the last reply),
 `label` (`met` / `not_met`), and optional `id` (default `line-N`), `criterion_id` (groups
 cases into one confusion table; default the criterion's text), `description` (shown to the
 judge as what is being tested) and `source` / `notes` (kept for people, not shown).
@@ -24,7 +25,7 @@ from typing import Any, Literal, cast
 from pydantic import ValidationError
 
 from sparring.errors import UserError
-from sparring.judging.calibration import LABELS, Label, LabelledCase
+from sparring.judging.calibration import CaseKind, Label, LabelledCase, as_label
 from sparring.loaders._places import closest
 from sparring.loaders.errors import Problem, config_error
 from sparring.transcript import Message, ToolCall, Transcript
@@ -33,6 +34,7 @@ KEYS = (
     "id",
     "transcript",
     "criterion",
+    "restriction",
     "should",
     "turn",
     "label",
@@ -125,8 +127,7 @@ def _case(line: str, *, number: int, path: str) -> LabelledCase:
         kind=kind,
         text=text,
         label=_label(raw.get("label")),
-        criterion_id=_text(raw, "criterion_id")
-        or (text if kind == "criterion" else f"should {text}"),
+        criterion_id=_text(raw, "criterion_id") or (f"should {text}" if kind == "should" else text),
         turn=_turn(raw.get("turn"), transcript) if kind == "should" else None,
         description=_text(raw, "description"),
         source=f"{path}:{number}",
@@ -140,21 +141,24 @@ def _text(raw: dict[str, Any], key: str) -> str | None:
     return value or None
 
 
-def _item(raw: dict[str, Any]) -> tuple[Any, str]:
-    """(`"criterion"` or `"should"`, its text)."""
-    given = [k for k in ("criterion", "should") if k in raw]
+_KINDS: tuple[CaseKind, ...] = ("criterion", "restriction", "should")
+
+
+def _item(raw: dict[str, Any]) -> tuple[CaseKind, str]:
+    """What the case judges (`criterion`, `restriction` or `should`) and its text."""
+    given: list[CaseKind] = [k for k in _KINDS if k in raw.keys()]
     if len(given) != 1:
         raise _Bad(
-            "give exactly one of `criterion` (about the whole conversation) and `should` "
-            "(about one reply)" + (", not both" if given else "")
+            "give exactly one of `criterion`, `restriction` (about the whole conversation) "
+            "and `should` (about one reply)" + (", not several" if given else "")
         )
     key = given[0]
     text = _text(raw, key)
     if text is None or not text.strip():
         raise _Bad(f"`{key}` is empty; write what the judge decides")
-    if key == "criterion" and len(text) > _CRITERION_CHARS:
+    if key != "should" and len(text) > _CRITERION_CHARS:
         raise _Bad(
-            f"`criterion` has {len(text)} characters, more than a test's criterion may "
+            f"`{key}` has {len(text)} characters, more than a test's criterion may "
             f"({_CRITERION_CHARS}); move the background to `description`"
         )
     if key != "should" and "turn" in raw:
@@ -163,9 +167,9 @@ def _item(raw: dict[str, Any]) -> tuple[Any, str]:
 
 
 def _label(value: Any) -> Label:
-    for label in LABELS:
-        if value == label:
-            return label
+    label = as_label(value)
+    if label is not None:
+        return label
     raise _Bad(f'`label` must be "met" or "not_met", got {json.dumps(value)[:60]}')
 
 
