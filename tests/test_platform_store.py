@@ -19,7 +19,7 @@ from sparring.runner import RunSettings, run_scenarios
 from sparring.store import accounts, assets, overrides, suite_status, suites
 from sparring.store.assets import AssetError, AssetNotFound
 from sparring.store.database import Store, open_store
-from sparring.store.reading import load_run
+from sparring.store.reading import list_runs, load_run
 from sparring.store.suites import SuiteBusy, SuiteCase, SuiteError
 from sparring.store.writer import RunWriter
 from sparring.targets.scripted import ScriptedTarget
@@ -394,6 +394,7 @@ def test_a_verdict_override_recomputes_the_trial_and_the_newest_wins(store: Stor
         trial.verdicts[1].override is not None and trial.verdicts[1].override.original == "not_met"
     )
     assert trial.score == 1.0
+    assert list_runs(store)[0].trial_counts == {"passed": 1}  # `sparring runs` follows
     overrides.record_override(store, value="not_met", reason="on reflection", author="b", **common)
     (trial,) = load_run(store, run_id).scenarios[0].trials
     assert trial.status == "failed" and trial.verdicts[1].override.author == "b"  # type: ignore[union-attr]
@@ -546,8 +547,6 @@ async def test_deleting_a_suite_deletes_all_its_runs(store: Store) -> None:
     assert suites.delete_suite(store, suite.id) == [result.run_id]
     with pytest.raises(suites.SuiteNotFound):
         suites.get_suite(store, suite.id)
-    from sparring.store.reading import list_runs
-
     assert list_runs(store) == [] and overrides.list_overrides(store) == []
 
 

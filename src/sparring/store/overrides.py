@@ -254,6 +254,29 @@ def run_overrides(store: Store, run_id: str) -> list[StoredOverride]:
         return [_stored(row) for row in conn.execute(query).mappings()]
 
 
+def status_changes(conn: Connection, run_ids: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+    """Per run of `run_ids` with overrides: `(stored status, overridden status)` of each
+    overridden trial, so counts kept by status (`sparring runs`) can follow overrides."""
+    query = select(overrides).where(overrides.c.run_id.in_(run_ids)).order_by(overrides.c.id)
+    by_trial: dict[tuple[str, str, int], dict[str, StoredOverride]] = {}
+    for row in conn.execute(query).mappings():
+        one = _stored(row)
+        by_trial.setdefault((one.run_id, one.scenario_id, one.trial), {})[one.target] = one
+    out: dict[str, list[tuple[str, str]]] = {}
+    for (run_id, scenario_id, number), by_target in by_trial.items():
+        data = conn.execute(
+            select(trials.c.result).where(
+                trials.c.run_id == run_id,
+                trials.c.scenario_id == scenario_id,
+                trials.c.trial == number,
+            )
+        ).scalar_one()
+        trial = TrialResult.model_validate_json(data)
+        after = overridden_trial(trial, by_target).status
+        out.setdefault(run_id, []).append((trial.status, after))
+    return out
+
+
 def apply_overrides(run: RunResult, found: Sequence[StoredOverride]) -> None:
     """Apply `found` (oldest first; the newest of a target wins) to `run`'s trials in
     place: each overridden verdict and insight, then its trial's status, error,

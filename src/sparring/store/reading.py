@@ -17,7 +17,7 @@ from sqlalchemy import Row, func, select
 from sparring.errors import UserError
 from sparring.results import ModelSettings, RunResult, ScenarioResult, TrialResult
 from sparring.store.database import Store
-from sparring.store.overrides import apply_overrides, run_overrides
+from sparring.store.overrides import apply_overrides, run_overrides, status_changes
 from sparring.store.provenance import process_alive
 from sparring.store.schema import runs, scenarios, trials
 from sparring.store.writer import INTERRUPTED_END
@@ -72,7 +72,8 @@ def list_runs(
     tags: Sequence[str] = (),
 ) -> list[RunSummary]:
     """Stored runs, newest first: at most `limit`, only those in `status` (one of
-    `RUN_STATUSES`) when given, only those holding a scenario with any of `tags` when given."""
+    `RUN_STATUSES`) when given, only those holding a scenario with any of `tags` when given;
+    trials counted by their status after verdict overrides."""
     with store.engine.connect() as conn:
         rows = conn.execute(select(runs).order_by(runs.c.started_at.desc(), runs.c.id)).all()
         rows = [r for r in rows if status is None or _status(r) == status]
@@ -81,6 +82,13 @@ def list_runs(
             rows = [r for r in rows if r.id in tagged]
         rows = rows[:limit]
         totals = _trial_totals(conn, [r.id for r in rows])
+        for run_id, changes in status_changes(conn, list(totals)).items():
+            counts = totals[run_id][0]
+            for before, after in changes:
+                counts[before] -= 1
+                counts[after] = counts.get(after, 0) + 1
+                if not counts[before]:
+                    del counts[before]
     return [_summary(r, *totals.get(r.id, ({}, 0.0, None))) for r in rows]
 
 
