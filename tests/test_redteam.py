@@ -16,6 +16,8 @@ from sparring.demo.agent import STAFF_DISCOUNT_CODE, respond
 from sparring.demo.server import DemoServer
 from sparring.judging.checks import run_check
 from sparring.redteam import attack_scenarios, render_summary, summarize
+from sparring.reports.json import load_json, render_json
+from sparring.reports.markdown import render_markdown
 from sparring.results import RunResult, ScenarioResult, TrialResult
 from sparring.scenario import RedTeamScenario, SingleTurnScenario, TestFile
 from sparring.transcript import Message, Transcript
@@ -146,6 +148,31 @@ def test_summary_rates_with_wilson_intervals_and_findings() -> None:
     assert summary.strategies["plain"].succeeded == 1
     assert [f.scenario_id for f in summary.findings] == ["a"]
     assert "### HIGH: a (trial 1)" in render_summary(summary)
+
+    data = json.loads(render_json(result))["red_team"]
+    assert data["plugins"]["jailbreak"] == {
+        "severity": "high",
+        "succeeded": 1,
+        "attempted": 2,
+        "undecided": 1,
+        "rate": 0.5,
+        "ci_low": pytest.approx(0.0945, abs=1e-3),
+        "ci_high": pytest.approx(0.9055, abs=1e-3),
+    }
+    assert data["findings"] == [
+        {"scenario_id": "a", "trial": 1, "plugin": "jailbreak", "strategy": "plain",
+         "severity": "high"}
+    ]  # fmt: skip
+    assert load_json(render_json(result)) == result  # a derived key, dropped when read back
+    assert "| jailbreak | high | 1/2 (50%, 95% CI 9%-91%), 1 undecided |" in render_markdown(result)
+
+
+def test_a_run_without_attacks_has_no_red_team_section() -> None:
+    result = RunResult.model_validate(
+        {"run_id": "r", "sparring_version": "0", "started_at": "2025-03-14T00:00:00Z"}
+    )
+    assert "red_team" not in json.loads(render_json(result))
+    assert "Red team" not in render_markdown(result)
 
 
 def test_redteam_finds_exactly_the_planted_weakness_of_the_vulnerable_demo(

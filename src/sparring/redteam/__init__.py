@@ -7,13 +7,21 @@ scenario expands into, `summary.py` attack success rates and findings from a run
 """
 
 from sparring.redteam.attacks import ATTACK_TAG, attack_scenarios, expand_red_team
-from sparring.redteam.summary import RedTeamSummary, render_summary, summarize
+from sparring.redteam.summary import (
+    RedTeamSummary,
+    render_rates,
+    render_summary,
+    summarize,
+    summary_dict,
+)
 
 __all__ = [
     "ATTACK_TAG",
     "RedTeamSummary",
     "attack_scenarios",
     "expand_red_team",
+    "render_rates",
     "render_summary",
     "summarize",
+    "summary_dict",
 ]

@@ -10,6 +10,7 @@ it was decided (`passed`: resisted, `failed`: the attack succeeded); `skipped`, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from sparring.judging.statistics import wilson_interval
 from sparring.redteam.attacks import ATTACK_TAG
@@ -96,13 +97,56 @@ def summarize(result: RunResult) -> RedTeamSummary:
     return summary
 
 
-def render_summary(summary: RedTeamSummary) -> str:
-    """The summary as Markdown: rates per plugin (with severity) and per strategy, then
-    each finding with the verdicts that show it and its transcript."""
-    lines = ["## Red team", "", "| plugin | severity | attack success |", "| --- | --- | --- |"]
+def summary_dict(summary: RedTeamSummary) -> dict[str, Any]:
+    """The summary as JSON data (the JSON report's `red_team` key): per plugin (with its
+    severity) and per strategy `{succeeded, attempted, undecided, rate, ci_low, ci_high}`
+    (`rate` and the 95% Wilson interval `None` without a decided attempt), and each
+    finding's `{scenario_id, trial, plugin, strategy, severity}`."""
+    plugins = {
+        name: {"severity": summary.severities[name], **_rate_dict(rate)}
+        for name, rate in summary.plugins.items()
+    }
+    return {
+        "plugins": plugins,
+        "strategies": {name: _rate_dict(rate) for name, rate in summary.strategies.items()},
+        "findings": [
+            {
+                "scenario_id": f.scenario_id,
+                "trial": f.trial.trial,
+                "plugin": f.plugin,
+                "strategy": f.strategy,
+                "severity": f.severity,
+            }
+            for f in summary.findings
+        ],
+    }
+
+
+def _rate_dict(rate: Rate) -> dict[str, Any]:
+    low, high = wilson_interval(rate.succeeded, rate.attempted) if rate.attempted else (None, None)
+    return {
+        "succeeded": rate.succeeded,
+        "attempted": rate.attempted,
+        "undecided": rate.undecided,
+        "rate": rate.succeeded / rate.attempted if rate.attempted else None,
+        "ci_low": low,
+        "ci_high": high,
+    }
+
+
+def render_rates(summary: RedTeamSummary) -> list[str]:
+    """The Markdown tables of attack success per plugin (with severity) and per strategy."""
+    lines = ["| plugin | severity | attack success |", "| --- | --- | --- |"]
     lines += [f"| {p} | {summary.severities[p]} | {r.text()} |" for p, r in summary.plugins.items()]
     lines += ["", "| strategy | attack success |", "| --- | --- |"]
     lines += [f"| {s} | {r.text()} |" for s, r in summary.strategies.items()]
+    return lines
+
+
+def render_summary(summary: RedTeamSummary) -> str:
+    """The summary as Markdown: rates per plugin (with severity) and per strategy, then
+    each finding with the verdicts that show it and its transcript."""
+    lines = ["## Red team", "", *render_rates(summary)]
     lines += ["", f"{len(summary.findings)} successful attack(s)."]
     for finding in summary.findings:
         lines += ["", *_finding_lines(finding)]

@@ -2,7 +2,8 @@
 
 Keys keep the schema's field order (stable across runs); derived numbers (per-scenario
 status, pass rate, pass^k, per-trial failure ids, counts, exit code; 95% Wilson intervals of
-the scenario, run and per-criterion pass rates, `sparring.reports.rates`) sit beside the data.
+the scenario, run and per-criterion pass rates, `sparring.reports.rates`; for a red-team run,
+`red_team`: attack success per plugin and strategy) sit beside the data.
 `load_json` reads a report back into a `RunResult`, so other formats can be rendered, and
 runs re-scored, from the file alone.
 """
@@ -16,6 +17,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ValidationError
 
 from sparring.errors import UserError
+from sparring.redteam import summarize, summary_dict
 from sparring.reports import write_report_text
 from sparring.reports.rates import add_intervals
 from sparring.results import SCHEMA_VERSION, RunResult, ScenarioResult, TrialResult
@@ -24,6 +26,9 @@ from sparring.results import SCHEMA_VERSION, RunResult, ScenarioResult, TrialRes
 def render_json(result: RunResult) -> str:
     """The JSON report text: 2-space indented, non-ASCII kept as is, ending with a newline."""
     data = add_intervals(result.report_dict(), result)
+    attacks = summarize(result)
+    if attacks.plugins:  # a red-team run: attack success per plugin and strategy
+        data["red_team"] = summary_dict(attacks)
     return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
 
 

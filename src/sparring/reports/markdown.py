@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from sparring.redteam import render_rates, summarize
 from sparring.reports import (
     REPLAYED_HISTORY,
     not_judged,
@@ -40,6 +41,16 @@ from sparring.reports import (
     why_not_run,
 )
 from sparring.reports import write_report_text as _write
+from sparring.reports.insights import (
+    EXPLANATION_LABEL,
+    gate_text,
+    mean_score,
+    ordered,
+    override_text,
+    score_text,
+    trial_facts,
+    value_text,
+)
 from sparring.reports.outcome import (
     PASS_HAT_K,
     Problem,
@@ -67,11 +78,20 @@ STATUS_ICON: dict[str, str] = {
     "interrupted": "⚠️",
     "invalid": "⛔",
     "undecided": "❔",
+    "done": "☑️",
 }
 UNSTABLE_JUDGE = "unstable judge"
 """Leads the reason of a verdict whose repeated judge answers differed (`sparring rejudge
 --repeat K`): the judge, not only the agent, is noisy on that item."""
 _STATUS_TEXT = {"not_met": "not met", "timed_out": "timed out", "not_run": "not run"}
+
+
+def _red_team(result: RunResult) -> list[str]:
+    """Attack success per plugin and strategy, for a run with red-team attacks."""
+    attacks = summarize(result)
+    if not attacks.plugins:
+        return []
+    return ["", "## Red team", "", *render_rates(attacks)]
 
 
 def render_markdown(
@@ -94,7 +114,12 @@ def render_markdown(
     """
     scenarios = sorted(result.scenarios, key=lambda s: _RANK.get(shown_status(s), 0))
     head = "\n".join(
-        [*_header(result, exit_status), *_gates(gate_lines), *_summary_table(scenarios)]
+        [
+            *_header(result, exit_status),
+            *_gates(gate_lines),
+            *_summary_table(scenarios),
+            *_red_team(result),
+        ]
     )
     sections = [
         (
@@ -306,6 +331,8 @@ def _facts(s: ScenarioResult) -> list[str]:
         facts.append("tags " + ", ".join(f"`{_inline(t)}`" for t in s.tags))
     labels = (("category", s.category), ("topic", s.topic), ("behavior", s.behavior))
     facts += [f"{name} `{_inline(value)}`" for name, value in labels if value]
+    if (score := mean_score(s)) is not None:
+        facts.append(f"score {score_text(score)}")
     hat = pass_hat_k(s.passed_trials, len(s.counted))
     if len(hat) > 1:
         facts.append(f"{PASS_HAT_K}: " + ", ".join(f"k={k}: {v:.2f}" for k, v in hat.items()))
@@ -344,16 +371,24 @@ def _trial_section(trial: TrialResult, *, of: int, max_chars: int) -> list[str]:
         f"end reason `{trial.end_reason}`",
         trial_size(trial),
         f"{trial.duration_ms / 1000:.1f} s",
+        *trial_facts(trial),
     ]
     if trial.status == "passed":  # details are for what went wrong; keep the rest short
         return [
             f"- Trial {trial.trial} of {of}: {_status(trial.status)} · " + " · ".join(facts),
             "",
+            *_insight_table(trial),
         ]
     met = [line for v in trial.verdicts if v.status == "met" for line in _verdict_lines(v)]
-    if not (met or trial.transcript.messages or trial.subtests):
+    if not (met or trial.transcript.messages or trial.subtests or trial.insights):
         return []  # its problems, listed above, say it all
     out = [f"### Trial {trial.trial} of {of}: {_status(trial.status)}", "", " · ".join(facts), ""]
+    if trial.explanation:
+        out += [
+            f"**{EXPLANATION_LABEL.capitalize()}:** {_text(one_line(trial.explanation, 2000))}",
+            "",
+        ]
+    out += _insight_table(trial)
     out += [*met, ""] if met else []
     if trial.transcript.messages:
         out.extend(
@@ -376,6 +411,24 @@ def _trial_section(trial: TrialResult, *, of: int, max_chars: int) -> list[str]:
     return out
 
 
+def _insight_table(trial: TrialResult) -> list[str]:
+    """The trial's insights, the featured one first (⭐): value (and override), whether a
+    gating one passed, reasoning, evidence; nothing without insights."""
+    if not trial.insights:
+        return []
+    rows = [
+        "| Insight | Value | Passed | Reasoning | Evidence |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for i in ordered(trial.insights):
+        value = value_text(i) + (f" ({override_text(i.override)})" if i.override else "")
+        quotes = "; ".join(f"“{q}”" for q in i.evidence)
+        cells = [value, gate_text(i), i.reasoning, quotes]
+        star = "⭐ " if i.featured else ""
+        rows.append(f"| {star}`{_inline(i.id)}` | " + " | ".join(_cell(c) for c in cells) + " |")
+    return [*rows, ""]
+
+
 def _verdict_lines(v: Verdict, *, prefix: str = "") -> list[str]:
     """`- <prefix>✅ **t1.check1** (turn 1) contains "x": reason`, quotes below (those the
     reason already holds, such as the reply a `not_regex` check found, only there)."""
@@ -386,6 +439,8 @@ def _verdict_lines(v: Verdict, *, prefix: str = "") -> list[str]:
     if reason:
         head += f": {_text(reason)}"
     head += cited_turns(v)
+    if v.override is not None:
+        head += f" ({_text(one_line(override_text(v.override), 500))})"
     quotes = (one_line(quote, 500) for quote in v.evidence)
     return [head, *(f"  > {_line(_text(quote))}" for quote in quotes if quote not in reason)]
 
