@@ -286,6 +286,5 @@ def speech_provider(
             raise UserError("the espeak speech provider has no `model`; give only `voice`")
         return EspeakSpeech() if voice is None else EspeakSpeech(voice=voice)
     if name == "openai":
-        options = {k: v for k, v in (("voice", voice), ("model", model)) if v is not None}
-        return OpenAISpeech(**options)
+        return OpenAISpeech(voice=voice or "alloy", model=model or "gpt-4o-mini-tts")
     raise UserError(f"unknown speech provider {name!r}; use one of: {', '.join(PROVIDERS)}")
