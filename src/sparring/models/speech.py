@@ -32,6 +32,8 @@ from sparring.errors import ModelError, UserError
 PROVIDERS = ("espeak", "openai")
 """Names `speech_provider` knows."""
 ESPEAK_INSTALL = "apt-get install espeak-ng"
+OPENAI_VOICE, OPENAI_MODEL = "alloy", "gpt-4o-mini-tts"
+"""The openai provider's default voice and speech model."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,8 +217,8 @@ class OpenAISpeech:
     def __init__(
         self,
         *,
-        voice: str = "alloy",
-        model: str = "gpt-4o-mini-tts",
+        voice: str = OPENAI_VOICE,
+        model: str = OPENAI_MODEL,
         api_key: str | None = None,
         base_url: str | None = None,
         timeout_s: float = 60,
@@ -286,5 +288,5 @@ def speech_provider(
             raise UserError("the espeak speech provider has no `model`; give only `voice`")
         return EspeakSpeech() if voice is None else EspeakSpeech(voice=voice)
     if name == "openai":
-        return OpenAISpeech(voice=voice or "alloy", model=model or "gpt-4o-mini-tts")
+        return OpenAISpeech(voice=voice or OPENAI_VOICE, model=model or OPENAI_MODEL)
     raise UserError(f"unknown speech provider {name!r}; use one of: {', '.join(PROVIDERS)}")
