@@ -279,3 +279,24 @@ async def test_the_guard_treats_the_users_system_prompt_as_the_persona(tmp_path:
     turn = await next_user_message(model, scenario=scenario, transcript=CHAT, may_stop=True)
     assert turn.message == "table for two at eight"
     assert "the persona word for word" in model.calls[1][0][-1]["content"]
+
+
+def test_a_scenario_judged_only_by_evaluations_has_something_to_check(tmp_path: Path) -> None:
+    tests = (
+        'target: {url: "http://127.0.0.1:9/chat"}\n'
+        "scenarios:\n"
+        "  - id: scripted-scored\n"
+        "    turns: [{user: hi}]\n"
+        "    evaluations: [empathy]\n"
+    )
+    write(tmp_path, {"library.yaml": LIBRARY, "t.yaml": tests})
+    (loaded,) = load_paths([tmp_path], library=[])
+    assert [e.name for e in loaded.defined_evaluations] == ["empathy"]
+
+
+def test_the_shipped_examples_use_the_library() -> None:
+    examples = Path(__file__).parents[1] / "examples"
+    files = [examples / "library.yaml", examples / "simulated_users.yaml"]
+    loaded = by_id(load_paths(files, library=[]))
+    late = loaded["users/late-delivery"]
+    assert late.simulated_user is not None and names(late) == ["resolution", "empathy"]

@@ -244,8 +244,11 @@ AnyScenario = SimulatedScenario | ScriptedScenario | SingleTurnScenario | RedTea
 
 
 def has_something_to_check(scenario: AnyScenario) -> bool:
-    """True when the scenario has at least one criterion, check, `should` or expected output."""
+    """True when the scenario has at least one criterion, check, `should`, expected output,
+    evaluation or tool-argument rubric."""
     if scenario.all_criteria or scenario.checks or isinstance(scenario, RedTeamScenario):
+        return True
+    if scenario.evaluations or scenario.tool_args_judge:
         return True
     if isinstance(scenario, ScriptedScenario):
         return any(t.checks or t.should for t in scenario.turns)
