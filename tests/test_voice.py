@@ -422,3 +422,23 @@ async def test_a_simulated_user_speaks_through_the_synthesis_provider() -> None:
     )
     trial = failed.scenarios[0].trials[0]
     assert (trial.status, trial.end_reason) == ("error", "model_error")  # not the agent's fault
+
+
+async def test_python_sessions_send_a_wav_to_a_voice_target(tmp_path: Path) -> None:
+    from sparring.api import open_session
+
+    heard: list[bytes] = []
+
+    async def agent(audio: bytes, history: Any) -> str:
+        heard.append(audio)
+        return "Booked."
+
+    recording = tmp_path / "t1.wav"
+    recording.write_bytes(write_wav(Audio(tone_pcm(0.1), 16000, 1, 2)))
+    target = VoiceCallableTarget(agent, audio=UserAudio(FakeSpeech()))
+    async with open_session(target) as session:
+        reply = await session.send("Book it.", audio=recording)
+        with pytest.raises(UserError, match="audio 'gone.wav' is not a file"):
+            await session.send("Again.", audio="gone.wav")
+    assert reply.message == "Booked." and heard == [recording.read_bytes()]
+    assert reply.transcript.messages[0].audio == str(recording)

@@ -279,19 +279,26 @@ class Session:
             )
         return self._connection
 
-    async def send(self, text: str, *, files: Sequence[str | Path] = ()) -> Response:
+    async def send(
+        self, text: str, *, files: Sequence[str | Path] = (), audio: str | Path | None = None
+    ) -> Response:
         """Send a user message, with the files at the paths `files` (relative to the current
         directory, as `open` reads them; images, PDFs, text files, up to 20 MiB each);
-        return the agent's reply.
+        return the agent's reply. `audio` is a WAV a voice target plays instead of speaking
+        `text` itself (text targets ignore it).
 
         Raises:
-            UserError: a file is missing, unreadable or too large.
+            UserError: a file or the `audio` WAV is missing, unreadable or too large.
             TargetError: the target failed or did not reply in time (the trial is `error`),
                 or cannot take files.
         """
         connection = self._open()
         attached = tuple(read_attachment(f) for f in files)
-        user = Message(role="user", content=text, files=attached)
+        wav = None if audio is None else Path(audio).absolute()
+        if wav is not None and not wav.is_file():
+            raise UserError(f"audio {str(audio)!r} is not a file ({wav}); give a WAV's path")
+        heard = None if wav is None else str(wav)
+        user = Message(role="user", content=text, files=attached, audio=heard)
         self.trial.recorder.add_message(user)
         wire = self.transcript.with_message(user)
         reply = await self.trial.send(connection, wire, target=self.target.name)
