@@ -26,6 +26,7 @@ from sparring.scenario import CHECK_TYPES, ScriptedScenario, SingleTurnScenario,
 from sparring.secrets import Secrets
 from sparring.target_specs import (
     A2ATargetSpec,
+    BrowserTargetSpec,
     CallableTargetSpec,
     HttpTargetSpec,
     OpenAIChatTargetSpec,
@@ -497,7 +498,13 @@ def test_examples_use_every_scenario_kind_check_type_and_target() -> None:
     assert {u.rsplit("/", 1)[-1] for u in urls} == {"chat", "stream"}
     assert any(isinstance(f.target, OpenAIChatTargetSpec) for f in files)
     kinds = {type(f.target) for f in files}
-    assert {OpenAIChatTargetSpec, ParlantTargetSpec, A2ATargetSpec, CallableTargetSpec} <= kinds
+    assert {
+        OpenAIChatTargetSpec,
+        ParlantTargetSpec,
+        A2ATargetSpec,
+        CallableTargetSpec,
+        BrowserTargetSpec,
+    } <= kinds
 
 
 def _local(spec: Any, server: DemoServer) -> Any:
@@ -505,6 +512,9 @@ def _local(spec: Any, server: DemoServer) -> Any:
         return spec.model_copy(update={"base_url": f"{server.url}/v1"})
     if isinstance(spec, CallableTargetSpec):
         return spec
+    if isinstance(spec, BrowserTargetSpec):
+        local = spec.chat_url.replace("http://127.0.0.1:8787", server.url)
+        return spec.model_copy(update={"chat_url": local})
     return spec.model_copy(update={"url": spec.url.replace("http://127.0.0.1:8787", server.url)})
 
 

@@ -26,7 +26,14 @@ from sparring.cli.doctor.probe import probe
 from sparring.config import load_settings
 from sparring.loaders.target_file import load_target
 from sparring.secrets import Secrets, mask_url
-from sparring.target_specs import CallableTargetSpec, HttpTargetSpec, OpenAIChatTargetSpec
+from sparring.target_specs import (
+    A2ATargetSpec,
+    BrowserTargetSpec,
+    CallableTargetSpec,
+    HttpTargetSpec,
+    OpenAIChatTargetSpec,
+    ParlantTargetSpec,
+)
 from sparring.targets.registry import AnyTargetSpec
 
 EXIT_OK = 0
@@ -49,6 +56,10 @@ def doctor_command(
     secrets = Secrets.load(file=settings.secrets_file, api_key=settings.api_key)
     spec, source = load_target(file, scenario_id=scenario)
     console = _console(_ScrubbedStdout(sys.stdout, secrets))
+    if isinstance(spec, BrowserTargetSpec):
+        from sparring.cli.doctor.browser import browser_doctor
+
+        return browser_doctor(console, spec, message=message, source=source)
     console.print(
         Text.assemble(
             ("sparring doctor: ", "bold"), f"{_describe(spec)}  ", (f"(target: {source})", "dim")
@@ -71,8 +82,10 @@ def _describe(spec: AnyTargetSpec) -> str:
             return f"openai_chat target, model {spec.model!r} at {mask_url(spec.base_url)}"
         case CallableTargetSpec():
             return f"callable target {spec.ref}"
-        case _:
+        case A2ATargetSpec() | ParlantTargetSpec():
             return f"{spec.type} target at {spec.url}"
+        case _:
+            return f"{spec.type} target"
 
 
 # --- output --------------------------------------------------------------------------------
