@@ -310,7 +310,9 @@ async def test_voice_callable_hears_the_wav_or_the_spoken_text(tmp_path: Path) -
     assert reply.first_audio_ms == reply.latency_ms is not None
     second = Message(role="user", content="Thanks a lot.")
     await session.send(Transcript(messages=(first, reply, second)))
+    await (await target.open_session()).send(Transcript(messages=(second,)))  # a new trial
     assert wav_text(heard[1][0]) == "Thanks a lot." and speech.said == ["Thanks a lot."]
+    assert heard[2][0] == heard[1][0]  # spoken once, kept
     assert heard[1][1] == [
         {"role": "user", "content": "Book it."},
         {"role": "assistant", "content": "Booked."},

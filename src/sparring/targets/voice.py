@@ -4,7 +4,8 @@ What a voice target plays for a user message (`user_audio`): the message's WAV f
 (`Message.audio`: a scripted turn's `audio:`, or the WAV `sparring synthesize` made for the
 turn), else the message's text spoken by the target's speech provider (a simulated user's
 messages, turns nobody synthesized). The provider is made at its first use, so a test whose
-turns all have recordings needs none.
+turns all have recordings needs none; the last `SPOKEN_KEPT` texts it spoke are kept, so the
+trials of a scripted turn are spoken once.
 
 `VoiceCallableTarget` calls a Python function `agent(audio, history) -> reply` for any voice
 stack: `audio` is the WAV file's bytes; `history` is the conversation before this message as
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,8 @@ from sparring.targets.callable import CallableTarget, load_callable
 from sparring.targets.templates import History, chat_history, tool_calls_from
 from sparring.transcript import Message, Transcript
 
+SPOKEN_KEPT = 128
+"""Texts a `UserAudio` keeps the speech of (least recently used dropped)."""
 VoiceFunction = Callable[[bytes, History], Any]
 """`agent(audio, history) -> reply`, sync or async."""
 
@@ -56,6 +60,7 @@ class UserAudio:
         make: Callable[[], SpeechProvider] = speech_provider,
     ) -> None:
         self._speech, self._make = speech, make
+        self._spoken: OrderedDict[str, bytes] = OrderedDict()
 
     async def for_message(self, message: Message) -> bytes:
         """The WAV bytes to play for the user `message`.
@@ -71,9 +76,16 @@ class UserAudio:
                 return Path(message.audio).read_bytes()
             except OSError as e:
                 raise TargetError(f"cannot read the audio file {message.audio}: {e}") from None
+        text = message.content
+        if text in self._spoken:
+            self._spoken.move_to_end(text)
+            return self._spoken[text]
         if self._speech is None:
             self._speech = self._make()
-        return await self._speech.synthesize(message.content)
+        self._spoken[text] = spoken = await self._speech.synthesize(text)
+        if len(self._spoken) > SPOKEN_KEPT:
+            self._spoken.popitem(last=False)
+        return spoken
 
 
 @dataclass(frozen=True, slots=True)
