@@ -405,14 +405,15 @@ async def _run(plan: _Plan) -> RunResult:
                     chosen = plan.recording.chosen(
                         [*plan.scenarios, *(tests[i] for i in plan.code_ids)]
                     )
+                    targets = plan.replaying.targets(pool.for_scenario)
                     for scenario in chosen:  # misconfigured targets fail here,
                         if scenario.target is not None:  # not inside the task group
-                            pool.for_scenario(scenario)
+                            targets(scenario)
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(_stop_on_signal, tg.cancel_scope)
                         await run_scenarios(
                             chosen,
-                            targets=plan.replaying.targets(pool.for_scenario),
+                            targets=targets,
                             user_model=user_model,
                             judge_model=judge_model,
                             settings=plan.settings,

@@ -25,7 +25,7 @@ from sparring.runner.replay_cassettes import (
     observe,
 )
 from sparring.runner.replay_models import ModelSource, ReplayModel
-from sparring.runner.replay_targets import ReplayTarget
+from sparring.runner.replay_targets import ReplayTarget, Unbuilt
 from sparring.runner.settings import AnyRunnable
 from sparring.targets.base import Target
 
@@ -92,14 +92,25 @@ class Replay:
         return ReplayModel(self.tapes[role], live, name=name, scrub=self._scrub)
 
     def targets(self, targets: Callable[[AnyRunnable], Target]) -> Callable[[AnyRunnable], Target]:
-        """`targets` (scenario -> target), each target wrapped once in a `ReplayTarget`."""
+        """`targets` (scenario -> target), each target wrapped once in a `ReplayTarget`.
+        When the agent is replayed, a target that cannot be built (a secret not set, in a
+        hermetic replay) is needed only by a miss, which is then its trial's error.
+
+        Raises:
+            UserError: a target cannot be built and the agent is live.
+        """
+        tape = self.tapes["agent"]
 
         def replayed(scenario: AnyRunnable) -> Target:
-            inner = targets(scenario)
+            try:
+                inner = targets(scenario)
+            except UserError as e:
+                if tape.source is None:
+                    raise
+                name = tape.source.target_name(scenario.id) or scenario.id
+                return ReplayTarget(Unbuilt(name, str(e)), tape, scrub=self._scrub)
             if id(inner) not in self._targets:  # the wrapper holds `inner`: ids stay unique
-                self._targets[id(inner)] = ReplayTarget(
-                    inner, self.tapes["agent"], scrub=self._scrub
-                )
+                self._targets[id(inner)] = ReplayTarget(inner, tape, scrub=self._scrub)
             return self._targets[id(inner)]
 
         return replayed

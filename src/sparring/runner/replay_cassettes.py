@@ -112,6 +112,17 @@ class Cassette:
         """The model spec the first model answer was recorded from (`None`: none kept)."""
         return next((str(e["model"]) for e in self._entries if e.get("model")), None)
 
+    def target_name(self, scenario: str) -> str | None:
+        """The name of the target scenario `scenario`'s replies were recorded from."""
+        return next(
+            (
+                str(e["target"])
+                for e in self._entries
+                if e.get("scenario") == scenario and e.get("target")
+            ),
+            None,
+        )
+
     def take(self, key: str, *, at: TrialKey | None, seq: int) -> dict[str, Any] | None:
         """The entry answering `key` asked the `seq`-th time by trial `at`: the one recorded
         there, else the first of that key not used yet; `None` when every one is used."""

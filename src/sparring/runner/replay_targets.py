@@ -47,6 +47,25 @@ class ReplayTarget:
         """Nothing to release: the live target's owner closes it."""
 
 
+class Unbuilt:
+    """Stands for a target that could not be built (`error` says why) in a replay: only a
+    request the cassette lacks needs it, and fails with that reason."""
+
+    def __init__(self, name: str, error: str) -> None:
+        self.name, self.error = name, error
+
+    async def open_session(self) -> TargetSession:
+        """Fail: there is no live agent.
+
+        Raises:
+            TargetError: naming the target and why it could not be built.
+        """
+        raise TargetError(f"the live target {self.name} could not be built: {self.error}")
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
 class ReplaySession:
     """One conversation of a `ReplayTarget`."""
 
