@@ -444,3 +444,18 @@ async def test_python_sessions_send_a_wav_to_a_voice_target(tmp_path: Path) -> N
             await session.send("Again.", audio="gone.wav")
     assert reply.message == "Booked." and heard == [recording.read_bytes()]
     assert reply.transcript.messages[0].audio == str(recording)
+
+
+def test_synthesize_failure_exits_3_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "voice.yaml").write_text(VOICE_FILE)
+    with SpeechServer(status=400) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        code = synthesize_command(
+            paths=(str(tmp_path),), force=False, provider="openai", voice=None
+        )
+    assert code == 3
+    assert "speech synthesis failed: the OpenAI speech API failed" in capsys.readouterr().err
+    assert not (tmp_path / "booking_t1.wav").exists()

@@ -215,7 +215,10 @@ def convert(files: tuple[str, ...], out_dir: str, force: bool) -> None:
     sys.exit(convert_command(files=files, out_dir=out_dir, force=force))
 
 
-@cli.command(epilog="Exit codes: 0 every WAV is in place, 2 a file or an option is wrong.")
+@cli.command(
+    epilog="Exit codes: 0 every WAV is in place, 2 a file or an option is wrong, "
+    "3 the speech synthesis failed."
+)
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--force", is_flag=True, help="Make generated WAVs again (recordings are kept).")
 @click.option(

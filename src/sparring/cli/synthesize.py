@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING
 import anyio
 import click
 
-from sparring.errors import UserError
+from sparring.errors import ModelError, UserError
 
 if TYPE_CHECKING:
     from sparring.models.speech import SpeechProvider
 
 DEFAULT_TESTS = "tests/conversations"
+EXIT_FAILED = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,13 +52,13 @@ def synthesize_command(
         voice: The provider's voice; `None` for its default.
 
     Returns:
-        0 when every WAV is in place.
+        0 when every WAV is in place; 3 when the synthesis failed (the message says why;
+        the WAVs written before stay).
 
     Raises:
         UserError: no test files, a provider that cannot work here, two turns wanting
             different text in one WAV, or a WAV that cannot be written.
         ConfigError: a test file has a problem (at file:line).
-        ModelError: the synthesis failed.
     """
     from sparring.loaders.audio import audio_may_be_missing
     from sparring.loaders.yaml import load_paths
@@ -67,8 +68,11 @@ def synthesize_command(
         scenarios = load_paths(paths or _default_paths())
     wanted = _wanted(scenarios)
     speech = speech_provider(provider, voice=voice)
-    counts = anyio.run(_write_all, wanted, speech, force)
-    written, unchanged, recorded = counts
+    try:
+        written, unchanged, recorded = anyio.run(_write_all, wanted, speech, force)
+    except ModelError as e:
+        click.secho(f"error: speech synthesis failed: {e}", fg="red", err=True)
+        return EXIT_FAILED
     click.echo(
         f"{written} written, {unchanged} unchanged, {recorded} recording"
         f"{'s' if recorded != 1 else ''} kept ({speech.key})"
