@@ -330,6 +330,13 @@ async def test_voice_callable_errors_are_target_errors(tmp_path: Path) -> None:
     with pytest.raises(TargetError, match="cannot read the audio file"):
         await session.send(Transcript(messages=(gone,)))
 
+    def no_espeak() -> FakeSpeech:
+        raise UserError("speech synthesis with espeak needs the espeak-ng program")
+
+    mute = await VoiceCallableTarget(bad_audio, audio=UserAudio(make=no_espeak)).open_session()
+    with pytest.raises(ModelError, match="cannot speak the user's message: .* espeak-ng"):
+        await mute.send(Transcript(messages=(Message(role="user", content="Hi"),)))
+
 
 async def test_yaml_voice_target_builds_the_callable() -> None:
     import httpx

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sparring.errors import TargetError
+from sparring.errors import ModelError, TargetError, UserError
 from sparring.models.speech import SpeechProvider, read_wav, speech_provider
 from sparring.target_specs import VoiceTargetSpec
 from sparring.targets.base import StatelessSession, Target
@@ -68,8 +68,9 @@ class UserAudio:
         Raises:
             TargetError: the message's WAV file cannot be read (moved or deleted after the
                 test file was loaded).
-            UserError: no speech provider can work here (no espeak-ng, no API key).
-            ModelError: synthesis failed (a failure of sparring's side, not the agent's).
+            ModelError: synthesis failed, or no speech provider can work here (no
+                espeak-ng, no API key; the message says how to fix it): a failure of
+                sparring's side, not the agent's.
         """
         if message.audio is not None:
             try:
@@ -81,7 +82,10 @@ class UserAudio:
             self._spoken.move_to_end(text)
             return self._spoken[text]
         if self._speech is None:
-            self._speech = self._make()
+            try:
+                self._speech = self._make()
+            except UserError as e:
+                raise ModelError(f"cannot speak the user's message: {e}") from None
         self._spoken[text] = spoken = await self._speech.synthesize(text)
         if len(self._spoken) > SPOKEN_KEPT:
             self._spoken.popitem(last=False)
