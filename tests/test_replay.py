@@ -71,6 +71,8 @@ class Models:
             return example_for_schema(schema or {}, text=agent_quote(messages))
 
         model = ScriptedModel(handler=answer, name=f"scripted:{name}")
+        if name == "seedless":  # like Anthropic's: its judge calls send no seed
+            model.sends_seed = False  # pyright: ignore[reportAttributeAccessIssue]
         self.built.append(model)
         return model
 
@@ -263,3 +265,14 @@ def test_bad_replay_options_are_usage_errors(models: Models) -> None:
     Path("tapes/judge.jsonl").write_text('{"cassette": "judge", "version": 1}\nnot json\n')
     with pytest.raises(UserError, match=r"tapes/judge.jsonl:2: not a JSON line"):
         _sparring("run", "suite.yaml", "--replay", "tapes")
+
+
+def test_a_judge_that_sends_no_seed_is_replayed_without_being_built(models: Models) -> None:
+    recorded = _run("--user-model", "scripted:user", "--judge-model", "scripted:seedless",
+                    "--record", "tapes")  # fmt: skip
+    judge = json.loads(Path("tapes/judge.jsonl").read_text().splitlines()[1])
+    assert judge["request"]["seed"] is None
+    before = len(models.built)
+    replayed = _run("--replay", "tapes", "--replay-strict", report="again.json")
+    assert len(models.built) == before  # nothing built, so nothing says it sends no seed
+    assert _trials(replayed) == _trials(recorded)

@@ -186,3 +186,13 @@ def test_a_scenario_that_is_not_simulated_is_refused(models: Models) -> None:
 def test_replay_users_refuses_options_that_change_the_trials(models: Models) -> None:
     with pytest.raises(UserError, match="--replay-users cannot go with --trials"):
         _sparring("run", "suite.yaml", "--replay-users", "abc", "--trials", "2")
+
+
+def test_replayed_users_are_recorded_so_a_replay_needs_no_store(models: Models) -> None:
+    stored = _stored(models)
+    judge = ("--judge-model", "scripted:judge")
+    users = _run(*judge, "--replay-users", stored["run_id"], "--record", "tapes", report="u.json")
+    Path(".sparring/sparring.db").unlink()  # the stored run is gone
+    again = _run("--replay", "tapes", "--replay-strict", "--no-store", report="again.json")
+    assert _conversations(again, "refund") == _conversations(users, "refund")
+    assert again["user_model"] == f"stored:{stored['run_id']}"

@@ -72,8 +72,11 @@ class Replaying:
         Raises:
             UserError: a live role's model cannot be built (as `model_from_settings`).
         """
-        settings = self.settings
-        user = self.users or self._model("user", settings.resolved_user_model)
+        settings, users = self.settings, self.users
+        if users is None:
+            user = self._model("user", settings.resolved_user_model)
+        else:  # recorded when recording: a later --replay needs no store
+            user = users if self.replay is None else self.replay.model("user", users, spec=None)
         return user, self._model("judge", settings.resolved_judge_model)
 
     def _model(self, role: Role, spec: str | None) -> Model | None:

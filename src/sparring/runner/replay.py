@@ -83,10 +83,11 @@ class Replay:
 
     def model(self, role: Role, live: ModelSource, *, spec: str | None) -> Model | None:
         """The model playing `role` (`user` or `judge`): `live` wrapped in a `ReplayModel`
-        named `spec`, else the model its cassette was recorded from; `None` when neither
-        says (no model configured, none recorded)."""
+        named `spec` (else as `live` is, else as the model its cassette was recorded from);
+        `None` when there is none (no model configured, none recorded)."""
         source = self.tapes[role].source
-        name = spec or (source.model_name if source is not None else None)
+        name = spec or getattr(live, "name", None)
+        name = name or (source.model_name if source is not None else None)
         if name is None or (live is None and source is None):
             return None
         return ReplayModel(self.tapes[role], live, name=name, scrub=self._scrub)

@@ -2,8 +2,10 @@
 one, or both (`sparring.runner.replay`).
 
 The request key is the masked chat messages with the call's parameters: temperature, JSON
-schema and its name, seed. A replayed answer made no request and is counted with no tokens,
-so a replayed run costs nothing.
+schema and its name. The seed is kept with the request but is not part of the key: it is
+the same for every judge call where the provider takes one, and a replayed role's model,
+never built, cannot say whether it does. A replayed answer made no request and is counted
+with no tokens, so a replayed run costs nothing.
 """
 
 from __future__ import annotations
@@ -63,9 +65,9 @@ class ReplayModel:
             "temperature": temperature,
             "json_schema": json_schema,
             "schema_name": schema_name,
-            "seed": seed,
         }
-        key = request_key(request)
+        key = request_key(request)  # the seed is the provider's (`sends_seed`), not the ask's
+        request["seed"] = seed
         at, seq, entry = self.tape.ask(key)
         if entry is not None:
             self.tape.keep_replayed(at, seq, entry)
