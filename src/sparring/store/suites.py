@@ -22,17 +22,13 @@ from sqlalchemy import Connection, Row, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from sparring.errors import UserError
-from sparring.store.assets import (
-    Asset,
+from sparring.store.asset_specs import (
     AssetError,
-    Revision,
     evaluation_spec,
-    find_asset,
-    get_asset,
-    runnable_revision,
     simulated_user_spec,
     target_spec,
 )
+from sparring.store.assets import Asset, Revision, find_asset, get_asset, runnable_revision
 from sparring.store.database import Store
 from sparring.store.provenance import process_alive
 from sparring.store.reading import effective_status
