@@ -102,7 +102,8 @@ class HttpTargetSpec(BaseModel):
     """An agent behind a JSON-over-HTTP endpoint (DESIGN.md section 4, `http`).
 
     Placeholders `{{input}}` / `{{message}}`, `{{history}}` and `{{secrets.NAME}}` are filled
-    in `url`, `headers` and `body_template`. `response_path` picks the reply text;
+    in `url`, `headers` and `body_template`; `{{files}}` (the message's files) in
+    `body_template`. `response_path` picks the reply text;
     `tool_calls_path` (optional) picks a list of tool calls, each an object with `name` and
     `arguments` (a JSON object or string).
     """
