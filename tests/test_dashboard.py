@@ -8,6 +8,8 @@ import csv
 import io
 import json
 import re
+import subprocess
+import sys
 import time
 import zipfile
 from collections.abc import Iterator
@@ -423,3 +425,49 @@ def test_the_api_is_described_by_its_openapi_document(client: TestClient) -> Non
     ):
         assert path in paths
     assert not any(p.startswith("/suites") for p in paths)  # pages are not the API
+
+
+# --- the command -----------------------------------------------------------------------------
+
+HIDE_FASTAPI = """
+import sys
+from importlib.abc import MetaPathFinder
+
+class Hide(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "fastapi":
+            raise ModuleNotFoundError(name)
+        return None
+
+sys.meta_path.insert(0, Hide())
+sys.argv = ["sparring", *sys.argv[1:]]
+from sparring.cli.main import main
+main()
+"""
+
+
+def sparring_serve(*args: str, code: str | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-c", code] if code else [sys.executable, "-m", "sparring.cli"]
+    return subprocess.run([*command, "serve", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_serve_without_the_extra_says_the_pip_line(tmp_path: Path) -> None:
+    done = sparring_serve("--store", str(tmp_path / "s.db"), code=HIDE_FASTAPI)
+    assert done.returncode == 2
+    assert 'fastapi missing): pip install "sparring[dashboard]"' in done.stderr
+
+
+def test_serve_on_a_public_address_without_accounts_exits_2(tmp_path: Path) -> None:
+    done = sparring_serve("--host", "0.0.0.0", "--store", str(tmp_path / "s.db"))
+    assert done.returncode == 2 and "refusing to serve on 0.0.0.0 without accounts" in done.stderr
+
+
+def test_the_cli_loads_no_web_stack_for_help() -> None:
+    code = (
+        "import sys; from sparring.cli.main import cli; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('fastapi', 'uvicorn', 'starlette', 'sparring') and 'dashboard' in m or "
+        "m.split('.')[0] in ('fastapi', 'uvicorn', 'starlette')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "[]", done.stderr

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from importlib.util import find_spec
+from importlib import import_module
 from pathlib import Path
 
 import click
@@ -15,10 +15,12 @@ def serve_command(*, host: str, port: int, store: str | None) -> int:
     """Serve the dashboard on `host:port` over the store (`--store`, else the settings');
     0 when stopped with Ctrl-C, 2 when it cannot start (a missing extra, no accounts on a
     non-loopback address, a store or port that cannot be used)."""
-    missing = [m for m in _NEEDS if find_spec(m) is None]
-    if missing:
+    try:
+        for module in _NEEDS:
+            import_module(module)
+    except ImportError as e:
         click.secho(
-            f"error: sparring serve needs the dashboard extra ({', '.join(missing)} missing): "
+            f"error: sparring serve needs the dashboard extra ({e.name} missing): "
             f"{DASHBOARD_INSTALL}",
             fg="red",
             err=True,

@@ -243,3 +243,12 @@ async def sign_in(request: Request, body: SessionIn, response: Response) -> Sess
     token, session = dashboard.sessions.open(who)
     set_session_cookie(response, token)
     return SessionOut(name=who.name, role=who.role, csrf_token=session.csrf)
+
+
+@router.delete("/session")
+async def sign_out(request: Request) -> dict[str, bool]:
+    """Sign out: the session ends (its cookie no longer signs anyone in)."""
+    from sparring.dashboard.auth import SESSION_COOKIE
+
+    _dashboard(request).sessions.close(request.cookies.get(SESSION_COOKIE))
+    return {"signed_out": True}
