@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from sparring.api import Suite, SuiteRun, load_library
 from sparring.errors import ConfigError, UserError
 from sparring.loaders import load_paths, load_text
+from sparring.models.base import ChatMessage
 from sparring.models.scripted import ScriptedModel
 from sparring.scenario import SimulatedScenario
 from sparring.scenario.evaluations import Evaluation
@@ -300,3 +303,69 @@ def test_the_shipped_examples_use_the_library() -> None:
     loaded = by_id(load_paths(files, library=[]))
     late = loaded["users/late-delivery"]
     assert late.simulated_user is not None and names(late) == ["resolution", "empathy"]
+
+
+# --- Python tests -----------------------------------------------------------------------
+
+
+def user_turns(messages: Sequence[ChatMessage], schema: Any) -> Any:
+    """The simulated user: one message, then done."""
+    if any("Booked" in m["content"] for m in messages):
+        return {"message": "", "done": True, "done_reason": "goal_achieved"}
+    return {"message": "A table for two at eight, please.", "done": False, "done_reason": None}
+
+
+def booked(history: list[dict[str, str]]) -> str:
+    return "Booked."
+
+
+def test_a_python_suite_plays_a_library_user_and_takes_its_evaluations(tmp_path: Path) -> None:
+    write(tmp_path, {"library.yaml": LIBRARY})
+    library = load_library([tmp_path / "library.yaml"])
+    model = ScriptedModel(handler=user_turns)
+    suite = Suite(
+        target=booked,
+        model=model,
+        persona=library.simulated_user("caller"),
+        goal="Book a table",
+    )
+
+    @suite.scenario
+    async def test_books() -> None:
+        async with suite.session() as session:
+            await session.simulate(turns=2)
+
+    (scenario,) = suite.run(store=False).scenarios
+    assert scenario.status == "passed", scenario.trials[0].error
+    system = model.calls[0][0][0]["content"]
+    assert "You are Sam, calling from a noisy car, and you mumble.\nYour goal: Book a table" in (
+        system
+    )
+    late = library.simulated_user("frustrated-late-delivery")
+    scored = Suite(
+        target="http://127.0.0.1:9/chat",
+        persona=late,
+        evaluations=library.evaluations_for(late, "resolution"),
+    )
+
+    @scored.scenario
+    async def test_scored() -> None: ...
+
+    (code,) = SuiteRun([scored]).scenarios()
+    assert [e.name for e in code.evaluations] == ["empathy", "resolution"]
+
+
+def test_python_library_errors_name_what_is_known(tmp_path: Path) -> None:
+    write(tmp_path, {"library.yaml": LIBRARY})
+    library = load_library([tmp_path])
+    with pytest.raises(UserError, match="unknown simulated user 'callr'; did you mean 'caller'"):
+        library.simulated_user("callr")
+    with pytest.raises(UserError, match="unknown evaluation 'empaty'; did you mean 'empathy'"):
+        library.evaluations_for("caller", "empaty")
+    late = library.simulated_user("frustrated-late-delivery")
+    with pytest.raises(UserError, match="has evaluations empathy attached: pass them too"):
+        Suite(target="http://127.0.0.1:9/chat", persona=late)
+    with pytest.raises(ConfigError, match="job_tilte"):
+        bad = LIBRARY.replace("job_title", "job_tilte")
+        write(tmp_path, {"library.yaml": bad})
+        load_library([tmp_path])

@@ -22,19 +22,27 @@ from sparring.authoring.session import Response, Session
 from sparring.authoring.steps import AgentMessage, CustomerMessage, InteractionBuilder
 from sparring.authoring.suite import Suite
 from sparring.authoring.suite_run import SuiteRun
+from sparring.loaders.library import Library
+from sparring.loaders.yaml import load_library
 from sparring.runner.code import HookError
 from sparring.runner.context import ConditionsNotMet, ConditionsUndecided
+from sparring.scenario.evaluations import Evaluation, Insight, SimulatedUser
 
 __all__ = [
     "AgentMessage",
     "ConditionsNotMet",
     "ConditionsUndecided",
     "CustomerMessage",
+    "Evaluation",
     "HookError",
+    "Insight",
     "InteractionBuilder",
+    "Library",
     "Response",
     "Session",
+    "SimulatedUser",
     "Suite",
     "SuiteRun",
+    "load_library",
     "open_session",
 ]

@@ -43,6 +43,7 @@ from sparring.runner.context import (
     current_trial,
 )
 from sparring.scenario import Check, SimulatedScenario, unseen_tool_calls
+from sparring.scenario.evaluations import SimulatedUser
 from sparring.simulator import next_user_message
 from sparring.target_specs import TargetSpec
 from sparring.targets.attachments import read_attachment
@@ -307,13 +308,19 @@ class Session:
         return Response(reply, self.transcript.user_turns, self.transcript, self.trial)
 
     async def simulate(
-        self, turns: int = 1, *, persona: str | None = None, goal: str | None = None
+        self,
+        turns: int = 1,
+        *,
+        persona: str | SimulatedUser | None = None,
+        goal: str | None = None,
     ) -> list[Response]:
         """Let the simulated user write the next `turns` messages (fewer when it is done),
         each sent to the agent: `await session.simulate(turns=2, goal="Get a refund")`.
 
-        `persona` and `goal` default to the Suite's (`Suite(persona=..., goal=...)`); the
-        simulated user reads the conversation so far, written turns included.
+        `persona` and `goal` default to the Suite's (`Suite(persona=..., goal=...)`); a
+        persona is a description or a reusable `SimulatedUser` (its system prompt is then the
+        whole persona). The simulated user reads the conversation so far, written turns
+        included.
 
         Returns:
             The agent's replies, one per message the simulated user wrote.
@@ -344,12 +351,16 @@ class Session:
         return await self._simulate(play, turns, persona or play.persona, chosen_goal)
 
     async def _simulate(
-        self, play: UserPlay, turns: int, persona: str | None, goal: str
+        self, play: UserPlay, turns: int, persona: str | SimulatedUser | None, goal: str
     ) -> list[Response]:
         assert play.model is not None
+        reusable = persona if isinstance(persona, SimulatedUser) else None
         user = SimulatedScenario(
             id=self.trial.scenario_id.replace("::", "/")[:128] or "session",
-            persona=persona or SimulatedScenario.model_fields["persona"].default,
+            persona=persona
+            if isinstance(persona, str) and persona
+            else SimulatedScenario.model_fields["persona"].default,
+            simulated_user=reusable,
             goal=goal,
         )
         replies: list[Response] = []

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -58,6 +58,7 @@ from sparring.runner.context import (
     current_trial,
 )
 from sparring.scenario import parse_threshold
+from sparring.scenario.evaluations import Evaluation, SimulatedUser
 
 if TYPE_CHECKING:
     import httpx
@@ -121,8 +122,13 @@ class Suite:
             ID, "timeout_s": response_timeout})`, so a Parlant test file runs after changing
             only its import line.
         agent_id: The Parlant agent's id; only with `server_url`.
-        persona: Who the simulated user of `session.simulate(...)` is, by default.
+        persona: Who the simulated user of `session.simulate(...)` is, by default: a
+            description, or a reusable `SimulatedUser` (e.g. from
+            `sparring.api.load_library`; its system prompt is then the whole persona).
         goal: What that simulated user wants, by default.
+        evaluations: Evaluations scoring every test of the suite (one judge call per trial,
+            after the test's body), e.g. `library.evaluations_for(user)`; a `persona` that
+            is a `SimulatedUser` needs each evaluation attached to it among them.
 
     Attributes:
         context: A dict shared by hooks and tests (e.g. ids made in `before_all`).
@@ -141,8 +147,9 @@ class Suite:
         response_timeout: float = 60,
         server_url: str | None = None,
         agent_id: str | None = None,
-        persona: str | None = None,
+        persona: str | SimulatedUser | None = None,
         goal: str | None = None,
+        evaluations: Sequence[Evaluation] = (),
     ) -> None:
         _check_seconds("Suite", "response_timeout", response_timeout)
         _check_model(model)
@@ -158,6 +165,7 @@ class Suite:
         self.model = model
         self.response_timeout = response_timeout
         self.persona, self.goal = persona, goal
+        self.evaluations = _suite_evaluations(persona, evaluations)
         self.context: dict[str, Any] = {}
         self.tests: list[RegisteredTest] = []
         self._hooks: dict[str, list[Hook]] = {
@@ -465,6 +473,38 @@ def _hook_failure(errors: list[str], result: RunResult) -> HookError:
     error.add_note("the run finished; its result is in the exception's `result`")
     error.result = result  # type: ignore[attr-defined]
     return error
+
+
+def _suite_evaluations(
+    persona: str | SimulatedUser | None, evaluations: Sequence[Evaluation]
+) -> tuple[Evaluation, ...]:
+    """The suite's evaluations, checked: `Evaluation`s with distinct names, holding every
+    evaluation a `SimulatedUser` persona has attached.
+
+    Raises:
+        UserError: an item that is not an `Evaluation`, a name twice, or an attached
+            evaluation missing (the message says how to pass them).
+    """
+    given = tuple(evaluations)
+    for item in given:
+        if not isinstance(item, Evaluation):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(
+                f"Suite(evaluations=...) takes sparring Evaluation objects, got "
+                f"{type(item).__name__} {item!r:.60}; build one with Evaluation(...) or take "
+                "it from a library: load_library().evaluation(NAME)"
+            )
+    names = [e.name for e in given]
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        raise UserError(f"Suite(evaluations=...) names {', '.join(twice)} twice: keep one")
+    if isinstance(persona, SimulatedUser):
+        missing = [n for n in persona.evaluations if n not in names]
+        if missing:
+            raise UserError(
+                f"simulated user {persona.name!r} has evaluations {', '.join(missing)} "
+                "attached: pass them too, e.g. Suite(persona=user, "
+                "evaluations=library.evaluations_for(user))"
+            )
+    return given
 
 
 def _check_seconds(call: str, name: str, value: object) -> None:

@@ -150,6 +150,7 @@ class SuiteRun:
             after=after,
             persona=suite.persona,
             goal=suite.goal,
+            evaluations=suite.evaluations,
             expect_failure=test.expect_failure,
         )
 

@@ -111,6 +111,39 @@ class Library:
             )
         )
 
+    def simulated_user(self, name: str) -> SimulatedUser:
+        """The simulated user `name`.
+
+        Raises:
+            UserError: no such user; the message lists the known ones (did you mean).
+        """
+        found = self.simulated_users.get(name)
+        if found is None:
+            raise UserError(self._unknown("simulated user", name))
+        return found.value
+
+    def evaluation(self, name: str) -> Evaluation:
+        """The evaluation `name`.
+
+        Raises:
+            UserError: no such evaluation; the message lists the known ones (did you mean).
+        """
+        found = self.evaluations.get(name)
+        if found is None:
+            raise UserError(self._unknown("evaluation", name))
+        return found.value
+
+    def evaluations_for(self, user: str | SimulatedUser, *names: str) -> list[Evaluation]:
+        """The evaluations attached to `user` (a name or a `SimulatedUser`), then those
+        `names` adds, each once: what scores a Python test played by that user.
+
+        Raises:
+            UserError: an unknown user or evaluation name.
+        """
+        played = self.simulated_user(user) if isinstance(user, str) else user
+        wanted = dict.fromkeys([*played.evaluations, *names])
+        return [self.evaluation(name) for name in wanted]
+
     def attached_problems(self) -> list[Problem]:
         """A simulated user's `evaluations:` naming an evaluation no library defines."""
         problems: list[Problem] = []

@@ -42,7 +42,7 @@ from sparring.scenario import (
     unseen_tool_calls,
 )
 
-__all__ = ["load_paths", "load_text", "test_file_json_schema"]
+__all__ = ["load_library", "load_paths", "load_text", "test_file_json_schema"]
 
 
 def load_paths(
@@ -117,6 +117,25 @@ def load_text(
     if problems:
         raise config_error(problems)
     return [item.scenario for item in loaded]
+
+
+def load_library(paths: Sequence[str | Path] | None = None) -> Library:
+    """The evaluations and simulated users of library files, for Python tests
+    (`sparring.api.load_library`).
+
+    Args:
+        paths: Library files and directories; `None`: the `library` setting.
+
+    Raises:
+        UserError: a path does not exist.
+        ConfigError: a library file is invalid, or a name is defined twice or unknown (at
+            file:line:column).
+    """
+    book = Library()
+    problems = _read_library(book, paths, skip=[])
+    if problems:
+        raise config_error(problems)
+    return book
 
 
 class _Loaded(NamedTuple):

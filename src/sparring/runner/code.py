@@ -16,7 +16,7 @@ import anyio
 from sparring.models.base import Model
 from sparring.results import TrialStatus
 from sparring.runner.context import TrialContext
-from sparring.scenario.evaluations import Evaluation
+from sparring.scenario.evaluations import Evaluation, SimulatedUser
 from sparring.targets.base import Target
 
 if TYPE_CHECKING:
@@ -50,7 +50,8 @@ class CodeScenario:
         after: Awaited after each trial with `(passed, error)`; raising makes it `error`.
         evaluations: Scorecards the judge values on the trial's conversation after the body
             (one judge call), like a YAML scenario's `evaluations`.
-        persona, goal: The simulated user of `Session.simulate` (the Suite's).
+        persona, goal: The simulated user of `Session.simulate` (the Suite's): a
+            description, or a reusable `SimulatedUser`.
         expect_failure: The test must fail: a failed trial passes, a passed one fails.
     """
 
@@ -67,7 +68,7 @@ class CodeScenario:
     before: Callable[[], Awaitable[None]] | None = None
     after: Callable[[bool, str | None], Awaitable[None]] | None = None
     evaluations: tuple[Evaluation, ...] = ()
-    persona: str | None = None
+    persona: str | SimulatedUser | None = None
     goal: str | None = None
     expect_failure: bool = False
     kind: Literal["python"] = "python"

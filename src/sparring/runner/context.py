@@ -24,6 +24,7 @@ from sparring.judging.should import NO_MODEL_HINT, JudgeSettings
 from sparring.models.base import Model
 from sparring.prompts import DEFAULT_LIMITS, Limits
 from sparring.results import SubtestResult, Usage, Verdict
+from sparring.scenario.evaluations import SimulatedUser
 from sparring.targets.base import Target, TargetSession
 from sparring.transcript import Message, Transcript, sanitized
 
@@ -109,7 +110,7 @@ class UserPlay:
     what the user sees of the conversation, its temperature and the secret scrubber."""
 
     model: Model | None = None
-    persona: str | None = None
+    persona: str | SimulatedUser | None = None
     goal: str | None = None
     limits: Limits = DEFAULT_LIMITS
     temperature: float = 0.7
