@@ -273,7 +273,8 @@ def test_agent_eval_transcripts_keep_audio(tmp_path: Path) -> None:
     [
         ("{type: voice}", "exactly one of `callable: module:function`"),
         ("{type: voice, callable: 'a:b', livekit: 'c:d'}", "exactly one of"),
-        ("{type: voice, callable: 'a:b', frame_ms: 5}", "at least 10, got 5"),
+        ("{type: voice, callable: 'a:b', frame_ms: 5}", "1:50: target.frame_ms: frame_ms must be"),
+        ("{type: voice, calable: 'a:b'}", "unknown key 'calable' in target .voice target.; did"),
     ],
 )
 def test_voice_target_spec_errors(tmp_path: Path, target: str, problem: str) -> None:

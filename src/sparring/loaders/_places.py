@@ -49,6 +49,7 @@ TARGETS: dict[str, type[BaseModel]] = {
     "callable": ts.CallableTargetSpec,
     "a2a": ts.A2ATargetSpec,
     "parlant": ts.ParlantTargetSpec,
+    "voice": ts.VoiceTargetSpec,
 }
 _FAMILIES = (SCENARIOS, CHECKS, TARGETS)
 _ITEM_MODELS: dict[str, type[BaseModel]] = {
