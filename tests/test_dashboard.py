@@ -436,7 +436,7 @@ from importlib.abc import MetaPathFinder
 class Hide(MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] == "fastapi":
-            raise ModuleNotFoundError(name)
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return None
 
 sys.meta_path.insert(0, Hide())

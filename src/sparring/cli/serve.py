@@ -15,12 +15,10 @@ def serve_command(*, host: str, port: int, store: str | None) -> int:
     """Serve the dashboard on `host:port` over the store (`--store`, else the settings');
     0 when stopped with Ctrl-C, 2 when it cannot start (a missing extra, no accounts on a
     non-loopback address, a store or port that cannot be used)."""
-    try:
-        for module in _NEEDS:
-            import_module(module)
-    except ImportError as e:
+    missing = [m for m in _NEEDS if not _importable(m)]
+    if missing:
         click.secho(
-            f"error: sparring serve needs the dashboard extra ({e.name} missing): "
+            f"error: sparring serve needs the dashboard extra ({', '.join(missing)} missing): "
             f"{DASHBOARD_INSTALL}",
             fg="red",
             err=True,
@@ -37,3 +35,11 @@ def serve_command(*, host: str, port: int, store: str | None) -> int:
         click.secho(f"error: {e}", fg="red", err=True)
         return 2
     return 0
+
+
+def _importable(module: str) -> bool:
+    try:
+        import_module(module)
+    except ImportError:
+        return False
+    return True
