@@ -11,6 +11,7 @@ import pytest
 
 from sparring.api import Suite, SuiteRun, load_library
 from sparring.errors import ConfigError, UserError
+from sparring.judging.judge import judge_conversation
 from sparring.loaders import load_paths, load_text
 from sparring.models.base import ChatMessage
 from sparring.models.scripted import ScriptedModel
@@ -369,3 +370,19 @@ def test_python_library_errors_name_what_is_known(tmp_path: Path) -> None:
         bad = LIBRARY.replace("job_title", "job_tilte")
         write(tmp_path, {"library.yaml": bad})
         load_library([tmp_path])
+
+
+@pytest.mark.anyio
+async def test_the_judge_sees_the_persona_the_simulated_user_played(tmp_path: Path) -> None:
+    write(tmp_path, {"library.yaml": LIBRARY, "t.yaml": TESTS})
+    scenario = by_id(load_paths([tmp_path], library=[]))["call"]
+    chat = Transcript(
+        messages=(
+            Message(role="user", content="A table please"),
+            Message(role="agent", content="Booked for two."),
+        )
+    )
+    judge = ScriptedModel(handler=lambda messages, schema: "not an answer")
+    await judge_conversation(judge, scenario=scenario, transcript=chat)
+    prompt = judge.calls[0][0][-1]["content"]
+    assert "The user's persona: You are Sam, calling from a noisy car, and you mumble." in prompt

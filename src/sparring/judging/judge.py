@@ -385,7 +385,7 @@ def _context(scenario: AnyScenario) -> str:
         lines.append(f"Description: {scenario.description}")
     if isinstance(scenario, SimulatedScenario):
         lines.append(f"The user's goal: {scenario.goal or scenario.description}")
-        lines.append(f"The user's persona: {scenario.persona}")
+        lines.append(f"The user's persona: {scenario.played_persona}")
         if scenario.context:
             lines.append(f"The user's situation: {scenario.context}")
     if isinstance(scenario, SingleTurnScenario):
