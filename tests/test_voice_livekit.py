@@ -157,3 +157,26 @@ def test_yaml_livekit_target_takes_the_streaming_settings() -> None:
     assert isinstance(target, LiveKitAdapter)
     assert (target.sample_rate, target.frame_ms, target.grace_period_s) == (16000, 40, 2.5)
     assert target.name == "tests.test_voice_livekit:Booking"
+
+
+class Greeter(Agent):
+    async def on_enter(self) -> None:
+        self.session.generate_reply()
+
+
+async def test_a_greeting_is_over_before_the_first_message_and_opens_the_first_reply() -> None:
+    booking = Booking(["hello"], [LLMTurn("Welcome to booking."), LLMTurn("How can I help?")])
+
+    def greeting_session() -> tuple[AgentSession[Any], Agent]:
+        session, _ = booking()
+        return session, Greeter(instructions="You greet, then book slots.")
+
+    conversation = await adapter(greeting_session).open_session()
+    try:
+        assert len(booking.llm.contexts) == 1  # the greeting, before anything was sent
+        hello = Message(role="user", content="Hello there.")
+        reply = await conversation.send(Transcript(messages=(hello,)))
+    finally:
+        await conversation.close()
+    assert reply.parts == ("Welcome to booking.", "How can I help?")
+    assert reply.raw == {"heard": ["hello"]}

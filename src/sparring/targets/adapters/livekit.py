@@ -12,10 +12,12 @@ from an open microphone, so the session's own turn detection ends the user's tur
 
 The reply is complete once the agent has added at least one assistant message to the
 conversation, is back to `listening`, and nothing happened (no conversation item, tool
-call, state change or audio frame) for `grace_period_s`. It is recorded as:
+call, state change or audio frame) for `grace_period_s`. A conversation starts the same way:
+after `session.start`, silence streams until the agent is quiet, so what it says unasked (a
+greeting) is over before the first user message. The reply is recorded as:
 
-- `content`: the assistant messages of the turn (`conversation_item_added`), joined by
-  newlines (`parts` holds each when there are several);
+- `content`: the assistant messages of the turn (`conversation_item_added`; for the first
+  turn, the greeting first), joined by newlines (`parts` holds each when there are several);
 - `tool_calls`: every call of `function_tools_executed`, with its output as result;
 - `audio_ms`: the length of the audio the agent spoke; `first_audio_ms`: the time from the
   end of the user's audio to the agent's first audio frame; `latency_ms`: the time from the
@@ -211,13 +213,16 @@ class LiveKitConversation:
         self._adapter, self._session, self._agent = adapter, session, agent
         self._mic = _Microphone(sample_rate=adapter.sample_rate, frame_ms=adapter.frame_ms)
         self._turn = _Turn()
+        self._opening: list[str] = []
         self._closed: str | None = None
 
     async def start(self) -> None:
-        """Attach the microphone and speaker, listen to the session's events, start it.
+        """Attach the microphone and speaker, listen to the session's events, start it, and
+        let the agent say what it says first (a greeting), until it is quiet.
 
         Raises:
-            TargetError: the session failed to start.
+            TargetError: the session failed to start, or closed.
+            TargetTimeout: the agent was not quiet within the adapter's `timeout_s`.
         """
         session = self._session
         session.input.audio = self._mic
@@ -233,6 +238,8 @@ class LiveKitConversation:
             raise TargetError(
                 f"{self._adapter.name}: the AgentSession failed to start: {e!r}"
             ) from e
+        await self._listen(lambda: self._quiet(self._turn))
+        self._opening = self._turn.texts
 
     def _on_item(self, event: ConversationItemAddedEvent) -> None:
         item = event.item
@@ -289,8 +296,20 @@ class LiveKitConversation:
             self._mic.push(frame)
             await clock.tick()
         turn.audio_end = time.perf_counter()
-        deadline = turn.audio_end + self._adapter.timeout_s
-        while not self._replied(turn):
+        await self._listen(lambda: bool(turn.texts) and self._quiet(turn))
+        opening, self._opening = self._opening, []
+        return _reply(turn, opening)
+
+    async def _listen(self, done: Callable[[], bool]) -> None:
+        """Stream silence at real-time pace until `done()`.
+
+        Raises:
+            TargetError: the session closed.
+            TargetTimeout: not `done()` within the adapter's `timeout_s`.
+        """
+        clock = _Pace(self._adapter.frame_ms / 1000)
+        deadline = time.perf_counter() + self._adapter.timeout_s
+        while not done():
             if self._closed is not None:
                 raise TargetError(f"{self._adapter.name}: the AgentSession closed ({self._closed})")
             if time.perf_counter() > deadline:
@@ -301,15 +320,11 @@ class LiveKitConversation:
                 )
             self._mic.push(self._mic.silence())
             await clock.tick()
-        return _reply(turn)
 
-    def _replied(self, turn: _Turn) -> bool:
+    def _quiet(self, turn: _Turn) -> bool:
+        """The agent is listening and nothing happened for the grace period."""
         quiet_s = time.perf_counter() - turn.last_event
-        return (
-            bool(turn.texts)
-            and self._session.agent_state == "listening"
-            and quiet_s >= self._adapter.grace_period_s
-        )
+        return self._session.agent_state == "listening" and quiet_s >= self._adapter.grace_period_s
 
     async def preload(self, history: Transcript, /) -> Transcript:
         """Put `history` into the agent's chat context as text; returns it unchanged."""
@@ -341,16 +356,19 @@ class _Pace:
         await anyio.sleep(max(0.0, due - time.perf_counter()))
 
 
-def _reply(turn: _Turn) -> Message:
+def _reply(turn: _Turn, opening: list[str]) -> Message:
+    """The reply of `turn`; what the agent said before the first user message (`opening`)
+    comes first."""
     end = turn.audio_end or time.perf_counter()
+    texts = [*opening, *turn.texts]
 
     def since_end(moment: float | None) -> float | None:
         return None if moment is None else round((moment - end) * 1000, 3)
 
     return Message(
         role="agent",
-        content="\n".join(turn.texts),
-        parts=tuple(turn.texts) if len(turn.texts) > 1 else (),
+        content="\n".join(texts),
+        parts=tuple(texts) if len(texts) > 1 else (),
         tool_calls=tuple(turn.calls),
         latency_ms=since_end(turn.first_text),
         audio_ms=round(turn.audio_s * 1000, 3) if turn.audio_s else None,
