@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from click.testing import CliRunner
 
 from sparring.authoring.connect import open_session
 from sparring.cli.main import cli
+from sparring.demo import DemoServer
 from sparring.demo.agent import respond
 from sparring.errors import ConfigError, UserError
 from sparring.loaders import load_paths
@@ -298,12 +300,15 @@ def test_demo_agent_reads_a_text_receipt_and_says_it_cannot_read_images() -> Non
 def test_the_files_example_passes_against_the_demo_agent_without_a_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    example = tmp_path / "examples"
+    shutil.copytree(EXAMPLES / "files", example / "files")
     monkeypatch.chdir(tmp_path)  # the example's paths follow the test file
     monkeypatch.delenv("SPARRING_MODEL", raising=False)
     out = tmp_path / "report.json"
-    done = CliRunner().invoke(
-        cli, ["run", str(EXAMPLES / "files.yaml"), "--no-store", "-o", str(out)]
-    )
+    with DemoServer(port=0) as server:
+        text = (EXAMPLES / "files.yaml").read_text().replace("http://127.0.0.1:8787", server.url)
+        (example / "files.yaml").write_text(text)
+        done = CliRunner().invoke(cli, ["run", str(example), "--no-store", "-o", str(out)])
     assert done.exit_code == 0, done.output
     report = json.loads(out.read_text())
     statuses = {s["scenario_id"]: s["trials"][0]["status"] for s in report["scenarios"]}

@@ -209,7 +209,7 @@ def _is_array(value: object) -> TypeGuard[list[Any]]:
     return isinstance(value, list)
 
 
-def _history(value: Any, *, field: str) -> list[dict[str, str]]:
+def _history(value: Any, *, field: str) -> list[dict[str, Any]]:
     if value is None:
         return []
     if not _is_array(value):
@@ -217,11 +217,12 @@ def _history(value: Any, *, field: str) -> list[dict[str, str]]:
             f"`{field}` must be a list of {{role, content}} objects, got "
             f"{type(value).__name__}; send [] when there is no history"
         )
-    out: list[dict[str, str]] = []
+    out: list[dict[str, Any]] = []
     for i, item in enumerate(value):
         if not _is_object(item) or "role" not in item:
             raise BadRequest(f"`{field}[{i}]` must be an object with `role` and `content`")
-        out.append({"role": str(item["role"]), "content": _text(item.get("content"))})
+        role, content = str(item["role"]), _text(item.get("content"))
+        out.append({"role": role, "content": content, "files": item.get("files") or []})
     return out
 
 
@@ -234,8 +235,10 @@ def _text(content: Any) -> str:
     return str(content)
 
 
-def chat_history(body: Any) -> list[dict[str, str]]:
-    """The conversation for `respond` from a `/chat` body `{message, history}`.
+def chat_history(body: Any) -> list[dict[str, Any]]:
+    """The conversation for `respond` from a `/chat` body `{message, history, files}`
+    (`files`, optional: `[{name, mime_type, data}]` with base64 data, as sparring's
+    `{{files}}` gives them; history entries may carry theirs too).
 
     Raises:
         BadRequest: not an object, `message` missing or not a string, bad `history`.
@@ -246,10 +249,10 @@ def chat_history(body: Any) -> list[dict[str, str]]:
     if not isinstance(message, str):
         raise BadRequest(f"`message` (a string) is required, e.g. {_CHAT_EXAMPLE}")
     history = _history(body.get("history"), field="history")
-    return [*history, {"role": "user", "content": message}]
+    return [*history, {"role": "user", "content": message, "files": body.get("files") or []}]
 
 
-def openai_history(body: Any) -> list[dict[str, str]]:
+def openai_history(body: Any) -> list[dict[str, Any]]:
     """The conversation for `respond` from an OpenAI chat completions body.
 
     Raises:
