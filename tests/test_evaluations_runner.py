@@ -274,3 +274,9 @@ async def test_a_failed_explanation_call_leaves_the_verdict_and_notes_why() -> N
     assert "no explanation (explain_failures)" in (trial.error or "")
     assert "quota exceeded" in (trial.error or "")
     assert trial.usage.model_calls == 2  # the failed call is counted too
+
+
+async def test_evaluations_without_a_judge_model_are_skipped_not_done() -> None:
+    trial = only_trial(await run(scenario(evaluations=[EVALUATION])))
+    assert trial.status == "skipped" and trial.end_reason == "skipped"
+    assert trial.insights == [] and trial.evaluations_passed == "none"

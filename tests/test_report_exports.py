@@ -53,7 +53,8 @@ def test_runs_has_one_row_per_conversation() -> None:
     ]
     first, _, _, capital = rows
     assert first["end reason"] == "max_turns" and first["turns"] == 2
-    assert first["score"] == 0.9 and capital["score"] is None  # the judge's mean reply score
+    assert first["reply score"] == 0.9 and capital["reply score"] is None  # the judge's mean
+    assert first["score"] == 1.0 and capital["score"] is None  # criteria met (no evaluation)
     assert first["tags"] == "refunds, smoke" and first["model calls"] == 2
     assert first["run"] == run().run_id
     labels = ("category", "topic", "behavior")

@@ -241,7 +241,7 @@ def run_records(result: RunResult) -> list[TestRecord]:
     """One record per scenario of a `sparring run`: `passed` when the scenario passed,
     `failed` when it failed or errored (not a pass), `undecided` when it is (not a pass
     either, but no failure: exit code 3), else `skipped` (skipped, not run, `invalid`: the
-    agent was not tested). Known as its id and name."""
+    agent was not tested; `done`: nothing to judge). Known as its id and name."""
     return [
         TestRecord(
             nodeid=s.scenario_id,

@@ -23,9 +23,8 @@ VerdictKind = Literal["criterion", "restriction", "should", "check"]
 TrialStatus = Literal["passed", "failed", "error", "timed_out", "skipped", "invalid", "done"]
 """`invalid`: the simulated user wrote no usable message before `min_turns`, so the
 conversation says nothing about the agent; not judged, left out of the pass rate, exit 3.
-`done`: the conversation ran and had nothing to pass or fail (no criterion, `should`,
-check or gating insight; its evaluations may still score it): not passed, not failed, left
-out of the pass rate, exit 0."""
+`done`: it ran with nothing to pass or fail (no criterion, `should`, check or gating
+insight; evaluations may score it): not passed nor failed, not in the pass rate, exit 0."""
 ScenarioStatus = Literal[
     "passed", "failed", "error", "skipped", "not_run", "invalid", "undecided", "done"
 ]
@@ -111,8 +110,7 @@ class InsightResult(Record):
     group: str | None = None
     featured: bool = False
     gating: bool = False
-    """The insight has a pass rule (`pass_when`): not passing fails the trial, an error
-    makes it `error`."""
+    """It has a `pass_when`: not passing fails the trial, an error makes it `error`."""
     error: str | None = None
     override: Override | None = None
 
@@ -237,9 +235,8 @@ def trial_status(
 
 
 def evaluations_passed(insights: Sequence[InsightResult], *, pending: bool) -> EvaluationsPassed:
-    """`TrialResult.evaluations_passed`: `pending` when the trial has gating insights the
-    judge has not scored (`pending`: no judge call was made), else `none` without gating
-    insights, `no` when one did not pass or errored, `yes` when every one passed."""
+    """`TrialResult.evaluations_passed`: `pending` (gating insights, no judge call made),
+    else `none` (no gating insight), `no` (one did not pass or errored), `yes`."""
     if pending:
         return "pending"
     gates = [i for i in insights if i.gating]
@@ -252,10 +249,9 @@ def undecided_text(
     verdicts: Sequence[Verdict], insights: Sequence[InsightResult] = ()
 ) -> str | None:
     """Why verdicts or gating insights made a trial `error`: `"<id> could not be decided:
-    <reason>"` for the first `error` verdict, else `"<evaluation.insight> could not be
-    scored: <error>"` for the first gating insight in error; `None` when there is neither.
-    Kept as the trial's `error`, so reports can tell it from a failure of the trial itself
-    and name the verdict once."""
+    <reason>"` (first `error` verdict), else `"<evaluation.insight> could not be scored:
+    <error>"` (first gating insight in error); `None` for neither. Kept as the trial's
+    `error`, so reports can tell it from a failure of the trial and name it once."""
     first = next((v for v in verdicts if v.status == "error"), None)
     if first is not None:
         return f"{first.id} could not be decided: {first.reason}"
@@ -463,11 +459,17 @@ class ScenarioResult(Record):
             return "error"
         return "invalid" if self.invalid_trials else "undecided"
 
+    @property
+    def score(self) -> float | None:
+        """The mean `score` of the scored trials; `None` when none has one."""
+        scores = [t.score for t in self.trials if t.score is not None]
+        return sum(scores) / len(scores) if scores else None
+
     def summary(self) -> dict[str, object]:
-        """Derived numbers for reports: status, pass rate, pass^k, usage totals."""
-        counted = self.counted
-        passed = self.passed_trials
+        """Derived numbers for reports: status, pass rate, pass^k, usage totals, `score`."""
+        counted, passed = self.counted, self.passed_trials
         return {
+            "score": self.score,
             "status": self.status,
             "pass_rate": self.pass_rate,
             "passed_trials": passed,

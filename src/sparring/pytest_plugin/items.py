@@ -98,10 +98,13 @@ class ScenarioItem(pytest.Item):
 
 def needs_model(scenario: AnyScenario) -> bool:
     """Whether any step calls a model: a simulated user, criteria, `should`s, expected
-    output. Scenarios with checks only are deterministic."""
+    output, evaluations, tool-argument rubrics. Scenarios with checks only are
+    deterministic."""
     from sparring.scenario import ScriptedScenario, SimulatedScenario, SingleTurnScenario
 
     if isinstance(scenario, SimulatedScenario) or scenario.all_criteria:
+        return True
+    if scenario.evaluations or scenario.tool_args_judge:
         return True
     if isinstance(scenario, ScriptedScenario):
         return any(turn.should for turn in scenario.turns)
@@ -302,8 +305,8 @@ class ScenarioFailed(AssertionError):
 def conclude(item: pytest.Item, result: ScenarioResult) -> None:
     """Turn a scenario result into the test's outcome; keep it for reports and gates.
 
-    Returns when the scenario passed; calls `pytest.skip` when every trial was skipped
-    (with why).
+    Returns when the scenario passed or is `done` (it ran with nothing to judge: not a
+    failure); calls `pytest.skip` when every trial was skipped (with why).
 
     Raises:
         ScenarioFailed: the scenario failed, errored or did not run; the message names k/N
@@ -311,7 +314,7 @@ def conclude(item: pytest.Item, result: ScenarioResult) -> None:
     """
     item.stash[RESULT_KEY] = result
     status = result.status
-    if status == "passed":
+    if status in ("passed", "done"):
         return
     if status == "skipped":
         why = next((t.error for t in result.trials if t.error), "every trial was skipped")

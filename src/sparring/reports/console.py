@@ -48,6 +48,7 @@ from sparring.reports.console_summary import (
     status_text,
     verdict_text,
 )
+from sparring.reports.insights import gate_verdicts, trial_facts
 from sparring.reports.outcome import verdict_what
 from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict
 from sparring.transcript import Message
@@ -281,6 +282,7 @@ class ConsoleView:
             return
         label = self._trial_label(trial.scenario_id, trial.trial)
         facts = f"{trial.end_reason}, {trial_size(trial)}, {trial.duration_ms / 1000:.1f} s"
+        facts = ", ".join([facts, *trial_facts(trial)])
         line = f"{self._sym[trial.status]} {label} {status_text(trial.status)} ({facts})"
         reason = _first_problem(trial)
         if reason:
@@ -341,7 +343,7 @@ class ConsoleView:
         return f"{scenario_id}: trial {trial}/{of}" if of else f"{scenario_id}: trial {trial}"
 
     def _count_text(self) -> str:
-        order = ("passed", "failed", "error", "timed_out", "invalid", "skipped")
+        order = ("passed", "failed", "error", "timed_out", "invalid", "skipped", "done")
         parts = [f"{self._counts[s]} {status_text(s)}" for s in order if self._counts.get(s)]
         return ", ".join(parts) or "none finished"
 
@@ -463,7 +465,8 @@ def _first_problem(trial: TrialResult) -> str:
     if trial.status in ("error", "timed_out", "invalid") and trial.error:
         return trial.error
     order = {"not_met": 0, "error": 1}
-    failures = sorted(trial.failures, key=lambda v: order[v.status])
+    gates = gate_verdicts(trial.insights)
+    failures = sorted([*trial.failures, *gates], key=lambda v: order[v.status])
     if failures:
         v = failures[0]
         return f"{verdict_text(v, reason=False)}: {v.reason or status_text(v.status)}"

@@ -24,6 +24,7 @@ from sparring.reports import (
     usage_text,
 )
 from sparring.reports import one_line as _one_line
+from sparring.reports.insights import EXPLANATION_LABEL, score_text
 from sparring.reports.outcome import (
     cited_turns,
     exit_meaning,
@@ -44,6 +45,7 @@ SYMBOLS = {
     "not_run": "⏭",
     "invalid": "⊘",
     "undecided": "?",
+    "done": "○",
     "interrupted": "⚠",
     "start": "▶",
     "scenario": "■",
@@ -58,6 +60,7 @@ ASCII = {
     "not_run": "-",
     "invalid": "?",
     "undecided": "?",
+    "done": "o",
     "interrupted": "!",
     "start": ">",
     "scenario": "#",
@@ -76,6 +79,7 @@ STYLE: dict[str, str] = {
     "not_run": "dim",
     "invalid": "magenta",
     "undecided": "yellow",
+    "done": "cyan",
     "interrupted": "yellow",
 }
 """rich styles of statuses."""
@@ -107,6 +111,8 @@ def scenario_line(s: ScenarioResult, sym: dict[str, str]) -> Text:
         f"{sym['scenario']} {s.scenario_id}: {status_text(status)}, pass rate "
         f"{with_interval(shown_pass_rate(s), s)} ({counts}threshold {percent(s.threshold)})"
     )
+    score = s.score
+    line += "" if score is None else f", score {score_text(score)}"
     return Text(line, style=f"bold {STYLE[status]}")
 
 
@@ -145,6 +151,16 @@ def print_summary(
             _line(console, f"{title} ({len(lines)})", f"bold {style}")
             for line in lines:
                 _line(console, line, style)
+    explained = [
+        f"{s.scenario_id} · trial {t.trial}: {t.explanation}"
+        for s in result.scenarios
+        for t in s.trials
+        if t.explanation
+    ]
+    if explained:
+        _line(console, EXPLANATION_LABEL.capitalize(), "bold")
+        for line in explained:
+            _line(console, _one_line(line, _LINE), "")
     for line in _skipped_lines(result, sym):
         _line(console, line, "dim")
     for line in _tail_lines(result, sym):
@@ -178,7 +194,9 @@ def _tail_lines(result: RunResult, sym: dict[str, str]) -> list[str]:
 
 def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
     table = Table(title="sparring results", title_justify="left", expand=False)
-    for column in ("Scenario", "Status", "Pass rate", "Passed", "Threshold"):
+    scored = any(t.score is not None for s in result.scenarios for t in s.trials)
+    columns = ("Scenario", "Status", "Pass rate", "Passed", "Threshold", "Score")
+    for column in columns if scored else columns[:-1]:
         table.add_column(column, justify="left" if column in ("Scenario", "Status") else "right")
     for s in result.scenarios:
         shown = shown_status(s)
@@ -191,6 +209,7 @@ def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
             with_interval(shown_pass_rate(s), s),
             f"{s.passed_trials} of {out_of} (needs {passes})" if out_of else "-",
             percent(s.threshold),
+            *([score_text(s.score)] if scored else []),
         )
     return table
 

@@ -3,11 +3,16 @@
 Three sheets, the same in both formats (`export_sheets`):
 
 - **Runs**: one row per conversation (trial): scenario, trial, status, end reason, pass,
-  the judge's mean reply score, duration, turns, model calls, tokens, cost, tags and the
-  scenario's labels (category, topic, behavior, source, description), the trial's error.
-- **Insights**: one row per verdict (criterion, restriction, `should`, check): id, kind,
-  what it is about, value (`met`, `not_met`, `error`, `skipped`), reasoning, evidence
-  (one quote a line), the turns it cites.
+  the trial's score (evaluations, else the share of criteria met), whether its
+  evaluations passed, the judge's mean reply score, duration, turns, model calls, tokens,
+  cost, tags and the scenario's labels (category, topic, behavior, source, description),
+  the trial's error and the `explain_failures` explanation; then one column per insight
+  (`evaluation.insight`, the featured first) holding its value.
+- **Insights**: one row per verdict (criterion, restriction, `should`, check) and per
+  insight of an evaluation: id, kind, what it is about, value (`met`, `not_met`, `error`,
+  `skipped`; an insight's typed value), reasoning, evidence (one quote a line), the turns
+  it cites, and for insights whether a gating one passed, its score, weight and whether it
+  is featured; a person's override of either.
 - **Transcript**: one row per message, sub-tests' conversations included: scenario,
   trial, conversation, turn, role, text, tool calls (JSON), latency, and on an agent
   reply the judge's note and score.
@@ -26,7 +31,7 @@ import io
 import json
 import re
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import import_module
@@ -36,6 +41,7 @@ from typing import Any
 
 from sparring.errors import UserError
 from sparring.reports.evidence import message_turns
+from sparring.reports.insights import ordered, override_text, value_text
 from sparring.reports.outcome import verdict_what
 from sparring.results import RunResult, ScenarioResult, TrialResult
 from sparring.transcript import ToolCall
@@ -47,7 +53,10 @@ MAX_CELL_CHARS = 32_767
 _CUT = "… [cut: {n:,} more characters; the JSON report has the full text]"
 _ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-_WIDE = {"description", "reasoning", "evidence", "text", "tool calls", "error", "judge note"}
+_WIDE = {
+    *("description", "reasoning", "evidence", "text", "tool calls", "error", "judge note"),
+    *("explanation", "override"),
+}
 """Columns shown wide in xlsx; the others are narrow."""
 
 
@@ -71,12 +80,14 @@ class Sheet:
 
 RUN_COLUMNS = (
     *("run", "scenario", "name", "kind", "trial", "status", "end reason", "pass", "score"),
-    *("duration (s)", "turns", "model calls", "input tokens", "output tokens", "cost (USD)"),
-    *("tags", "category", "topic", "behavior", "source", "description", "error"),
+    *("evaluations passed", "reply score", "duration (s)", "turns", "model calls"),
+    *("input tokens", "output tokens", "cost (USD)", "tags", "category", "topic"),
+    *("behavior", "source", "description", "error", "explanation"),
 )
+"""The Runs sheet's fixed columns; one column per insight follows (`export_sheets`)."""
 INSIGHT_COLUMNS = (
     *("run", "scenario", "trial", "id", "kind", "description", "value", "reasoning"),
-    *("evidence", "turns"),
+    *("evidence", "turns", "passed", "score", "weight", "featured", "override"),
 )
 MESSAGE_COLUMNS = (
     *("run", "scenario", "trial", "conversation", "turn", "role", "text", "tool calls"),
@@ -88,8 +99,11 @@ def export_sheets(result: RunResult) -> list[Sheet]:
     """The Runs, Insights and Transcript sheets of `result` (see the module docstring),
     scenarios and trials in run order."""
     trials = [(s, t) for s in result.scenarios for t in s.trials]
+    ids = dict.fromkeys(i.id for _, t in trials for i in ordered(t.insights))
     return [
-        Sheet("Runs", RUN_COLUMNS, [_run_row(result.run_id, s, t) for s, t in trials]),
+        Sheet(
+            "Runs", (*RUN_COLUMNS, *ids), [_run_row(result.run_id, s, t, ids) for s, t in trials]
+        ),
         Sheet(
             "Insights", INSIGHT_COLUMNS, [r for _, t in trials for r in _insights(result.run_id, t)]
         ),
@@ -101,8 +115,9 @@ def export_sheets(result: RunResult) -> list[Sheet]:
     ]
 
 
-def _run_row(run_id: str, s: ScenarioResult, t: TrialResult) -> Row:
+def _run_row(run_id: str, s: ScenarioResult, t: TrialResult, insight_ids: Iterable[str]) -> Row:
     scores = [n.score for n in t.reply_notes if n.score is not None]
+    values = {i.id: value_text(i) for i in t.insights}
     usage = t.usage_totals()
     return {
         "run": run_id,
@@ -113,7 +128,9 @@ def _run_row(run_id: str, s: ScenarioResult, t: TrialResult) -> Row:
         "status": t.status,
         "end reason": t.end_reason,
         "pass": t.status == "passed",
-        "score": round(sum(scores) / len(scores), 3) if scores else None,
+        "score": None if t.score is None else round(t.score, 3),
+        "evaluations passed": t.evaluations_passed,
+        "reply score": round(sum(scores) / len(scores), 3) if scores else None,
         "duration (s)": round(t.duration_ms / 1000, 3),
         "turns": t.transcript.user_turns,
         "model calls": usage.model_calls,
@@ -127,7 +144,8 @@ def _run_row(run_id: str, s: ScenarioResult, t: TrialResult) -> Row:
         "source": s.source,
         "description": s.description,
         "error": t.error,
-    }
+        "explanation": t.explanation,
+    } | {i: values.get(i) for i in insight_ids}
 
 
 def _insights(run_id: str, t: TrialResult) -> Iterator[Row]:
@@ -144,6 +162,29 @@ def _insights(run_id: str, t: TrialResult) -> Iterator[Row]:
             "reasoning": v.reason,
             "evidence": "\n".join(v.evidence),
             "turns": ", ".join(map(str, turns)),
+            "passed": None,
+            "score": None,
+            "weight": None,
+            "featured": None,
+            "override": override_text(v.override) or None,
+        }
+    for i in ordered(t.insights):
+        yield {
+            "run": run_id,
+            "scenario": t.scenario_id,
+            "trial": t.trial,
+            "id": i.id,
+            "kind": f"insight ({i.type})",
+            "description": f"evaluation {i.evaluation}" + (f", {i.group}" if i.group else ""),
+            "value": value_text(i),
+            "reasoning": i.reasoning or i.error,
+            "evidence": "\n".join(i.evidence),
+            "turns": ", ".join(map(str, i.turns)),
+            "passed": i.passed,
+            "score": i.score,
+            "weight": i.weight,
+            "featured": i.featured,
+            "override": override_text(i.override) or None,
         }
 
 

@@ -46,6 +46,14 @@ from sparring.reports import (
     write_report_text,
 )
 from sparring.reports.evidence import evidence_spans, marked_pieces, message_turns
+from sparring.reports.insights import (
+    gate_text,
+    ordered,
+    override_text,
+    score_text,
+    trial_facts,
+    value_text,
+)
 from sparring.reports.outcome import (
     Problem,
     exit_meaning,
@@ -56,6 +64,7 @@ from sparring.reports.outcome import (
     verdict_what,
 )
 from sparring.results import (
+    InsightResult,
     ReplyNote,
     RunResult,
     ScenarioResult,
@@ -126,6 +135,7 @@ class VerdictView:
     turns: list[int]
     turns_text: str
     misquoted: bool
+    override: str = ""
 
 
 @dataclass
@@ -160,8 +170,26 @@ class SubtestView:
 
 
 @dataclass(frozen=True)
+class InsightView:
+    """An insight's value as shown: `gate` says whether a gating one passed, `override` a
+    person's correction; `featured` ones come first."""
+
+    id: str
+    type: str
+    status: str
+    value: str
+    gate: str
+    reasoning: str
+    evidence: list[str]
+    turns_text: str
+    featured: bool
+    override: str
+
+
+@dataclass(frozen=True)
 class TrialView:
-    """One trial: facts line, error, traceback, conversation, sub-tests."""
+    """One trial: facts line, error, traceback, explanation, insights, conversation,
+    sub-tests."""
 
     number: int
     of: int
@@ -171,6 +199,8 @@ class TrialView:
     traceback: str | None
     conversation: ConversationView
     subtests: list[SubtestView]
+    explanation: str | None = None
+    insights: list[InsightView] = field(default_factory=list[InsightView])
 
 
 @dataclass(frozen=True)
@@ -345,6 +375,8 @@ def _scenario(s: ScenarioResult, why_not_run: str, keys: Iterator[str]) -> Scena
 
 def _scenario_facts(s: ScenarioResult) -> list[str]:
     facts = [f"threshold {percent(s.threshold)}", f"cost {_cost(usage_totals(s.trials))}"]
+    if (score := s.score) is not None:
+        facts.append(f"score {score_text(score)}")
     if s.invalid_trials:
         facts.append(f"{s.invalid_trials} invalid (the simulated user failed)")
     labels = (("source", s.source), ("category", s.category), ("topic", s.topic))
@@ -373,7 +405,11 @@ def _trial(trial: TrialResult, of: int, user_label: str, keys: Iterator[str]) ->
         trial_size(trial),
         f"{trial.duration_ms / 1000:.1f} s",
         f"cost {_cost(trial.usage_totals())}",
+        *trial_facts(trial),
     ]
+    featured = next((i for i in trial.insights if i.featured), None)
+    if featured is not None:
+        facts.insert(0, f"{featured.insight}: {value_text(featured)}")
     subtests = [_subtest(sub, subtest_verdicts(trial, sub), keys) for sub in trial.subtests]
     return TrialView(
         number=trial.trial,
@@ -386,6 +422,24 @@ def _trial(trial: TrialResult, of: int, user_label: str, keys: Iterator[str]) ->
             trial.transcript, main, trial.reply_notes, user_label=user_label, keys=keys
         ),
         subtests=subtests,
+        explanation=trial.explanation,
+        insights=[_insight(i) for i in ordered(trial.insights)],
+    )
+
+
+def _insight(insight: InsightResult) -> InsightView:
+    turns = ", ".join(map(str, insight.turns))
+    return InsightView(
+        id=insight.id,
+        type=insight.type,
+        status=insight.status,
+        value=value_text(insight),
+        gate=gate_text(insight),
+        reasoning=insight.reasoning,
+        evidence=list(insight.evidence),
+        turns_text=f"turns {turns}" if turns else "",
+        featured=insight.featured,
+        override=override_text(insight.override),
     )
 
 
@@ -411,10 +465,10 @@ def conversation_view(
 ) -> ConversationView:
     """The transcript turn by turn, evidence marked, verdicts beside the turns they cite."""
     messages = transcript.messages
-    ordered = sorted(verdicts, key=lambda v: _VERDICT_RANK.get(v.status, 9))
+    by_rank = sorted(verdicts, key=lambda v: _VERDICT_RANK.get(v.status, 9))
     marks: dict[int, list[tuple[int, int, str]]] = {}
     views: list[VerdictView] = []
-    for verdict in ordered:
+    for verdict in by_rank:
         key = next(keys)
         spans = evidence_spans(verdict, messages)
         for span in spans:
@@ -446,6 +500,7 @@ def _verdict(verdict: Verdict, key: str, *, found: bool) -> VerdictView:
         turns=turns,
         turns_text=f"turn {numbers}" if len(turns) == 1 else f"turns {numbers}" if turns else "",
         misquoted=bool(verdict.evidence) and not found and verdict.kind != "check",
+        override=override_text(verdict.override),
     )
 
 

@@ -10,6 +10,11 @@ Layout (CI tools such as GitLab, Jenkins and GitHub test reporters read it):
 - per trial, one `<testcase classname=<scenario id> name="trial 2 / c1: <description>">` per
   criterion, `should` and check: `<failure>` for `not_met` (reason, evidence and cited turns
   in the text), `<error>` for `error`, `<skipped>` for `skipped`;
+- per trial with evaluations, its gating insights that did not pass as testcases like
+  verdicts (`<failure>`, or `<error>` for an insight in error), and a `trial N /
+  evaluations` testcase whose `<properties>` hold the score, `evaluations_passed` and each
+  insight (`insight.<evaluation.insight>`: value, pass, reasoning), the featured first;
+  `explain_failures`' explanation ends the text of the trial's failures;
 - a trial that errored, timed out or was `invalid` (its simulated user failed) gets a
   testcase `trial N / conversation` with an `<error>` carrying the error text, end reason
   and, for an internal error, the traceback (also when it has no verdicts). `invalid` is an
@@ -36,6 +41,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from sparring.reports import one_line, percent, why_not_run, write_report_text
+from sparring.reports.insights import (
+    EXPLANATION_LABEL,
+    gate_text,
+    gate_verdicts,
+    ordered,
+    override_text,
+    score_text,
+    value_text,
+)
 from sparring.reports.outcome import model_text, passed_text, verdict_what
 from sparring.reports.rates import interval_text
 from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict, usage_totals
@@ -129,6 +143,7 @@ def _properties(scenario: ScenarioResult, models: dict[str, str]) -> ET.Element:
         "pass_rate_interval": interval_text(scenario.passed_trials, len(scenario.counted)),
         "trials": str(len(scenario.trials)),
         "source": scenario.source or "",
+        "score": score_text(scenario.score),
     }
     usage = usage_totals(scenario.trials)
     values.update(
@@ -148,9 +163,12 @@ def _properties(scenario: ScenarioResult, models: dict[str, str]) -> ET.Element:
 
 
 def _trial_cases(trial: TrialResult) -> list[ET.Element]:
-    cases = [_verdict_case(trial, v) for v in trial.verdicts]
+    verdicts = [*trial.verdicts, *gate_verdicts(trial.insights)]
+    cases = [_verdict_case(trial, v) for v in verdicts]
     if _needs_trial_case(trial):
         cases.insert(0, _conversation_case(trial))
+    if trial.insights:
+        cases.append(_evaluations_case(trial))
     for i, case in enumerate(cases):
         case.set("time", _seconds(trial.duration_ms if i == 0 else 0))
     return cases
@@ -191,13 +209,29 @@ def _verdict_case(trial: TrialResult, verdict: Verdict) -> ET.Element:
         _outcome(case, "skipped", verdict.reason or trial.error or "skipped")
         return case
     tag = "failure" if verdict.status == "not_met" else "error"
+    text = _verdict_text(verdict)
+    if tag == "failure" and trial.explanation:
+        text += f"\n\n{EXPLANATION_LABEL}: {trial.explanation}"
     _outcome(
         case,
         tag,
         verdict.reason or verdict.description,
-        _verdict_text(verdict),
+        text,
         kind=f"{verdict.kind} {verdict.status}",
     )
+    return case
+
+
+def _evaluations_case(trial: TrialResult) -> ET.Element:
+    """`trial N / evaluations`: the score and every insight's value as properties."""
+    case = _case(trial, f"trial {trial.trial} / evaluations")
+    props = ET.SubElement(case, "properties")
+    values = {"score": score_text(trial.score), "evaluations_passed": trial.evaluations_passed}
+    for i in ordered(trial.insights):
+        parts = [value_text(i), gate_text(i), i.reasoning, override_text(i.override)]
+        values[f"insight.{i.id}"] = " · ".join(p for p in parts if p)
+    for name, value in values.items():
+        ET.SubElement(props, "property", name=_clean(name), value=_clean(one_line(value, 2000)))
     return case
 
 
@@ -298,6 +332,8 @@ def _verdict_text(verdict: Verdict) -> str:
         lines.extend(f"  > {quote}" for quote in verdict.evidence)
     if verdict.turns:
         lines.append("turns: " + ", ".join(str(t) for t in verdict.turns))
+    if verdict.override is not None:
+        lines.append(override_text(verdict.override))
     return "\n".join(lines)
 
 

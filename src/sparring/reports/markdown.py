@@ -44,7 +44,6 @@ from sparring.reports import write_report_text as _write
 from sparring.reports.insights import (
     EXPLANATION_LABEL,
     gate_text,
-    mean_score,
     ordered,
     override_text,
     score_text,
@@ -331,7 +330,7 @@ def _facts(s: ScenarioResult) -> list[str]:
         facts.append("tags " + ", ".join(f"`{_inline(t)}`" for t in s.tags))
     labels = (("category", s.category), ("topic", s.topic), ("behavior", s.behavior))
     facts += [f"{name} `{_inline(value)}`" for name, value in labels if value]
-    if (score := mean_score(s)) is not None:
+    if (score := s.score) is not None:
         facts.append(f"score {score_text(score)}")
     hat = pass_hat_k(s.passed_trials, len(s.counted))
     if len(hat) > 1:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from sparring.reports import EXIT_CODE_MEANING, one_line, plural, why_not_run
+from sparring.reports.insights import gate_verdicts
 from sparring.results import (
     ModelSettings,
     RunResult,
@@ -130,12 +131,17 @@ def _cause(scenario: ScenarioResult, why_not_run: str) -> str:
 def _trial_cause(trial: TrialResult) -> str:
     if trial.status == "timed_out":
         return "timed out"
-    first = next((v for v in trial.verdicts if v.status == "error"), None)
-    if first is not None and trial.error in (None, undecided_text(trial.verdicts)):
+    first = next((v for v in _verdicts(trial) if v.status == "error"), None)
+    if first is not None and trial.error in (None, undecided_text(trial.verdicts, trial.insights)):
         return "a check could not run" if first.kind == "check" else "the judge could not decide"
     if trial.end_reason == "target_error" and "could not connect" in (trial.error or ""):
         return "target unreachable"
     return _CAUSE.get(trial.end_reason) or one_line(trial.error or trial.end_reason, 80)
+
+
+def _verdicts(trial: TrialResult) -> list[Verdict]:
+    """The trial's verdicts, then its gating insights that did not pass (`gate_verdicts`)."""
+    return [*trial.verdicts, *gate_verdicts(trial.insights)]
 
 
 def verdict_what(verdict: Verdict) -> str:
@@ -201,10 +207,10 @@ def _trial_problems(
     trial: TrialResult, *, skipped: bool
 ) -> list[tuple[tuple[object, ...], Problem]]:
     out: list[tuple[tuple[object, ...], Problem]] = []
-    if trial.error and trial.error != undecided_text(trial.verdicts):
+    if trial.error and trial.error != undecided_text(trial.verdicts, trial.insights):
         if skipped or trial.status != "skipped":
             out.append(((trial.status, trial.error), Problem(trial.status, trial.error)))
-    for v in trial.verdicts:
+    for v in _verdicts(trial):
         if v.status in ("not_met", "error"):
             key = (v.status, v.id, v.kind, v.turn, v.description, v.reason, v.evidence, v.turns)
             out.append((key, Problem(v.status, v.reason, v)))

@@ -111,6 +111,8 @@ class _TrialState:
         """What the target is sent: the conversation exactly as it happened."""
         self.verdicts: list[Verdict] = []
         self.insights: list[InsightResult] = []
+        self.unjudged: str | None = None
+        """Why the judge was not asked (no judge model), when it had something to ask."""
         self.explanation: str | None = None
         self.usage = Usage()
         self.reply_notes: list[ReplyNote] = []
@@ -286,6 +288,7 @@ async def _judge(
         state.add_verdicts(skipped_verdicts(scenario, shoulds, reason, state.transcript))
     elif ctx.judge_model is None:
         state.add_verdicts(skipped_verdicts(scenario, shoulds, ctx.skip_reason, state.transcript))
+        state.unjudged = ctx.skip_reason
     else:
         outcome = await judge_conversation(
             ctx.judge_model,
@@ -545,6 +548,8 @@ def _status(state: _TrialState, end_reason: EndReason) -> Outcome:
     if isinstance(scenario, CodeScenario) and status == "skipped" and not state.verdicts:
         status = "passed"  # a Python test that returns without failing passes, like pytest
     if status in ("passed", "skipped") and nothing_to_pass(scenario):
+        if state.unjudged is not None:  # its evaluations were not scored: no model
+            return "skipped", "skipped", state.unjudged
         if insights and all(i.status == "error" for i in insights):
             return "error", end_reason, f"no insight could be scored: {insights[0].error}"
         return "done", end_reason, state.note

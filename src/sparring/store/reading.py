@@ -24,7 +24,7 @@ from sparring.store.writer import INTERRUPTED_END
 
 RunStatus = Literal["running", "finished", "interrupted"]
 RUN_STATUSES: tuple[RunStatus, ...] = ("running", "finished", "interrupted")
-_NOT_COUNTED = ("skipped", "invalid")
+_NOT_COUNTED = ("skipped", "invalid", "done")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,7 +52,7 @@ class RunSummary:
 
     @property
     def pass_rate(self) -> float | None:
-        """Passed trials / trials that tested the agent (not skipped or invalid)."""
+        """Passed trials / trials that tested the agent (not skipped, invalid or done)."""
         counted = sum(n for s, n in self.trial_counts.items() if s not in _NOT_COUNTED)
         return self.trial_counts.get("passed", 0) / counted if counted else None
 
