@@ -357,3 +357,12 @@ def test_a_stored_runs_overrides_are_the_labels(
     assert "late:t1.should1: agreement 0/1" in out and "late:r1: agreement 0/1" in out
     assert f"  late#1:t1.should1 (run {run_id}) late:t1.should1: person met, judge not_met" in out
     assert f"  late#1:r1 (run {run_id}) late:r1: person met, judge not_met" in out
+
+
+def test_the_readme_example_line_is_a_valid_case(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("#### Measuring the judge: `sparring calibrate`\n")[1]
+    line = section.split("```json\n")[1].split("```")[0]
+    (tmp_path / "labels.jsonl").write_text(line)
+    (case,) = read_labels(tmp_path / "labels.jsonl")
+    assert (case.id, case.kind, case.label) == ("refund-1", "criterion", "met")

@@ -3,6 +3,7 @@ the simulated user plays a reusable user's system prompt."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -386,3 +387,21 @@ async def test_the_judge_sees_the_persona_the_simulated_user_played(tmp_path: Pa
     await judge_conversation(judge, scenario=scenario, transcript=chat)
     prompt = judge.calls[0][0][-1]["content"]
     assert "The user's persona: You are Sam, calling from a noisy car, and you mumble." in prompt
+
+
+def test_the_readme_example_loads_and_its_error_is_as_shown(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("#### Reusable simulated users and evaluations (library files)\n")[1]
+    blocks = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)[:2]
+    files = {block.splitlines()[0].removeprefix("# tests/"): block for block in blocks}
+    write(tmp_path, files)
+    (late,) = load_paths([tmp_path], library=[])
+    assert isinstance(late, SimulatedScenario) and names(late) == ["resolution", "empathy"]
+    typo = files["late.yaml"].replace(
+        "user: frustrated-late-delivery", "user: frustrated-late-delvery"
+    )
+    write(tmp_path, {"late.yaml": typo})
+    with pytest.raises(ConfigError) as caught:
+        load_paths([tmp_path], library=[])
+    shown = str(caught.value).replace(str(tmp_path), "tests")
+    assert shown in section
