@@ -6,7 +6,7 @@ import os
 import signal
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,7 @@ from sparring.scenario import AnyScenario
 
 if TYPE_CHECKING:
     from sparring.authoring.suite import SuiteRun
-    from sparring.cli.recording import Recording
+    from sparring.cli.recording import Recording, RunCall
     from sparring.cli.replaying import Replaying
     from sparring.reports.console import ConsoleView
     from sparring.runner.code import CodeScenario
@@ -94,25 +94,14 @@ def run_command(
     if options.get("list_only"):  # also given to `prepare_run`: a listing keeps nothing
         _print_list([*scenarios, *code], trials=settings.trials)
         return 0
-    secrets = _secrets(settings)
-    replaying = _replaying(options, settings=settings, secrets=secrets)
-    if replaying.users is not None:  # one trial per stored conversation
-        scenarios, settings = (
-            replaying.scenarios(scenarios),
-            settings.model_copy(update={"trials": None}),
-        )
-    plan = _Plan(
-        scenarios=scenarios,
-        code_ids=[s.id for s in code],
-        suites=suites,
-        secrets=secrets,
+    plan = _plan(
+        call,
+        options,
+        loaded=(scenarios, code, suites),
         settings=RunSettings.from_settings(
             settings, fail_fast=fail_fast, fail_on_skip=fail_on_skip, adaptive=adaptive
         ),
-        models=_resolve_models(settings, replaying),
         view=_view(live=live, quiet=quiet, stderr=output == STDOUT),
-        recording=call.recording,
-        replaying=replaying,
     )
     if (warning := unconfirmable([*scenarios, *code], adaptive=adaptive)) is not None:
         click.secho(f"warning: {warning}", fg="yellow", err=True)
@@ -340,15 +329,39 @@ def _print_list(scenarios: list[AnyRunnable], *, trials: int | None) -> None:
     click.echo(f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}")
 
 
-def _replaying(options: dict[str, Any], *, settings: Settings, secrets: Secrets) -> Replaying:
-    """Record and replay as the options ask (`--record`, `--replay`, `--replay-users`...).
+def _plan(
+    call: RunCall,
+    options: dict[str, Any],
+    *,
+    loaded: tuple[list[AnyScenario], list[CodeScenario], SuiteRun],
+    settings: RunSettings,
+    view: ConsoleView,
+) -> _Plan:
+    """The run's plan: the `loaded` scenarios, Python tests and suites, its secrets and
+    models, recorded and replayed as the options ask (`sparring.cli.replaying`).
 
     Raises:
-        UserError: as `Replaying.prepare`.
+        UserError: as `Replaying.prepare` and `Replaying.scenarios`, or a model that cannot
+            be built.
     """
     from sparring.cli.replaying import Replaying
 
-    return Replaying.prepare(options, settings=settings, secrets=secrets)
+    scenarios, code, suites = loaded
+    secrets = _secrets(call.settings)
+    replaying = Replaying.prepare(options, settings=call.settings, secrets=secrets)
+    if replaying.users is not None:  # one trial per stored conversation
+        scenarios, settings = replaying.scenarios(scenarios), replace(settings, trials=None)
+    return _Plan(
+        scenarios=scenarios,
+        code_ids=[s.id for s in code],
+        suites=suites,
+        secrets=secrets,
+        settings=settings,
+        models=_resolve_models(call.settings, replaying),
+        view=view,
+        recording=call.recording,
+        replaying=replaying,
+    )
 
 
 def _resolve_models(settings: Settings, replaying: Replaying) -> tuple[Model | None, Model | None]:
