@@ -140,6 +140,19 @@ def test_contents_are_validated_with_the_specs_naming_each_problem(store: Store)
     assert saved.latest.content["type"] == "openai_chat" and "api_key" in saved.latest.content
 
 
+def test_an_agent_with_a_credential_written_out_is_refused(store: Store) -> None:
+    openai = {"base_url": "http://127.0.0.1:1/v1", "model": "m", "api_key": "sk-live-123"}
+    with pytest.raises(AssetError, match=r"\(api_key\); .*\{\{secrets.NAME\}\}"):
+        assets.create_asset(store, "agent", "A", openai)
+    bearer = AGENT | {"headers": {"Authorization": "Bearer abc", "Accept": "text/plain"}}
+    with pytest.raises(AssetError, match=r"header 'Authorization'\)"):
+        assets.create_asset(store, "agent", "A", bearer)
+    with pytest.raises(AssetError, match="the password in its URL, URL query 'api_key'"):
+        assets.create_asset(store, "agent", "A", {"url": "http://u:pw@127.0.0.1/c?api_key=k"})
+    placeholders = AGENT | {"headers": {"Authorization": "Bearer {{secrets.AGENT_TOKEN}}"}}
+    assert assets.create_asset(store, "agent", "A", placeholders).latest.content["headers"]
+
+
 def test_names_are_unique_per_kind_including_how_they_read_in_specs(store: Store) -> None:
     assets.create_asset(store, "simulated_user", "Late parcel", {"description": "d"})
     with pytest.raises(AssetError, match="has that name"):

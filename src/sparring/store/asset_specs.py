@@ -47,7 +47,8 @@ def validate_content(kind: AssetKind, name: str, content: Mapping[str, Any]) -> 
 
     Raises:
         AssetError: `content` is not a valid spec; the message lists each problem with
-            where it is (e.g. `insights.0.type: ...`).
+            where it is (e.g. `insights.0.type: ...`); an agent's holds a literal
+            credential (see `_no_literal_credentials`).
     """
     from pydantic import TypeAdapter, ValidationError
 
@@ -57,8 +58,9 @@ def validate_content(kind: AssetKind, name: str, content: Mapping[str, Any]) -> 
     data = dict(content)
     try:
         if kind == "agent":
-            spec = TypeAdapter(TargetSpec).validate_python(data)
-            return spec.model_dump(mode="json")
+            target = TypeAdapter(TargetSpec).validate_python(data).model_dump(mode="json")
+            _no_literal_credentials(name, target)
+            return target
         if "name" in data:
             raise AssetError(f"the content of {KIND_LABELS[kind]} {name!r} has no `name` key")
         model = SimulatedUser if kind == "simulated_user" else Evaluation
@@ -66,6 +68,42 @@ def validate_content(kind: AssetKind, name: str, content: Mapping[str, Any]) -> 
         return checked.model_dump(mode="json", exclude={"name"})
     except ValidationError as e:
         raise AssetError(f"{KIND_LABELS[kind]} {name!r} is not valid: {_problems(e)}") from None
+
+
+_CREDENTIAL_WORDS = ("auth", "key", "token", "secret", "password", "cookie", "signature")
+
+
+def _no_literal_credentials(name: str, target: dict[str, Any]) -> None:
+    """Refuse an agent whose `api_key`, credential-like headers (Authorization, X-API-Key,
+    ...) or URL (a password, a `key`/`token` query value) hold a value written out rather
+    than a `{{secrets.NAME}}` placeholder: the store keeps contents in clear and the
+    dashboard shows them."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    found: list[str] = []
+    if "api_key" in target and "{{" not in str(target["api_key"]):
+        found.append("api_key")
+    headers: dict[str, str] = target.get("headers") or {}
+    for header, value in headers.items():
+        if _credential_like(header) and "{{" not in value:
+            found.append(f"header {header!r}")
+    url = urlsplit(str(target.get("url") or target.get("base_url") or ""))
+    if url.password and "{{" not in url.password:
+        found.append("the password in its URL")
+    found += [
+        f"URL query {k!r}" for k, v in parse_qsl(url.query) if _credential_like(k) and "{{" not in v
+    ]
+    if found:
+        raise AssetError(
+            f"agent {name!r} holds a credential written out ({', '.join(found)}); the store "
+            "keeps agents in clear and the dashboard shows them. Write it as "
+            "{{secrets.NAME}} and give NAME's value in the secrets file or the environment"
+        )
+
+
+def _credential_like(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in _CREDENTIAL_WORDS)
 
 
 def _problems(error: ValidationError) -> str:
