@@ -179,7 +179,17 @@ def test_history_chart_and_a_diff_against_the_baseline_side_by_side(
     assert diff["regressions"] == ["refund-delay"]  # passed in base, failed now
     assert diff["scenarios"][0]["newly_failing_criteria"] == ["criterion1"]
     assert "1 regressed" in client.get(f"/suites/{suite_id}/diff").text
-    side = client.get(f"/suites/{suite_id}/diff", params={"scenario": "refund-delay"}).text
+    keep_run(
+        store, sample_run(), paths=PATHS, run_id="third", started_at="2026-12-02T10:00:00+00:00"
+    )
+    assert client.get(f"/api/suites/{suite_id}/diff").json()["base"] == "newer"  # the one before
+    form = {"csrf_token": csrf(client), "suite_id": suite_id}
+    assert 'action="/runs/base/baseline"' in client.get(f"/suites/{suite_id}").text
+    client.post("/runs/base/baseline", data=form)
+    assert client.get(f"/api/suites/{suite_id}/diff").json()["base"] == "base"  # marked
+    side = client.get(
+        f"/suites/{suite_id}/diff", params={"run": "newer", "scenario": "refund-delay"}
+    ).text
     base_column, run_column = side.split('class="column"')[1:3]
     assert "I&#39;m sorry your parcel is late." in base_column and "Base" in base_column
     assert "Refund for a late order" in run_column and "Run</h3>" in run_column

@@ -294,3 +294,12 @@ async def override(
     scenario = next(s for s in run.scenarios if s.scenario_id == body.scenario_id)
     trial = next(t for t in scenario.trials if t.trial == body.trial)
     return {"scenario_status": scenario.status, "trial": trial.model_dump(mode="json")}
+
+
+@router.post("/runs/{run_id}/baseline")
+async def make_baseline(request: Request, who: SuiteEditor, run_id: str) -> dict[str, str]:
+    """Mark the run as the baseline diffs compare against (unmarking any other)."""
+    from sparring.store.writer import mark_baseline
+
+    mark_baseline(_dashboard(request).store, run_id)
+    return {"baseline": run_id}

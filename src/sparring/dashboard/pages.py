@@ -211,6 +211,20 @@ async def override(
     return RedirectResponse(f"/suites/{suite_id}?c={conversation}", status_code=303)
 
 
+@router.post("/runs/{run_id}/baseline")
+async def make_baseline(
+    request: Request,
+    who: Annotated[Principal, Depends(allowed("edit_suites"))],
+    run_id: str,
+    suite_id: Annotated[str, Form()],
+) -> Response:
+    """Mark the run as the baseline diffs compare against (as `sparring baseline RUN`)."""
+    from sparring.store.writer import mark_baseline
+
+    mark_baseline(_dashboard(request).store, run_id)
+    return RedirectResponse(f"/suites/{quote(suite_id)}", status_code=303)
+
+
 @router.get("/login")
 async def login_page(request: Request, next: str = "/suites") -> HTMLResponse:
     """The sign-in form."""

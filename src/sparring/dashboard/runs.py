@@ -5,7 +5,7 @@ and is kept in the store as it goes (`Recorder`: the run row when it starts, eac
 it ends), so a page reload shows where it is. The suite is claimed first (one run of a
 suite at a time, `start_suite_run`); a run that cannot start records why
 (`fail_suite_run`). When the server stops, runs still going are cancelled and kept
-`interrupted`, with every trial that ended (`sparring run --resume RUN` can finish them).
+`interrupted`, with every trial that ended.
 """
 
 from __future__ import annotations
