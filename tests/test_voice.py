@@ -31,26 +31,13 @@ from sparring.target_specs import VoiceTargetSpec
 from sparring.targets.registry import build_target
 from sparring.targets.voice import UserAudio, VoiceCallableTarget, VoiceReply
 from sparring.transcript import Message, Transcript
-from tests.support.speech_server import SpeechServer, streamed_wav, tone_pcm
+from tests.support.speech_server import FakeSpeech, SpeechServer, streamed_wav, tone_pcm
 
 pytestmark = pytest.mark.anyio
 ESPEAK = shutil.which("espeak-ng") or shutil.which("espeak")
 needs_espeak = pytest.mark.skipif(
     ESPEAK is None, reason="espeak-ng is not installed (apt-get install espeak-ng)"
 )
-
-
-class FakeSpeech:
-    """A speech provider speaking a tone, 100 ms per word, with the text in the WAV."""
-
-    def __init__(self, key: str = "fake:tone") -> None:
-        self.key = key
-        self.said: list[str] = []
-
-    async def synthesize(self, text: str, /) -> bytes:
-        self.said.append(text)
-        words = max(1, len(text.split()))
-        return write_wav(Audio(tone_pcm(0.1 * words), 24000, 1, 2), text=text)
 
 
 # --- WAV files -------------------------------------------------------------------------

@@ -23,8 +23,7 @@ from sparring.targets.adapters.livekit import pcm_frames  # noqa: E402
 from sparring.targets.voice import UserAudio, voice_target  # noqa: E402
 from sparring.transcript import Message, Transcript  # noqa: E402
 from tests.support.livekit_fakes import LLMTurn, LoudnessSTT, ScriptedLLM, SilentTTS  # noqa: E402
-from tests.support.speech_server import tone_pcm  # noqa: E402
-from tests.test_voice import FakeSpeech  # noqa: E402
+from tests.support.speech_server import FakeSpeech, tone_pcm  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 

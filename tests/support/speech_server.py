@@ -4,7 +4,9 @@ SDK in tests.
 
 It answers with a WAV of a 440 Hz tone, 100 ms per word of `input`, written the way OpenAI
 streams WAVs (RIFF and data chunk sizes `0xFFFFFFFF`), or with `status` and an OpenAI-style
-error body. Requests are recorded (`requests`: parsed JSON bodies; `authorization`)."""
+error body. Requests are recorded (`requests`: parsed JSON bodies; `authorization`).
+
+`FakeSpeech` is a speech provider without a server: a tone per text, the text in the WAV."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import struct
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from sparring.models.speech import Audio, write_wav
 
 RATE = 24000
 
@@ -37,6 +41,19 @@ def streamed_wav(pcm: bytes, *, rate: int = RATE) -> bytes:
         + b"data\xff\xff\xff\xff"
         + pcm
     )
+
+
+class FakeSpeech:
+    """A speech provider speaking a tone, 100 ms per word, with the text in the WAV."""
+
+    def __init__(self, key: str = "fake:tone") -> None:
+        self.key = key
+        self.said: list[str] = []
+
+    async def synthesize(self, text: str, /) -> bytes:
+        self.said.append(text)
+        words = max(1, len(text.split()))
+        return write_wav(Audio(tone_pcm(0.1 * words), 24000, 1, 2), text=text)
 
 
 class SpeechServer:
