@@ -1,6 +1,6 @@
 """Voice targets: the agent hears each user message as audio (DESIGN.md section 4, `voice`).
 
-What a voice target plays for a user message (`user_audio`): the message's WAV file
+What a voice target plays for a user message (`UserAudio`): the message's WAV file
 (`Message.audio`: a scripted turn's `audio:`, or the WAV `sparring synthesize` made for the
 turn), else the message's text spoken by the target's speech provider (a simulated user's
 messages, turns nobody synthesized). The provider is made at its first use, so a test whose
