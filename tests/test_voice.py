@@ -147,7 +147,7 @@ def _synthesize(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *args: str, **k
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
         synthesize_command(
-            paths=args or (str(tmp_path / "voice.yaml"),),
+            paths=kw.get("paths", args or (str(tmp_path / "voice.yaml"),)),
             force=kw.get("force", False),
             provider="openai",
             voice=kw.get("voice"),
@@ -454,3 +454,18 @@ def test_synthesize_failure_exits_3_with_the_reason(
     assert code == 3
     assert "speech synthesis failed: the OpenAI speech API failed" in capsys.readouterr().err
     assert not (tmp_path / "booking_t1.wav").exists()
+
+
+def test_synthesize_without_paths_walks_yaml_dirs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "voice.yaml").write_text(
+        VOICE_FILE.replace("        audio: recorded.wav\n", "")
+    )
+    (tmp_path / "sparring.toml").write_text('yaml_dirs = ["evals"]\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SPARRING_STORE", raising=False)
+    said = _synthesize(monkeypatch, tmp_path, paths=())
+    assert said.count("\n") == 2
+    assert (tmp_path / "evals" / "booking_t1.wav").is_file()
