@@ -1,5 +1,6 @@
 """Paths in test files -> absolute paths: `files:` of single-turn scenarios and scripted
-turns, and scripted turns' `audio:`, each relative to the test file's directory.
+turns, each relative to the test file's directory; scripted turns' `audio:` through
+`sparring.loaders.audio`.
 
 A path to nothing sendable (missing, a directory, unreadable, a file over the size limit) is
 a problem at the line of the path, saying how to fix it; files are checked here, so a run
@@ -67,13 +68,13 @@ class _Resolver:
         return turn.model_copy(update=update)
 
     def files(self, paths: list[str], at: Loc) -> list[str]:
-        return [self.one(p, (*at, k), what="files") for k, p in enumerate(paths)]
+        return [self.one(p, (*at, k)) for k, p in enumerate(paths)]
 
-    def one(self, written: str, at: Loc, *, what: str) -> str:
+    def one(self, written: str, at: Loc) -> str:
         resolved = (self.base / Path(written).expanduser()).absolute()
-        problem = file_problem(resolved, limited=what == "files")
+        problem = file_problem(resolved)
         if problem is not None:
             line, column = self.doc.position(at, value=True)
             shown = repr(written) if written == str(resolved) else f"{written!r} ({resolved})"
-            self.problems.append(Problem(self.path, line, column, f"{what}: {shown} {problem}"))
+            self.problems.append(Problem(self.path, line, column, f"files: {shown} {problem}"))
         return str(resolved)

@@ -44,14 +44,9 @@ FileEntry = dict[str, str]
 """`{"name": str, "mime_type": str, "data": base64 str}`: one file as targets receive it."""
 
 
-def file_problem(path: Path, *, limited: bool = True) -> str | None:
+def file_problem(path: Path) -> str | None:
     """What keeps `path` from being sent, with how to fix it (e.g. "does not exist; check
-    the path"); `None` when it can be sent.
-
-    Args:
-        path: The file.
-        limited: Also refuse a file over `MAX_FILE_BYTES`.
-    """
+    the path"); `None` when it can be sent (a readable file of at most `MAX_FILE_BYTES`)."""
     if not path.exists():
         return "does not exist; check the path (relative to the test file)"
     if not path.is_file():
@@ -62,7 +57,7 @@ def file_problem(path: Path, *, limited: bool = True) -> str | None:
             pass
     except OSError as e:
         return f"cannot be read ({e.strerror or e}); check its permissions"
-    if limited and size > MAX_FILE_BYTES:
+    if size > MAX_FILE_BYTES:
         return (
             f"is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit for a file sent "
             "with a message; send a smaller file"
