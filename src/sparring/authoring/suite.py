@@ -188,6 +188,7 @@ class Suite:
         threshold: float | str = 1.0,
         timeout_s: float = 600,
         expect_failure: bool = False,
+        evaluations: Sequence[Evaluation] = (),
     ) -> Callable[[F], F]: ...
 
     def scenario(
@@ -198,6 +199,7 @@ class Suite:
         threshold: float | str = 1.0,
         timeout_s: float = 600,
         expect_failure: bool = False,
+        evaluations: Sequence[Evaluation] = (),
     ) -> F | Callable[[F], F]:
         """Register a test: `@suite.scenario` or `@suite.scenario(repetitions=5,
         threshold="80%")`.
@@ -210,9 +212,13 @@ class Suite:
             timeout_s: Limit for one trial, in seconds.
             expect_failure: The test must fail: a trial that fails passes ("failed as
                 expected"), one that passes fails; errors and skips stay as they are.
+            evaluations: Evaluations scoring this test's trials besides the suite's (one
+                judge call per trial, after the body, on its conversation).
 
         Raises:
-            UserError: bad repetitions, threshold or timeout_s, or a test name used twice.
+            UserError: bad repetitions, threshold, timeout_s or evaluations (not
+                `Evaluation`s, or a name the suite's evaluations also have), or a test name
+                used twice.
         """
         if (
             not isinstance(repetitions, int)  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -228,6 +234,7 @@ class Suite:
             fraction = parse_threshold(threshold)
         except ValueError as e:
             raise UserError(f"threshold: {e}") from None
+        own = _checked_evaluations("suite.scenario", evaluations, also=self.evaluations)
 
         def register(test: F) -> F:
             name = getattr(test, "__name__", type(test).__name__)
@@ -236,7 +243,9 @@ class Suite:
             code = getattr(test, "__code__", None)
             source = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else name
             self.tests.append(
-                RegisteredTest(test, name, source, repetitions, fraction, timeout_s, expect_failure)
+                RegisteredTest(
+                    test, name, source, repetitions, fraction, timeout_s, expect_failure, own
+                )
             )
             return test
 
@@ -485,17 +494,8 @@ def _suite_evaluations(
         UserError: an item that is not an `Evaluation`, a name twice, or an attached
             evaluation missing (the message says how to pass them).
     """
-    given = tuple(evaluations)
-    for item in given:
-        if not isinstance(item, Evaluation):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UserError(
-                f"Suite(evaluations=...) takes sparring Evaluation objects, got "
-                f"{type(item).__name__} {item!r:.60}; build one with Evaluation(...) or take "
-                "it from a library: load_library().evaluation(NAME)"
-            )
+    given = _checked_evaluations("Suite", evaluations)
     names = [e.name for e in given]
-    if twice := sorted({n for n in names if names.count(n) > 1}):
-        raise UserError(f"Suite(evaluations=...) names {', '.join(twice)} twice: keep one")
     if isinstance(persona, SimulatedUser):
         missing = [n for n in persona.evaluations if n not in names]
         if missing:
@@ -504,6 +504,30 @@ def _suite_evaluations(
                 "attached: pass them too, e.g. Suite(persona=user, "
                 "evaluations=library.evaluations_for(user))"
             )
+    return given
+
+
+def _checked_evaluations(
+    call: str, evaluations: Sequence[Evaluation], *, also: Sequence[Evaluation] = ()
+) -> tuple[Evaluation, ...]:
+    """`evaluations` as a tuple, checked: `Evaluation` objects, their names distinct from
+    each other and from those of `also` (the suite's, for a test's own).
+
+    Raises:
+        UserError: naming `call(evaluations=...)`, what is wrong and how to fix it.
+    """
+    given = tuple(evaluations)
+    for item in given:
+        if not isinstance(item, Evaluation):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(
+                f"{call}(evaluations=...) takes sparring Evaluation objects, got "
+                f"{type(item).__name__} {item!r:.60}; build one with Evaluation(...) or take "
+                "it from a library: load_library().evaluation(NAME)"
+            )
+    names = [e.name for e in (*also, *given)]
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        where = " (the suite's evaluations have it already)" if also else ""
+        raise UserError(f"{call}(evaluations=...) names {', '.join(twice)} twice{where}: keep one")
     return given
 
 

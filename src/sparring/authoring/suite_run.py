@@ -22,6 +22,7 @@ from sparring.runner.code import (
 from sparring.runner.context import (
     TrialContext,
 )
+from sparring.scenario.evaluations import Evaluation
 from sparring.transcript import valid_text
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class RegisteredTest:
     threshold: float
     timeout_s: float
     expect_failure: bool = False
+    evaluations: tuple[Evaluation, ...] = ()
+    """The test's own evaluations, scored besides the suite's."""
 
 
 def shown_path(file: str) -> str:
@@ -150,7 +153,7 @@ class SuiteRun:
             after=after,
             persona=suite.persona,
             goal=suite.goal,
-            evaluations=suite.evaluations,
+            evaluations=(*suite.evaluations, *test.evaluations),
             expect_failure=test.expect_failure,
         )
 

@@ -1,0 +1,77 @@
+"""`@suite.scenario(evaluations=[...])`: a Python test's own evaluations, scored in one judge
+call per trial after its body, beside the suite's."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from sparring.api import Evaluation, Suite
+from sparring.errors import UserError
+from sparring.models.base import ChatMessage
+from sparring.models.scripted import ScriptedModel
+
+REPLY = "Your table for two is booked at 8pm."
+BOOKED = Evaluation.model_validate(
+    {
+        "name": "booking",
+        "prompt": "Did the agent book the table?",
+        "insights": [{"name": "booked", "type": "boolean", "pass_when": True}],
+    }
+)
+TONE = Evaluation.model_validate(
+    {"name": "tone", "prompt": "How polite?", "insights": [{"name": "polite", "type": "score"}]}
+)
+
+
+def agent(history: list[dict[str, str]]) -> str:
+    return REPLY
+
+
+def judge(values: dict[str, Any]) -> ScriptedModel:
+    def answer(messages: Sequence[ChatMessage], schema: dict[str, Any] | None) -> Any:
+        wanted = (schema or {})["properties"]["insights"]["required"]
+        entry = {"reasoning": "r", "evidence": ["booked at 8pm"], "turns": [1]}
+        return {"insights": {i: {**entry, "value": values[i]} for i in wanted}, "replies": {}}
+
+    return ScriptedModel(handler=answer, name="scripted:judge")
+
+
+def suite_with(model: ScriptedModel) -> Suite:
+    suite = Suite(target=agent, model=model, evaluations=[TONE])
+
+    @suite.scenario(evaluations=[BOOKED])
+    async def test_books() -> None:
+        async with suite.session() as session:
+            await session.send("A table for two at 8pm, please")
+
+    return suite
+
+
+def test_a_tests_evaluations_are_scored_with_the_suites_in_one_call() -> None:
+    model = judge({"booking.booked": True, "tone.polite": 0.5})
+    (scenario,) = suite_with(model).run(store=False).scenarios
+    (trial,) = scenario.trials
+    assert len(model.calls) == 1
+    assert [(i.id, i.value) for i in trial.insights] == [
+        ("tone.polite", 0.5),
+        ("booking.booked", True),
+    ]
+    assert trial.status == "passed" and trial.evaluations_passed == "yes"
+    assert trial.score == pytest.approx(0.75)
+
+
+def test_a_tests_gating_insight_that_does_not_pass_fails_it() -> None:
+    model = judge({"booking.booked": False, "tone.polite": 0.9})
+    (scenario,) = suite_with(model).run(store=False).scenarios
+    assert scenario.trials[0].status == "failed" and scenario.status == "failed"
+
+
+def test_a_tests_evaluations_must_be_evaluations_named_apart_from_the_suites() -> None:
+    suite = Suite(target=agent, evaluations=[TONE])
+    with pytest.raises(UserError, match=r"names tone twice \(the suite's evaluations"):
+        suite.scenario(evaluations=[TONE])
+    with pytest.raises(UserError, match="takes sparring Evaluation objects, got str"):
+        suite.scenario(evaluations=["booking"])  # type: ignore[list-item]
