@@ -419,6 +419,42 @@ def test_a_verdict_override_recomputes_the_trial_and_the_newest_wins(store: Stor
     assert labels[0].transcript.messages == ()
 
 
+@pytest.mark.parametrize(
+    ("stored", "end", "error", "after", "error_after"),
+    [
+        ("error", "goal_achieved", "c1 could not be decided: no quote", "passed", None),
+        (
+            "failed",
+            "simulator_failed",
+            "the user repeated itself",
+            "passed",
+            "the user repeated itself",
+        ),
+        ("error", "target_error", "HTTP 500", "error", "HTTP 500"),
+    ],
+)
+def test_an_override_recomputes_only_what_verdicts_decided(
+    store: Store, stored: str, end: str, error: str, after: str, error_after: str | None
+) -> None:
+    verdict = "error" if error.startswith("c1") else "not_met" if stored == "failed" else "skipped"
+    data = _judged_trial(c1=verdict).model_dump() | {"status": stored, "end_reason": end}
+    data["verdicts"][0]["reason"] = "no quote"
+    run_id = _stored_run(store, TrialResult.model_validate(data | {"error": error}))
+    overrides.record_override(
+        store,
+        run_id=run_id,
+        scenario_id="s1",
+        trial=1,
+        target="c1",
+        value="met",
+        reason="r",
+        author="a",
+    )
+    (trial,) = load_run(store, run_id).scenarios[0].trials
+    assert (trial.status, trial.error) == (after, error_after)
+    assert trial.verdicts[0].status == "met"
+
+
 def test_bad_overrides_say_what_would_do(store: Store) -> None:
     run_id = _stored_run(store, _judged_trial(c1="met"))
     common: dict[str, Any] = {"run_id": run_id, "scenario_id": "s1", "reason": "r", "author": "a"}

@@ -299,19 +299,18 @@ def overridden_trial(trial: TrialResult, by_target: dict[str, StoredOverride]) -
     verdicts = [_verdict(v, by_target.get(v.id)) for v in trial.verdicts]
     insights = [_insight(i, by_target.get(i.id)) for i in trial.insights]
     changed = trial.model_copy(update={"verdicts": verdicts, "insights": insights})
-    if trial.status not in _DECIDED or trial.error not in (
-        None,
-        undecided_text(trial.verdicts, trial.insights),
-    ):
-        return changed  # the trial did not end by its verdicts (target error, timeout, ...)
+    undecided = undecided_text(trial.verdicts, trial.insights)
+    if trial.status not in _DECIDED or (trial.status == "error" and trial.error != undecided):
+        return changed  # it did not end by its verdicts (target error, timeout, ...)
     status = trial_status(verdicts, insights)
     if status == "skipped" and trial.status in ("done", "skipped"):
         status = trial.status
+    error = trial.error if trial.error != undecided else None  # e.g. a simulated user's slip
     pending = trial.evaluations_passed == "pending"
     return changed.model_copy(
         update={
             "status": status,
-            "error": undecided_text(verdicts, insights) if status == "error" else None,
+            "error": undecided_text(verdicts, insights) if status == "error" else error,
             "evaluations_passed": evaluations_passed(insights, pending=pending),
             "score": trial_score(insights, verdicts),
         }
