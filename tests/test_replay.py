@@ -276,3 +276,12 @@ def test_a_judge_that_sends_no_seed_is_replayed_without_being_built(models: Mode
     replayed = _run("--replay", "tapes", "--replay-strict", report="again.json")
     assert len(models.built) == before  # nothing built, so nothing says it sends no seed
     assert _trials(replayed) == _trials(recorded)
+
+
+def test_a_refresh_that_cannot_start_leaves_the_cassettes_as_they_were(models: Models) -> None:
+    _run(*LIVE, "--record", "tapes")
+    before = {p.name: p.read_bytes() for p in Path("tapes").iterdir()}
+    with pytest.raises(UserError, match="nosuch"):
+        _sparring("run", "suite.yaml", "--replay", "tapes", "--record", "tapes",
+                  "--live-role", "judge", "--judge-model", "nosuch:judge")  # fmt: skip
+    assert {p.name: p.read_bytes() for p in Path("tapes").iterdir()} == before

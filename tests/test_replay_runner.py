@@ -67,6 +67,13 @@ def _echo(transcript: Transcript) -> str:
     return f"Echo: {transcript.messages[-1].content}"
 
 
+def _recorder(directory: Path) -> Replay:
+    """A started Replay recording every role into `directory`."""
+    replay = Replay(ReplayOptions(record=directory), scrub=Secrets().scrub)
+    replay.start()
+    return replay
+
+
 async def _run(
     replay: Replay, target: Target, user: ScriptedModel, judge: ScriptedModel
 ) -> RunResult:
@@ -94,7 +101,7 @@ async def test_many_trials_at_once_record_whole_lines_and_each_replays_its_own(
     tmp_path: Path,
 ) -> None:
     live = ScriptedTarget([_echo] * 3, latency_seconds=0.001)
-    record = Replay(ReplayOptions(record=tmp_path), scrub=Secrets().scrub)
+    record = _recorder(tmp_path)
     recorded = await _run(record, live, _user(), _judge())
     lines = {r: (tmp_path / f"{r}.jsonl").read_text().splitlines() for r in ("agent", "user")}
     assert len(lines["agent"]) == 1 + 24 * 3 and len(lines["user"]) == 1 + 24 * 3
@@ -167,7 +174,7 @@ def _turn(*said: str) -> Transcript:
 @pytest.mark.parametrize("fail", [False, True])
 async def test_preloads_and_target_errors_are_replayed(tmp_path: Path, fail: bool) -> None:
     history = Transcript(messages=(Message(role="user", content="Earlier"),))
-    record = Replay(ReplayOptions(record=tmp_path), scrub=Secrets().scrub)
+    record = _recorder(tmp_path)
     _in_trial(record)
     session = await record.targets(lambda s: StatefulTarget(fail=fail))(SCENARIO).open_session()
     assert await session.preload(history) == history
@@ -192,7 +199,7 @@ async def test_preloads_and_target_errors_are_replayed(tmp_path: Path, fail: boo
 async def test_a_replayed_conversation_that_misses_goes_live_with_its_history(
     tmp_path: Path,
 ) -> None:
-    record = Replay(ReplayOptions(record=tmp_path), scrub=Secrets().scrub)
+    record = _recorder(tmp_path)
     _in_trial(record)
     session = await record.targets(lambda s: StatefulTarget())(SCENARIO).open_session()
     for turn in (("Hello",), ("Hello", "Again"), ("Hello", "Again", "Bye")):

@@ -46,8 +46,8 @@ class Replaying:
     def prepare(
         cls, options: Mapping[str, Any], *, settings: Settings, secrets: Secrets
     ) -> Replaying:
-        """Check the options, read the stored run of `--replay-users`, open the cassettes
-        (emptying those `--record` writes: do it last before the run).
+        """Check the options, read the stored run of `--replay-users` and the cassettes of
+        `--replay` (those of `--record` are written from `start` on).
 
         Raises:
             UserError: options that do not go together, an unknown stored run, or a
@@ -110,6 +110,15 @@ class Replaying:
         if self.users is not None:
             observer = self.users.observe(observer)
         return observe(observer) if self.replay is not None or self.users is not None else observer
+
+    def start(self) -> None:
+        """Start recording, as the run starts (`Replay.start`).
+
+        Raises:
+            UserError: a cassette cannot be written.
+        """
+        if self.replay is not None:
+            self.replay.start()
 
     def summary(self) -> str | None:
         """What was replayed, answered live and recorded, per role (`None`: no replay)."""

@@ -406,6 +406,7 @@ async def _run(plan: _Plan) -> RunResult:
     finished: list[RunResult] = []
     user_model, judge_model = plan.models
     try:
+        plan.replaying.start()
         async with TargetPool(secrets=plan.secrets) as pool:
             with plan.view as view:
 

@@ -9,6 +9,7 @@ recorded when recording.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,13 +57,13 @@ class ReplayOptions:
 class Replay:
     """One run's record and replay: the roles' tapes and the wrappers using them.
 
-    Build it before the run (it reads the cassettes to replay, then empties the ones to
-    record), wrap the models (`model`), the targets (`targets`) and the observer
-    (`observe`), run, then `close` it.
+    Build it before the run (it reads the cassettes to replay), wrap the models (`model`),
+    the targets (`targets`) and the observer (`observe`); `start` it as the run starts (it
+    empties the cassettes to record, which may be the ones replayed), run, then `close` it.
 
     Raises:
         UserError: `options.replay` is not a directory, a cassette cannot be read or is
-            damaged, or `options.record` cannot be written.
+            damaged, or `options.record` is not a writable directory.
     """
 
     def __init__(self, options: ReplayOptions, *, scrub: Callable[[str], str]) -> None:
@@ -72,14 +73,23 @@ class Replay:
                 f"--replay {options.replay}: no such directory; record one first with "
                 f"`sparring run --record {options.replay} ...`"
             )
+        if options.record is not None:
+            _check_writable(options.record)
         self.tapes: dict[Role, Tape] = {r: Tape(role=r, strict=options.strict) for r in ROLES}
         for role, tape in self.tapes.items():
             if options.replay is not None and options.replays(role):
                 tape.source = Cassette.load(role, options.replay)
-        if options.record is not None:  # after reading: it may be the replayed directory
-            for tape in self.tapes.values():
-                tape.sink = CassetteWriter(tape.role, options.record, scrub=scrub)
         self._targets: dict[int, ReplayTarget] = {}
+
+    def start(self) -> None:
+        """Start recording: each role's cassette in `options.record` made anew.
+
+        Raises:
+            UserError: a cassette cannot be written.
+        """
+        if self.options.record is not None:
+            for tape in self.tapes.values():
+                tape.sink = CassetteWriter(tape.role, self.options.record, scrub=self._scrub)
 
     def model(self, role: Role, live: ModelSource, *, spec: str | None) -> Model | None:
         """The model playing `role` (`user` or `judge`): `live` wrapped in a `ReplayModel`
@@ -137,3 +147,18 @@ class Replay:
         for tape in self.tapes.values():
             if tape.sink is not None:
                 tape.sink.close()
+
+
+def _check_writable(directory: Path) -> None:
+    """Make `directory` (and its parents) if missing.
+
+    Raises:
+        UserError: it cannot be made, or is not a writable directory.
+    """
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        why = e.strerror or e
+        raise UserError(f"--record {directory}: {why}; give a writable directory") from None
+    if not os.access(directory, os.W_OK):
+        raise UserError(f"--record {directory}: not writable; give a writable directory")
