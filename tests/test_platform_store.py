@@ -83,6 +83,18 @@ def test_a_revision_moves_draft_preview_published_and_the_old_published_is_archi
     assert [r.number for r in found.active_revisions] == [2]
 
 
+def test_a_draft_may_rename_and_an_asset_is_found_by_either_name(store: Store) -> None:
+    user = assets.create_asset(store, "simulated_user", "Late parcel", {"description": "d"})
+    assets.create_asset(store, "simulated_user", "Other", {"description": "d"})
+    with pytest.raises(AssetError, match="has that name"):
+        assets.save_draft(store, user.id, {"description": "d"}, name="Other")
+    assets.save_draft(store, user.id, {"description": "d2"}, name="Late parcel, angry")
+    found = assets.find_asset(store, "simulated_user", "Late-parcel-angry")
+    assert (found.id, found.name, found.latest.number) == (user.id, "Late parcel, angry", 2)
+    with pytest.raises(AssetNotFound, match="no simulated user named 'Late parcel'"):
+        assets.find_asset(store, "simulated_user", "Late parcel")
+
+
 def test_revert_adds_a_draft_with_the_earlier_content(store: Store) -> None:
     user = assets.create_asset(store, "simulated_user", "U", {"description": "first"})
     assets.save_draft(store, user.id, {"description": "second"})
