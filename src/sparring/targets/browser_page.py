@@ -129,7 +129,7 @@ class Widget:
             TargetError: no chat input, or nowhere replies appear, with what was tried.
             StepBudgetSpent: the clicks used the conversation's steps.
         """
-        if not await self._find_input(wait_s=1.0):
+        if not await self._find_input(wait_s=0.3):
             await self._open()
         self.found.frame_url = self.frame.url
         self.found.send = await self._find("send", self.spec.send)

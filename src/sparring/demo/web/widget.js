@@ -127,7 +127,7 @@
         .then(function (r) { return r.text(); })
         .then(function (raw) {
           var pieces = replyPieces(raw);
-          setTimeout(function () { stream(dots, pieces); }, 300);
+          setTimeout(function () { stream(dots, pieces); }, 250);
         });
     }
     function stream(dots, pieces) {
@@ -139,7 +139,7 @@
         shown += pieces[i];
         node.textContent = shown;
         ui.log.scrollTop = ui.log.scrollHeight;
-        setTimeout(function () { next(i + 1); }, 30);
+        setTimeout(function () { next(i + 1); }, 20);
       })(0);
     }
     ui.form.addEventListener("submit", function (e) { e.preventDefault(); submit(); });
