@@ -63,6 +63,12 @@ def prepare(settings: Settings, *, host: str, port: int, store: str | None, cwd:
         f"sparring dashboard on http://{shown_host}:{port} ({who}); store "
         f"{shown_url(opened.url)}; API at /api (docs /api/docs). Ctrl-C stops it."
     )
+    if settings.resolved_user_model is None or settings.resolved_judge_model is None:
+        banner += (
+            "\nnote: no model configured, so suite runs skip the simulated user and the "
+            'judge: set `model = "provider:name"` in sparring.toml (or SPARRING_MODEL) and '
+            "start it again"
+        )
     return Served(dashboard, banner)
 
 
