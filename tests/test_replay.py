@@ -265,6 +265,14 @@ def test_bad_replay_options_are_usage_errors(models: Models) -> None:
     Path("tapes/judge.jsonl").write_text('{"cassette": "judge", "version": 1}\nnot json\n')
     with pytest.raises(UserError, match=r"tapes/judge.jsonl:2: not a JSON line"):
         _sparring("run", "suite.yaml", "--replay", "tapes")
+    Path("tapes/judge.jsonl").write_text('{"cassette": "user", "version": 1}\n')
+    with pytest.raises(
+        UserError, match=r'judge.jsonl:1: expected the header \{"cassette": "judge"'
+    ):
+        _sparring("run", "suite.yaml", "--replay", "tapes")
+    Path("tapes/judge.jsonl").write_text('{"cassette": "judge", "version": 1}\n[1]\n')
+    with pytest.raises(UserError, match=r"judge.jsonl:2: a cassette entry is a JSON object"):
+        _sparring("run", "suite.yaml", "--replay", "tapes")
 
 
 def test_a_judge_that_sends_no_seed_is_replayed_without_being_built(models: Models) -> None:

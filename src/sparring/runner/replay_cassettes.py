@@ -63,7 +63,7 @@ _CURRENT: ContextVar[TrialKey | None] = ContextVar("sparring_replay_trial", defa
 
 
 def current_trial() -> TrialKey | None:
-    """The trial the running task plays (`None` outside a trial: see `Replay.observe`)."""
+    """The trial the running task plays (`None` outside a trial: see `observe`)."""
     return _CURRENT.get()
 
 
@@ -105,7 +105,7 @@ class Cassette:
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as e:
             raise UserError(f"{path}: cannot read the cassette: {e}; record it again") from None
-        return cls(role, path, [entry for entry in _entries(path, lines, role)])
+        return cls(role, path, list(_entries(path, lines, role)))
 
     @property
     def model_name(self) -> str | None:
@@ -143,12 +143,13 @@ class Cassette:
 
 
 def _entries(path: Path, lines: list[str], role: Role) -> Iterator[dict[str, Any]]:
-    """The entries of a cassette file's `lines` (its header checked first).
+    """The entries of a cassette file's `lines`, after its header (checked).
 
     Raises:
         UserError: a line that is not a JSON object with a `key` string, or a header for
-            another role or version.
+            another role or version (with the file:line).
     """
+    header = True
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -158,8 +159,9 @@ def _entries(path: Path, lines: list[str], role: Role) -> Iterator[dict[str, Any
             raise UserError(
                 f"{path}:{number}: not a JSON line ({e}); the file is damaged, record it again"
             ) from None
-        if number == 1:
-            _check_header(path, value, role)
+        if header:
+            _check_header(f"{path}:{number}", value, role)
+            header = False
             continue
         entry = cast(dict[str, Any], value) if isinstance(value, dict) else {}
         if not isinstance(entry.get("key"), str):
@@ -170,7 +172,7 @@ def _entries(path: Path, lines: list[str], role: Role) -> Iterator[dict[str, Any
         yield entry
 
 
-def _check_header(path: Path, value: Any, role: Role) -> None:
+def _check_header(where: str, value: Any, role: Role) -> None:
     """Refuse a first line that is not the header of a `role` cassette of this version.
 
     Raises:
@@ -180,7 +182,7 @@ def _check_header(path: Path, value: Any, role: Role) -> None:
     if value != expected:
         got = json.dumps(value, ensure_ascii=False)[:120]
         raise UserError(
-            f"{path}:1: expected the header {json.dumps(expected)} (a {role} cassette), got "
+            f"{where}: expected the header {json.dumps(expected)} (a {role} cassette), got "
             f"{got}; record the cassettes again with this sparring (`--record DIR`)"
         )
 
