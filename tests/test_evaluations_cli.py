@@ -88,3 +88,16 @@ def test_the_schema_holds_the_evaluation_keys(tmp_path: Path) -> None:
     for key in ("evaluations", "tool_args_judge", "explain_failures", "pass_when", "score_map"):
         assert f'"{key}"' in text, key
     assert '"featured"' in text and '"insights"' in text
+
+
+def test_the_readme_evaluations_example_loads() -> None:
+    from sparring.loaders.yaml import load_text
+    from tests.test_newcomer_fixes import DEMO_AGENT, readme_yaml
+
+    (scenario,) = load_text(
+        DEMO_AGENT + readme_yaml("Evaluations: insights, scores and pass rules")
+    )
+    (evaluation,) = scenario.defined_evaluations
+    assert [i.name for i in evaluation.insights if i.gating] == ["resolved", "empathy"]
+    assert scenario.tool_args_judge[0].verdict_id == "tool_args.lookup_order"
+    assert scenario.explain_failures is True
