@@ -405,3 +405,26 @@ def test_the_readme_example_loads_and_its_error_is_as_shown(tmp_path: Path) -> N
         load_paths([tmp_path], library=[])
     shown = str(caught.value).replace(str(tmp_path), "tests")
     assert shown in section
+
+
+def schema_errors(data: Any) -> list[str]:
+    import jsonschema
+
+    from sparring.loaders import test_file_json_schema
+
+    validator = jsonschema.Draft202012Validator(test_file_json_schema())
+    return [e.message for e in validator.iter_errors(data)]  # pyright: ignore[reportUnknownMemberType]
+
+
+def test_the_json_schema_accepts_library_files_and_refuses_a_typo() -> None:
+    from sparring.loaders._parse import parse_documents
+
+    library = parse_documents(LIBRARY, path="library.yaml")[0].data
+    assert schema_errors(library) == []
+    examples = Path(__file__).parents[1] / "examples"
+    for name in ("library.yaml", "simulated_users.yaml"):
+        text = (examples / name).read_text(encoding="utf-8")
+        assert schema_errors(parse_documents(text, path=name)[0].data) == [], name
+    library["simulated_users"][0]["job_tilte"] = "x"
+    assert schema_errors(library)
+    assert schema_errors({"simulated_users": [{"name": "x", "mode": "video"}]})

@@ -3,7 +3,8 @@
 Pydantic's schema of `TestFile` describes the validated shape; test files may also use the
 loader's shorthands, so the schema is widened to accept them: checks written as
 `{contains: "x"}`, criteria as plain text, `should` and `end_reason` as one string,
-thresholds as `80` or `"80%"`, and a whole file that is one scenario.
+thresholds as `80` or `"80%"`, and a whole file that is one scenario. A library file
+(`evaluations:` and `simulated_users:` only, `sparring.loaders.library`) is accepted too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import copy
 import functools
 from typing import Any
 
+from sparring.loaders._library_file import LibraryFile
 from sparring.loaders.cases import case_properties
 from sparring.scenario import CHECK_TYPES, TestFile, expand_check_shorthand
 
@@ -24,8 +26,8 @@ def test_file_json_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of a sparring test file.
 
     Returns:
-        A fresh dict: a file is either a test set (`target` + `scenarios`) or one scenario;
-        check, criterion, `should` and threshold shorthands are included.
+        A fresh dict: a file is a test set (`target` + `scenarios`), one scenario, or a
+        library file; check, criterion, `should` and threshold shorthands are included.
     """
     return copy.deepcopy(_schema())
 
@@ -49,12 +51,21 @@ def _schema() -> dict[str, Any]:
         _widen(defs[name]["properties"])
     for name in _SCENARIO_DEFS:  # a scenario template over rows (sparring.loaders.cases)
         defs[name]["properties"].update(case_properties())
+    library = LibraryFile.model_json_schema()
+    for name, definition in library.pop("$defs").items():
+        defs.setdefault(name, definition)  # Evaluation and Insight: as in scenarios
+    defs["Library"] = {**library, "title": "Library file", "minProperties": 1}
     return {
         "$schema": DIALECT,
         "title": "sparring test file",
-        "description": "A test set (`target` + `scenarios`), or one scenario with its own "
-        "`target`. Written in YAML or JSON.",
-        "anyOf": [{"$ref": "#/$defs/TestSet"}, {"$ref": "#/$defs/Scenario"}],
+        "description": "A test set (`target` + `scenarios`), one scenario with its own "
+        "`target`, or a library file of `evaluations` and `simulated_users` used by name. "
+        "Written in YAML or JSON.",
+        "anyOf": [
+            {"$ref": "#/$defs/TestSet"},
+            {"$ref": "#/$defs/Scenario"},
+            {"$ref": "#/$defs/Library"},
+        ],
         "$defs": defs,
     }
 
