@@ -1,0 +1,170 @@
+"""Website chat targets without a browser: the `target:` keys, the page address from the
+`site_url` setting, the step budget ending a conversation as `browser_done`, and the errors
+that name what to install."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from sparring.config import load_settings
+from sparring.errors import ConfigError, StepBudgetSpent, TargetError, UserError
+from sparring.runner import RunSettings, run_scenarios
+from sparring.scenario import ScriptedScenario
+from sparring.target_specs import BrowserTargetSpec, TargetSpec
+from sparring.targets import browser_launch
+from sparring.targets.browser import BrowserTarget, chat_page_url
+from sparring.targets.browser_page import StepBudget, reply_parts
+from sparring.targets.browser_page import _Item as Item  # pyright: ignore[reportPrivateUsage]
+from sparring.targets.scripted import ScriptedTarget
+
+SPEC: TypeAdapter[Any] = TypeAdapter(TargetSpec)
+
+
+def test_a_target_without_type_or_url_is_the_website_chat() -> None:
+    spec = SPEC.validate_python({"chat_hint": "Click the chat bubble, bottom right"})
+    assert isinstance(spec, BrowserTargetSpec)
+    assert (spec.chat_url, spec.screenshots, spec.device) == ("", "failures", None)
+    assert isinstance(SPEC.validate_python({}), BrowserTargetSpec)
+    full = SPEC.validate_python(
+        {
+            "type": "browser",
+            "chat_url": "/support",
+            "device": "iPhone 13",
+            "open": "#bubble",
+            "input": "textarea",
+            "send": "text=Send",
+            "messages": "[role=log]",
+            "screenshots": "every_turn",
+        }
+    )
+    assert (full.open, full.messages, full.screenshots) == ("#bubble", "[role=log]", "every_turn")
+
+
+@pytest.mark.parametrize(
+    ("keys", "said"),
+    [
+        ({"chat_url": "ftp://shop"}, "chat_url 'ftp://shop' is not an HTTP address"),
+        ({"chat_url": "support"}, "start the url with http:// or https://"),
+        ({"chat_url": "{{secrets.URL}}"}, "cannot use placeholders"),
+        ({"screenshots": "always"}, "'every_turn', 'failures' or 'none'"),
+        ({"input": ""}, "at least 1 character"),
+        ({"chat_hint": "x", "agent_url": "http://a"}, "agent_url"),
+    ],
+)
+def test_bad_keys_are_load_errors(keys: dict[str, Any], said: str) -> None:
+    with pytest.raises(ValidationError, match=said):
+        SPEC.validate_python(keys)
+
+
+def test_chat_url_joins_site_url_or_is_used_as_is() -> None:
+    assert (
+        chat_page_url("/support", "https://shop.example.com") == "https://shop.example.com/support"
+    )
+    assert chat_page_url("/help/chat", "http://h:8/base/") == "http://h:8/base/help/chat"
+    assert chat_page_url("", "https://shop.example.com") == "https://shop.example.com"
+    assert chat_page_url("http://other/x", None) == "http://other/x"
+    with pytest.raises(UserError, match="chat_url '/support' is a path and no site_url is set"):
+        chat_page_url("/support", None)
+
+
+def test_site_url_and_artifacts_dir_settings(tmp_path: Path) -> None:
+    (tmp_path / "sparring.toml").write_text(
+        'site_url = "http://127.0.0.1:8787"\nartifacts_dir = "out/art"\n', encoding="utf-8"
+    )
+    settings = load_settings({}, cwd=tmp_path, env={})
+    assert settings.site_url == "http://127.0.0.1:8787"
+    assert settings.artifacts_dir == str(tmp_path / "out" / "art")
+    from_env = load_settings({}, cwd=tmp_path, env={"SPARRING_SITE_URL": "https://shop.example"})
+    assert from_env.site_url == "https://shop.example"
+    with pytest.raises(ConfigError, match="site_url .*'shop.example' is not a website address"):
+        load_settings({}, cwd=tmp_path, env={"SPARRING_SITE_URL": "shop.example"})
+
+
+def test_the_target_reads_site_url_from_the_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SPARRING_SITE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("SPARRING_ARTIFACTS_DIR", str(tmp_path / "a"))
+    target = BrowserTarget.from_settings(BrowserTargetSpec(chat_url="/shop"))
+    assert (target.url, target.name) == (
+        "http://127.0.0.1:9/shop",
+        "browser http://127.0.0.1:9/shop",
+    )
+    assert target.artifacts_dir == tmp_path / "a"
+
+
+def test_reply_is_the_new_agent_text_without_echo_or_typing_indicator() -> None:
+    items = [Item("Hi there", False, "user"), Item("•••", True, ""), Item("Hello!", False, "agent")]
+    assert reply_parts(items, "Hi there") == ["Hello!"]
+    plain = [Item("📎 a.txt\nHi  there", False, ""), Item("One", False, ""), Item("Two", False, "")]
+    assert reply_parts(plain, "Hi there") == ["One", "Two"]  # no sides: the echo by its text
+    assert reply_parts([Item("Nora is typing", True, "")], "Hi") == []
+
+
+def test_step_budget_counts_each_action_and_refuses_a_turn_that_does_not_fit() -> None:
+    budget = StepBudget(limit=5)
+    for _ in range(3):
+        budget.spend("clicking")
+    budget.reserve(2, turn=2)
+    with pytest.raises(StepBudgetSpent, match="used 3 of its 5 steps .* before turn 2"):
+        budget.reserve(3, turn=2)
+    budget.spend("typing")
+    budget.spend("sending")
+    with pytest.raises(StepBudgetSpent, match="all 5 steps .* before reading the reply"):
+        budget.spend("reading the reply")
+
+
+@pytest.mark.anyio
+async def test_a_spent_step_budget_ends_the_conversation_as_browser_done_and_it_is_judged() -> None:
+    scenario = ScriptedScenario.model_validate(
+        {
+            "id": "web",
+            "turns": [
+                {"user": "Hi", "checks": [{"contains": "Hello"}]},
+                {"user": "Where is my order?"},
+                {"user": "Thanks"},
+            ],
+        }
+    )
+    target = ScriptedTarget(["Hello!", StepBudgetSpent("the browser used all 17 steps")])
+    result = await run_scenarios(
+        [scenario],
+        targets=lambda s: target,
+        user_model=None,
+        judge_model=None,
+        settings=RunSettings(),
+    )
+    trial = result.scenarios[0].trials[0]
+    assert trial.end_reason == "browser_done"
+    assert trial.status == "passed"  # the check on what was said is met
+    assert [m.content for m in trial.transcript.messages] == ["Hi", "Hello!"]  # unsent dropped
+    assert trial.error == "the browser used all 17 steps"
+
+
+@pytest.mark.anyio
+async def test_no_browser_names_the_install_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    if any(Path.home().joinpath(".cache", "ms-playwright").glob("chromium*")):
+        pytest.skip("Playwright's own Chromium is installed here")
+    monkeypatch.setattr(browser_launch, "chromium_path", lambda: None)
+    target = BrowserTarget(BrowserTargetSpec(), site_url="http://127.0.0.1:9", artifacts_dir=Path())
+    try:
+        with pytest.raises(TargetError) as raised:
+            await target.open_session()
+    finally:
+        await target.aclose()
+    assert "apt-get install chromium" in str(raised.value)
+    assert "pip install 'sparring[browser]'" in str(raised.value)
+
+
+def test_no_playwright_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "playwright.async_api", None)
+    with pytest.raises(
+        UserError, match=r"browser targets need Playwright: pip install 'sparring\[browser\]'"
+    ):
+        BrowserTarget(BrowserTargetSpec(), site_url="http://127.0.0.1:9", artifacts_dir=Path())
