@@ -19,14 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import Row, select
+from sqlalchemy import Row, func, select
 
 from sparring.store.database import Store
 from sparring.store.overrides import trial_overridden
 from sparring.store.reading import load_run
-from sparring.store.schema import runs, suite_runs
+from sparring.store.schema import overrides, runs, suite_runs
 from sparring.store.suites import (
     ResolvedCase,
     Suite,
@@ -226,8 +227,13 @@ def _runs_of(store: Store, suite_ids: Sequence[int]) -> dict[int, list[SuiteRun]
         select(
             suite_runs,
             runs.c.status,
+            runs.c.finished_at,
             runs.c.host.label("run_host"),
             runs.c.pid.label("run_pid"),
+            select(func.max(overrides.c.id))
+            .where(overrides.c.run_id == suite_runs.c.run_id)
+            .scalar_subquery()
+            .label("last_override"),
         )
         .outerjoin(runs, runs.c.id == suite_runs.c.run_id)
         .where(suite_runs.c.suite_id.in_(suite_ids))
@@ -253,10 +259,8 @@ def _suite_run(store: Store, row: Row[Any]) -> SuiteRun:
     elif row.run_id is None or row.status is None:
         status, reason = "failed", "the run stopped before it started (the server stopped)"
     else:
-        run = load_run(store, row.run_id)
-        status, reason = run_status(run)
-        duration = run.duration_ms or None
-        overridden = any(trial_overridden(t) for s in run.scenarios for t in s.trials)
+        version = (row.status, row.finished_at, row.last_override)
+        status, reason, duration, overridden = _outcome(store, row.run_id, version)
     return SuiteRun(
         id=row.id,
         suite_id=row.suite_id,
@@ -269,3 +273,17 @@ def _suite_run(store: Store, row: Row[Any]) -> SuiteRun:
         duration_ms=duration,
         overridden=overridden,
     )
+
+
+@lru_cache(maxsize=4096)
+def _outcome(
+    store: Store, run_id: str, version: tuple[str, str | None, int | None]
+) -> tuple[SuiteStatus, str | None, float | None, bool]:
+    """Status, reason, duration and overridden mark of a stored run that is not running,
+    read once per `version` (its stored status, end and newest override: all that can
+    change what is read), so the suites list refreshing itself does not reread every run."""
+    del version  # part of the cache key only
+    run = load_run(store, run_id)
+    status, reason = run_status(run)
+    overridden = any(trial_overridden(t) for s in run.scenarios for t in s.trials)
+    return status, reason, run.duration_ms or None, overridden
