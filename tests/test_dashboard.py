@@ -407,6 +407,17 @@ def test_forms_without_their_csrf_token_are_refused(client: TestClient) -> None:
     assert other.post("/suites/new", data={"csrf_token": csrf(client)}).status_code == 403
 
 
+def test_sessions_are_bounded_the_oldest_forgotten_first() -> None:
+    from sparring.dashboard.auth import Principal, Sessions
+
+    sessions = Sessions(limit=2)
+    first, _ = sessions.open(None)
+    second, _ = sessions.open(Principal("ann", "editor"))
+    third, _ = sessions.open(None)
+    assert sessions.get(first) is None and sessions.get(third) is not None
+    assert sessions.get(second).principal == Principal("ann", "editor")  # type: ignore[union-attr]
+
+
 def test_serving_beyond_the_loopback_needs_accounts(store: Store, tmp_path: Path) -> None:
     from sparring.config import load_settings
     from sparring.dashboard.server import prepare

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from collections.abc import Callable
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from sparring.store.accounts import Action, Role, can
@@ -48,15 +48,14 @@ class Session:
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
 
 
-Authenticate = Callable[[str, str], Principal | None]
-"""`(name, password) -> Principal`, or `None` when they do not match an account."""
-
-
 class Sessions:
-    """The sessions of the server process, by cookie token."""
+    """The sessions of the server process, by cookie token; at most `limit` (the oldest
+    opened is forgotten first, so clients that never keep their cookie cannot fill the
+    memory)."""
 
-    def __init__(self) -> None:
-        self._by_token: dict[str, Session] = {}
+    def __init__(self, *, limit: int = 10_000) -> None:
+        self._by_token: OrderedDict[str, Session] = OrderedDict()
+        self._limit = limit
 
     def get(self, token: str | None) -> Session | None:
         """The session of cookie value `token`, if any."""
@@ -67,6 +66,8 @@ class Sessions:
         token = secrets.token_urlsafe(32)
         session = Session(principal)
         self._by_token[token] = session
+        while len(self._by_token) > self._limit:
+            self._by_token.popitem(last=False)
         return token, session
 
     def close(self, token: str | None) -> None:
