@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from sparring.authoring.connect import open_session
+from sparring.authoring.steps import AgentMessage, CustomerMessage
 from sparring.cli.main import cli
 from sparring.demo import DemoServer
 from sparring.demo.agent import respond
@@ -337,3 +338,25 @@ def test_attachment_data_that_is_not_base64_is_masked_as_text() -> None:
     odd = Attachment(name="a.txt", mime_type="text/plain", size=3, data=f"not base64 {SECRET}")
     masked = sanitized(Message(role="user", content="x", files=(odd,)), Scrubber([SECRET]).scrub)
     assert masked.files[0].data == "not base64 ***"
+
+
+async def test_written_customer_messages_take_files_in_unfold_and_add_events(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = ScriptedTarget([lambda t: "ok " + ",".join(f.name for f in t.messages[-1].files)])
+    monkeypatch.chdir(folder)
+    steps = [
+        CustomerMessage("my receipt", files=["receipt.txt"]),
+        AgentMessage("Thanks", checks=[{"contains": "ok receipt.txt"}]),
+    ]
+    async with open_session(target) as session:
+        (subtest,) = await session.unfold(steps)
+    assert subtest.status == "passed"
+    assert [f.name for f in subtest.transcript.messages[0].files] == ["receipt.txt"]
+    async with open_session(target) as session:
+        await session.add_events(
+            [CustomerMessage("earlier", files=["photo.png"]), AgentMessage("ok")]
+        )
+        await session.send("now")
+    first = target.seen[-1].messages[0]
+    assert (first.content, [f.name for f in first.files]) == ("earlier", ["photo.png"])

@@ -464,14 +464,13 @@ class Session:
     async def _subtest(
         self, sub_id: str, steps: Sequence[Step], position: int
     ) -> tuple[SubtestResult, list[Verdict]]:
-        step = steps[position - 1]
-        assert isinstance(step, AgentMessage)
-        live = steps[position - 2].text
+        step, customer = steps[position - 1], steps[position - 2]
+        assert isinstance(step, AgentMessage) and isinstance(customer, CustomerMessage)
         history = transcript_of(steps[: position - 2])
-        name = f"{live!r} -> " + "; ".join(
+        name = f"{customer.text!r} -> " + "; ".join(
             [f"should {s}" for s in step.should] + [c.type for c in step.checks]
         )
-        user = Message(role="user", content=live)
+        user = customer.message()
         wire = history.with_message(user)
         connection = await self.target.open_session()
         try:

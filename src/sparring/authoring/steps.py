@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -14,14 +15,27 @@ from pydantic import TypeAdapter, ValidationError
 from sparring.errors import UserError
 from sparring.judging.should import ConditionGrammarWarning, condition_problem
 from sparring.scenario import Check, expand_check_shorthand
+from sparring.targets.attachments import read_attachment
 from sparring.transcript import Message, Transcript
 
 
 @dataclass(frozen=True, slots=True)
 class CustomerMessage:
-    """A user message in a written conversation (`unfold`, `InteractionBuilder`)."""
+    """A user message in a written conversation (`unfold`, `InteractionBuilder`), with the
+    files at the paths `files` (relative to the current directory) sent with it."""
 
     text: str
+    files: Sequence[str | Path] = ()
+
+    def message(self) -> Message:
+        """The user `Message`, its files read.
+
+        Raises:
+            UserError: a file is missing, unreadable or too large.
+        """
+        return Message(
+            role="user", content=self.text, files=tuple(read_attachment(f) for f in self.files)
+        )
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -126,7 +140,7 @@ def transcript_of(steps: Sequence[Step]) -> Transcript:
     assistant messages, in order."""
     return Transcript(
         messages=tuple(
-            Message(role="user" if isinstance(s, CustomerMessage) else "agent", content=s.text)
+            s.message() if isinstance(s, CustomerMessage) else Message(role="agent", content=s.text)
             for s in steps
         )
     )
