@@ -98,8 +98,10 @@ class StoredUsers:
         missing = [s.id for s in simulated if s.id not in self.kinds]
         if missing:
             held = ", ".join(sorted(self.conversations)) or "none"
+            names = ", ".join(missing)
+            which = f"scenario {names} is" if len(missing) == 1 else f"scenarios {names} are"
             raise UserError(
-                f"--replay-users {self.run_id}: scenario {', '.join(missing)} is not in that "
+                f"--replay-users {self.run_id}: {which} not in that "
                 f"run (its simulated scenarios: {held}); choose them with --pattern or --tag"
             )
         if not simulated:
