@@ -246,7 +246,8 @@ def test_a_suite_becomes_scenarios_for_the_normal_runner(store: Store) -> None:
     assert scenario.user == "Frustrated-customer-late-delivery"
     assert [e.name for e in scenario.defined_evaluations] == ["Late-delivery"]
     assert (scenario.trials, scenario.max_turns, scenario.timeout_s) == (3, 20, 90)
-    assert scenario.goal == USER["description"] and scenario.all_criteria == []
+    assert scenario.goal == suites.DEFAULT_GOAL and scenario.all_criteria == []
+    assert scenario.description == USER["description"]
     (one,) = resolved.cases
     assert (one.agent.label, one.user.label) == ("Published:1", "Published:1")
     assert [(e.asset_id, e.label) for e in one.evaluations] == [(evaluation_id, "Published:1")]

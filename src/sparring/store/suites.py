@@ -46,11 +46,11 @@ UNLIMITED_TURNS = 50
 """Turns a conversation may take when a test case leaves Max turns empty (the most a
 simulated scenario allows)."""
 DEFAULT_GOAL = (
-    "Get what you came for, as your instructions describe; stay in the conversation until "
-    "the other side has helped you or says goodbye."
+    "Get what you came for, as your persona describes; stay in the conversation until the "
+    "other side has helped you or says goodbye."
 )
-"""The simulated user's goal when a test case gives none and the simulated user has no
-description."""
+"""The simulated user's goal when a test case gives none (its system prompt, or else its
+description, says what it wants)."""
 
 
 class SuiteError(UserError):
@@ -346,8 +346,8 @@ def case_scenario(
 ) -> SimulatedScenario:
     """The `SimulatedScenario` of a test case: id `case-N`, named "<agent> / <simulated
     user>", the agent revision's `target`, the simulated user (`user`, `simulated_user`)
-    and its agent evaluations, the case's goal (default: the simulated user's description,
-    else `DEFAULT_GOAL`) and criteria, `trials` = sessions, `timeout_s`, `max_turns`.
+    and its agent evaluations, the case's goal (default `DEFAULT_GOAL`) and criteria,
+    `trials` = sessions, `timeout_s`, `max_turns`.
 
     With no criteria the judge decides nothing else: without agent evaluations the one
     check is that the conversation ended naturally (the simulated user reached its goal or
@@ -365,7 +365,7 @@ def case_scenario(
         name=f"{agent[0].name} / {user[0].name}",
         description=user_spec.description or None,
         target=target_spec(agent[1]),
-        goal=case.goal or user_spec.description or DEFAULT_GOAL,
+        goal=case.goal or DEFAULT_GOAL,
         user=user_spec.name,
         simulated_user=user_spec,
         evaluations=list(specs),
