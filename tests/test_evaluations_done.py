@@ -86,3 +86,57 @@ def test_a_done_run_exits_0_and_is_no_skip_under_fail_on_skip() -> None:
     (scenario,) = run.scenarios
     assert scenario.status == "done" and scenario.pass_rate is None
     assert scenario.needed == (0, 0) and scenario.summary()["score"] is None
+
+
+@pytest.mark.anyio
+async def test_rejudge_counts_a_stored_trials_gates() -> None:
+    """A trial a gating insight failed is judged again (its verdicts were those of a trial
+    the runner judged) and stays failed: the gate still counts."""
+    from sparring.cli.rejudging import rejudge_run
+    from sparring.config import Settings
+    from sparring.models.scripted import ScriptedModel
+    from sparring.results import InsightResult, Verdict
+    from sparring.scenario import ScriptedScenario
+    from sparring.transcript import Message, Transcript
+
+    chat = Transcript(
+        messages=(Message(role="user", content="Hi"), Message(role="agent", content="Hello there"))
+    )
+    gate = InsightResult(
+        evaluation="e",
+        insight="ok",
+        type="boolean",
+        status="ok",
+        value=False,
+        passed=False,
+        score=0.0,
+        gating=True,
+    )
+    met = Verdict(
+        id="c1",
+        kind="criterion",
+        description="Greets",
+        status="met",
+        reason="r",
+        evidence=("Hello there",),
+    )
+    trial = TrialResult(
+        scenario_id="chat",
+        trial=1,
+        status="failed",
+        end_reason="script_done",
+        transcript=chat,
+        verdicts=[met],
+        insights=[gate],
+    )
+    run = done_run().model_copy(
+        update={"scenarios": [done_run().scenarios[0].model_copy(update={"trials": [trial]})]}
+    )
+    spec = ScriptedScenario.model_validate(
+        {"id": "chat", "turns": [{"user": "Hi"}], "criteria": ["Greets"]}
+    )
+    verdict = {"reason": "r", "evidence": ["Hello there"], "turns": [1], "verdict": "met"}
+    judge = ScriptedModel([{"verdicts": {"c1": verdict}, "replies": {}}])
+    rejudged = await rejudge_run(run, {"chat": spec}, judge=judge, settings=Settings(), repeat=1)
+    (again,) = rejudged.result.scenarios[0].trials
+    assert len(judge.calls) == 1 and again.status == "failed" and again.insights == [gate]

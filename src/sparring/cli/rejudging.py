@@ -251,15 +251,17 @@ class _Grader:
             update={
                 "verdicts": verdicts,
                 "reply_notes": outcomes[0].reply_notes,
-                "status": trial_status(verdicts),
-                "error": undecided_text(verdicts),
+                "status": trial_status(verdicts, trial.insights),
+                "error": undecided_text(verdicts, trial.insights),
                 "usage": usage,
             }
         )
 
     def _judgeable(self, trial: TrialResult, spec: AnyScenario, shoulds: list[ShouldItem]) -> bool:
         """The runner judged this trial (or would have, with a judge model)."""
-        if trial.end_reason not in _ENDED or trial.status != trial_status(trial.verdicts):
+        if trial.end_reason not in _ENDED:
+            return False
+        if trial.status != trial_status(trial.verdicts, trial.insights):
             return False
         if not spec.all_criteria and not shoulds:
             return False
