@@ -224,8 +224,10 @@ def test_a_suite_in_progress_refreshes_itself_until_it_ends(
     assert suite["status"] == "in_progress"
     page = client.get(f"/suites/{suite['id']}").text
     assert 'hx-trigger="every 2s"' in page and "In progress" in page
+    assert 'hx-trigger="every 2s"' in client.get("/suites").text  # the list too
     writer.finish(sample_run().model_copy(update={"run_id": "live"}), exit_code=1)
     assert 'hx-trigger="every 2s"' not in client.get(f"/suites/{suite['id']}").text
+    assert 'hx-trigger="every 2s"' not in client.get("/suites").text
 
 
 # --- the platform: assets, suites, runs in the server --------------------------------------
