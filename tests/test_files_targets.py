@@ -131,14 +131,17 @@ def test_files_placeholder_inside_text_is_json_and_a_typo_is_caught() -> None:
 
 
 async def test_openai_chat_sends_image_file_and_text_parts() -> None:
-    with ScriptedOpenAIServer([Reply("seen"), Reply("again")]) as server:
+    with ScriptedOpenAIServer([Reply("seen"), Reply("again"), Reply("a photo")]) as server:
         spec = OpenAIChatTargetSpec(base_url=server.base_url, model="agent-1")
         target = OpenAIChatTarget(spec, secrets=Secrets({}))
         session = await target.open_session()
         first = user("what do you see?", PHOTO, INVOICE, RECEIPT)
         reply = await session.send(first)
         await session.send(user("thanks", before=first.with_message(reply)))
+        await session.send(user("", PHOTO))
         await target.aclose()
+    photo = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PHOTO.data}"}}
+    assert server.requests[2]["messages"] == [{"role": "user", "content": [photo]}]
     parts = [
         {"type": "text", "text": "what do you see?"},
         {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PHOTO.data}"}},

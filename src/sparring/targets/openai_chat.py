@@ -2,7 +2,7 @@
 
 Stateless: each turn sends the whole conversation as `messages` (the spec's
 `system_prompt` first), user messages as `user`, agent messages as `assistant` with their
-tool calls. A user message sent with files is a list of content parts: its text, then per
+tool calls. A user message sent with files is a list of content parts: its text (if any), then per
 file an `image_url` part (a data URL) for images, a `text` part holding a text file's name
 and text, and a `file` part (`filename`, `file_data` data URL) for PDFs and other files.
 Since the endpoint's own tool calls are not executed by sparring, each one is followed by a
@@ -183,7 +183,9 @@ class OpenAIChatSession(StatelessSession):
 
 def content_parts(message: Message) -> list[dict[str, Any]]:
     """A user message with files as chat completions content parts (module docstring)."""
-    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+    parts: list[dict[str, Any]] = []
+    if message.content:  # a message of files only has no empty text part
+        parts.append({"type": "text", "text": message.content})
     for f in message.files:
         if f.mime_type.startswith("image/"):
             parts.append({"type": "image_url", "image_url": {"url": data_url(f)}})
