@@ -293,3 +293,31 @@ def test_a_refresh_that_cannot_start_leaves_the_cassettes_as_they_were(models: M
         _sparring("run", "suite.yaml", "--replay", "tapes", "--record", "tapes",
                   "--live-role", "judge", "--judge-model", "nosuch:judge")  # fmt: skip
     assert {p.name: p.read_bytes() for p in Path("tapes").iterdir()} == before
+
+
+PYTHON_TEST = """
+from sparring.api import Suite
+
+suite = Suite(target={"type": "callable", "ref": "replay_agent:agent"})
+
+@suite.scenario(repetitions=2)
+async def test_greets():
+    async with suite.session() as session:
+        response = await session.send("Hello there")
+        await response.should("answer the greeting")
+"""
+
+
+def test_a_python_tests_session_and_should_are_replayed(models: Models) -> None:
+    Path("test_greets.py").write_text(PYTHON_TEST)
+    done = _sparring("run", "test_greets.py", "--no-live", "-o", "r.json", *LIVE, "--record", "t")
+    assert done.exit_code == 0, done.output
+    Path("forbid").write_text("")
+    calls = models.calls
+    again = _sparring("run", "test_greets.py", "--no-live", "-o", "again.json", *DEAD,
+                      "--replay", "t", "--replay-strict")  # fmt: skip
+    assert again.exit_code == 0, again.output
+    assert models.calls == calls and _agent_calls() == 2
+    assert _trials(json.loads(Path("again.json").read_text())) == _trials(
+        json.loads(Path("r.json").read_text())
+    )
