@@ -4,6 +4,7 @@ that name what to install."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from sparring.config import load_settings
 from sparring.errors import ConfigError, StepBudgetSpent, TargetError, UserError
+from sparring.loaders import load_paths
 from sparring.runner import RunSettings, run_scenarios
 from sparring.scenario import ScriptedScenario
 from sparring.target_specs import BrowserTargetSpec, TargetSpec
@@ -21,6 +23,7 @@ from sparring.targets.browser import BrowserTarget, chat_page_url
 from sparring.targets.browser_page import StepBudget, reply_parts
 from sparring.targets.browser_page import _Item as Item  # pyright: ignore[reportPrivateUsage]
 from sparring.targets.scripted import ScriptedTarget
+from tests.test_dialects import conversation_test
 
 SPEC: TypeAdapter[Any] = TypeAdapter(TargetSpec)
 
@@ -168,3 +171,27 @@ def test_no_playwright_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
         UserError, match=r"browser targets need Playwright: pip install 'sparring\[browser\]'"
     ):
         BrowserTarget(BrowserTargetSpec(), site_url="http://127.0.0.1:9", artifacts_dir=Path())
+
+
+def test_plainwright_website_chat_tests_load_as_browser_targets(tmp_path: Path) -> None:
+    seed = {
+        "type": "browser",
+        "chat_url": "/support",
+        "chat_hint": "Click the chat bubble, bottom right",
+    }
+    (with_target,) = load_paths([_plainwright(tmp_path / "a.json", {"target": seed})])
+    assert with_target.target == BrowserTargetSpec(
+        chat_url="/support", chat_hint="Click the chat bubble, bottom right"
+    )
+    (inferred,) = load_paths([_plainwright(tmp_path / "b.json", {"target": {"chat_url": "/x"}})])
+    assert inferred.target == BrowserTargetSpec(chat_url="/x")
+    (default,) = load_paths([_plainwright(tmp_path / "c.json", {})])
+    assert default.target == BrowserTargetSpec()  # the website chat on site_url
+
+
+def _plainwright(path: Path, config: dict[str, Any]) -> Path:
+    test = conversation_test("http://unused")
+    test["config"].pop("target")
+    test["config"].update(config)
+    path.write_text(json.dumps(test), encoding="utf-8")
+    return path

@@ -268,8 +268,7 @@ def test_plainwright_defaults_and_target_inference(tmp_path: Path) -> None:
         ({"max_turns": 0}, "max_turns is 0; Plainwright allows 1 to 12"),
         ({"success_criteria": ["x"] * 21}, "21 success criteria; Plainwright allows at most 20"),
         ({"success_criteria": ["ok", "x" * 501]}, "success criterion 2 has 501 characters"),
-        ({"target": {"chat_url": "/support"}}, "talks to the website chat"),
-        ({"target": {"type": "browser"}}, "talks to the website chat"),
+        ({"target": {"chat_url": "/x", "device": "y"}}, "unknown key 'device' in config.target"),
         ({"persna": "x"}, "unknown key 'persna' in config of a Plainwright conversation test; "),
     ],
 )

@@ -41,6 +41,7 @@ CONFIG_KEYS = (
 )
 HTTP_KEYS = ("type", "url", "method", "headers", "body_template", "response_path", "timeout_s")
 A2A_KEYS = ("type", "agent_url", "headers", "timeout_s")
+BROWSER_KEYS = ("type", "chat_url", "chat_hint")
 MAX_TURNS = (1, 12)
 TRIALS = (1, 10)
 MAX_CRITERIA = 20
@@ -167,18 +168,11 @@ def _target(target: Any, *, doc: Document, path: str) -> tuple[Any, list[Problem
     kind = target.get("type") if is_mapping(target) else None
     if is_mapping(target) and kind is None:
         kind = "http" if "url" in target else "a2a" if "agent_url" in target else "browser"
-    if target is None or kind == "browser":
-        where = doc.position(loc) if target is not None else doc.position(("config",))
-        return None, [
-            Problem(
-                path,
-                *where,
-                "this test talks to the website chat (no `url` or `agent_url` in "
-                "config.target), which sparring cannot drive yet; give the chatbot's HTTP "
-                'endpoint, e.g. "target": {"url": "https://bot.example.com/chat", '
-                '"response_path": "reply"}, or an A2A agent\'s `agent_url`',
-            )
-        ]
+    if target is None:  # the website chat on the site_url setting
+        return {"type": "browser"}, []
+    if kind == "browser":
+        problems = unknown_keys(target, loc, BROWSER_KEYS, doc=doc, path=path, dialect=DIALECT)
+        return {**target, "type": "browser"}, problems
     if kind == "http":
         problems = unknown_keys(target, loc, HTTP_KEYS, doc=doc, path=path, dialect=DIALECT)
         return {**target, "type": "http"}, problems
@@ -191,6 +185,6 @@ def _target(target: Any, *, doc: Document, path: str) -> tuple[Any, list[Problem
             path,
             *doc.position((*loc, "type"), value=True),
             f"target type {kind!r} is not one sparring reads from Plainwright tests; use "
-            "http (a `url`) or a2a (an `agent_url`)",
+            "http (a `url`), a2a (an `agent_url`) or browser (a `chat_url`)",
         )
     ]
