@@ -223,7 +223,7 @@ def test_suite_settings_are_checked(store: Store) -> None:
         suites.save_suite(store, "S", [])
     with pytest.raises(SuiteError, match="test case 1: max turns 0 is out of range"):
         suites.save_suite(store, "S", [SuiteCase(agent_id=agent_id, user_id=user_id, max_turns=0)])
-    with pytest.raises(SuiteError, match="is not a agent"):
+    with pytest.raises(SuiteError, match="in test case 1 is not an agent; select an agent"):
         suites.save_suite(store, "S", [SuiteCase(agent_id=user_id, user_id=user_id)])
     suites.save_suite(store, "S", [SuiteCase(agent_id=agent_id, user_id=user_id)])
     with pytest.raises(SuiteError, match="named 'S' exists"):

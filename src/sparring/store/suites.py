@@ -23,7 +23,9 @@ from sqlalchemy.exc import IntegrityError
 
 from sparring.errors import UserError
 from sparring.store.asset_specs import (
+    KIND_LABELS,
     AssetError,
+    AssetKind,
     evaluation_spec,
     simulated_user_spec,
     target_spec,
@@ -201,8 +203,11 @@ def save_suite(
 _FAILED = "Failed to create test suite"
 
 
-def _case_assets(store: Store, case: SuiteCase, number: int) -> tuple[Asset, Asset]:
-    """The agent and simulated user of test case `number`, their revisions runnable."""
+def _case_assets(
+    store: Store, case: SuiteCase, number: int, *, failed: str = _FAILED
+) -> tuple[Asset, Asset]:
+    """The agent and simulated user of test case `number`, their revisions runnable;
+    `failed` starts the error message."""
     where = f" in test case {number}"
     try:
         agent = _asset_of(store, case.agent_id, "agent", where)
@@ -210,15 +215,15 @@ def _case_assets(store: Store, case: SuiteCase, number: int) -> tuple[Asset, Ass
         runnable_revision(agent, case.agent_revision, where=where)
         runnable_revision(user, case.user_revision, where=where)
     except AssetError as e:
-        raise SuiteError(f"{_FAILED}: {e}") from None
+        raise SuiteError(f"{failed}: {e}") from None
     return agent, user
 
 
-def _asset_of(store: Store, asset_id: int, kind: str, where: str) -> Asset:
+def _asset_of(store: Store, asset_id: int, kind: AssetKind, where: str) -> Asset:
     asset = get_asset(store, asset_id)
     if asset.kind != kind:
-        what = kind.replace("_", " ")
-        raise AssetError(f"asset {asset.name!r}{where} is not a {what}; select a {what}")
+        what = ("an " if kind == "agent" else "a ") + KIND_LABELS[kind]
+        raise AssetError(f"{asset.name!r}{where} is not {what}; select {what}")
     return asset
 
 
@@ -301,7 +306,7 @@ def resolve_suite(store: Store, suite_id: int) -> ResolvedSuite:
 def _resolve_case(
     store: Store, case: SuiteCase, number: int
 ) -> tuple[ResolvedCase, SimulatedScenario]:
-    agent, user = _case_assets(store, case, number)
+    agent, user = _case_assets(store, case, number, failed="the test suite cannot run")
     where = f" in test case {number}"
     agent_revision = runnable_revision(agent, case.agent_revision, where=where)
     user_revision = runnable_revision(user, case.user_revision, where=where)
