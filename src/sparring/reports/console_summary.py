@@ -151,16 +151,7 @@ def print_summary(
             _line(console, f"{title} ({len(lines)})", f"bold {style}")
             for line in lines:
                 _line(console, line, style)
-    explained = [
-        f"{s.scenario_id} · trial {t.trial}: {t.explanation}"
-        for s in result.scenarios
-        for t in s.trials
-        if t.explanation
-    ]
-    if explained:
-        _line(console, EXPLANATION_LABEL.capitalize(), "bold")
-        for line in explained:
-            _line(console, _one_line(line, _LINE), "")
+    _explanations(console, result)
     for line in _skipped_lines(result, sym):
         _line(console, line, "dim")
     for line in _tail_lines(result, sym):
@@ -171,6 +162,20 @@ def print_summary(
             _line(console, line, "")
     code, meaning = exit_status or (result.exit_code, exit_meaning(result))
     _line(console, f"exit code {code}: {meaning}", "bold " + ("green" if code == 0 else "red"))
+
+
+def _explanations(console: Console, result: RunResult) -> None:
+    """`explain_failures`' explanations of failed trials, one line each, under a title."""
+    explained = [
+        f"{s.scenario_id} · trial {t.trial}: {t.explanation}"
+        for s in result.scenarios
+        for t in s.trials
+        if t.explanation
+    ]
+    if explained:
+        _line(console, EXPLANATION_LABEL.capitalize(), "bold")
+        for line in explained:
+            _line(console, _one_line(line, _LINE), "")
 
 
 def _line(console: Console, text: str, style: str) -> None:

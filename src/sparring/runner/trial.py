@@ -352,33 +352,7 @@ async def _run_code(state: _TrialState, scenario: CodeScenario, target: Target |
     the trial `error` (`_TestRaised`), as does a `should` or `unfold` never awaited; only
     the run's own cancellation (timeout, Ctrl-C) goes on as it is."""
     ctx = state.ctx
-    spec = None if target is None or not isinstance(scenario.target, BaseModel) else scenario.target
-    trial = TrialContext(
-        scenario_id=scenario.id,
-        trial=state.trial,
-        target=target,
-        spec=spec,
-        build_target=lambda s: ctx.targets(replace(scenario, target=s)),
-        judge=JudgeSettings(
-            model=None if ctx.settings.no_model_reason else scenario.judge_model or ctx.judge_model,
-            limits=ctx.settings.limits,
-            temperature=ctx.settings.judge_temperature,
-            scrub=ctx.scrub,
-            skip_reason=ctx.skip_reason,
-        ),
-        reply_timeout_s=ctx.settings.reply_timeout_s or scenario.reply_timeout_s,
-        usage=state.usage,
-        recorder=state,
-        user=UserPlay(
-            model=ctx.user_model,
-            persona=scenario.persona,
-            goal=scenario.goal,
-            limits=ctx.settings.limits,
-            temperature=ctx.settings.user_temperature,
-            scrub=ctx.scrub,
-            skip_reason=ctx.skip_reason,
-        ),
-    )
+    trial = _trial_context(state, scenario, target)
     token = CURRENT_TRIAL.set(trial)
     try:
         if scenario.before is not None:
@@ -409,6 +383,40 @@ async def _run_code(state: _TrialState, scenario: CodeScenario, target: Target |
         raise _TestRaised(forgotten)
     await _evaluate_code(state, scenario, trial.judge.model)
     return "script_done"
+
+
+def _trial_context(
+    state: _TrialState, scenario: CodeScenario, target: Target | None
+) -> TrialContext:
+    """What a Python test's body gets: its target, judge, simulated user and recorder."""
+    ctx = state.ctx
+    spec = None if target is None or not isinstance(scenario.target, BaseModel) else scenario.target
+    return TrialContext(
+        scenario_id=scenario.id,
+        trial=state.trial,
+        target=target,
+        spec=spec,
+        build_target=lambda s: ctx.targets(replace(scenario, target=s)),
+        judge=JudgeSettings(
+            model=None if ctx.settings.no_model_reason else scenario.judge_model or ctx.judge_model,
+            limits=ctx.settings.limits,
+            temperature=ctx.settings.judge_temperature,
+            scrub=ctx.scrub,
+            skip_reason=ctx.skip_reason,
+        ),
+        reply_timeout_s=ctx.settings.reply_timeout_s or scenario.reply_timeout_s,
+        usage=state.usage,
+        recorder=state,
+        user=UserPlay(
+            model=ctx.user_model,
+            persona=scenario.persona,
+            goal=scenario.goal,
+            limits=ctx.settings.limits,
+            temperature=ctx.settings.user_temperature,
+            scrub=ctx.scrub,
+            skip_reason=ctx.skip_reason,
+        ),
+    )
 
 
 async def _evaluate_code(state: _TrialState, scenario: CodeScenario, model: Model | None) -> None:
