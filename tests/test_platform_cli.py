@@ -68,3 +68,24 @@ def test_override_corrects_a_verdict_of_a_stored_run(tmp_path: Path) -> None:
     done = sparring(*args, "--value", "maybe", "--reason", "r")
     assert done.returncode == 2 and "met or not_met, not 'maybe'" in done.stderr
     assert "--reason" in sparring("override", "--help").stdout
+
+
+def test_users_add_asks_for_the_password_twice(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from sparring.cli.users import users
+
+    url = f"sqlite:///{tmp_path}/s.db"
+    runner = CliRunner()
+    done = runner.invoke(
+        users, ["add", "ann", "--role", "owner", "--store", url], input="one\ntwo\n"
+    )
+    assert done.exit_code != 0 and "do not match" in done.output
+    asked = runner.invoke(
+        users, ["add", "ann", "--role", "owner", "--store", url], input="pass word\npass word\n"
+    )
+    assert asked.exit_code == 0 and "Added ann (owner)." in asked.output
+    assert "pass word" not in asked.output
+    store = open_store(url)
+    assert verify_password(store, "ann", "pass word") is not None
+    store.close()
