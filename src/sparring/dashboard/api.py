@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel
 
-from sparring.dashboard.access import allowed, principal, session_of
+from sparring.dashboard.access import SignInNeeded, allowed, principal, session_of
 from sparring.dashboard.auth import Principal
 from sparring.dashboard.catalog import Filters, SuiteRow
 from sparring.dashboard.compare import suite_diff
@@ -219,7 +219,7 @@ async def whoami(request: Request) -> SessionOut:
     """Who is signed in, and the session's CSRF token (for form posts)."""
     try:
         who: Principal | None = principal(request)
-    except Exception:  # nobody signed in
+    except SignInNeeded:
         who = None
     return SessionOut(
         name=who and who.name, role=who and who.role, csrf_token=session_of(request).csrf

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from sparring.dashboard.access import allowed, principal, session_of
+from sparring.dashboard.access import SignInNeeded, allowed, principal, session_of
 from sparring.dashboard.auth import CSRF_FIELD, Principal
 from sparring.dashboard.catalog import Filters, SuiteRow
 from sparring.dashboard.charts import history_chart
@@ -59,7 +59,7 @@ def render(request: Request, template: str, context: dict[str, Any]) -> HTMLResp
     one), the session's CSRF token and its form field name."""
     try:
         who: Principal | None = principal(request)
-    except Exception:  # not signed in: the sign-in and error pages still render
+    except SignInNeeded:  # the sign-in and error pages still render
         who = None
     page = (
         _environment()
