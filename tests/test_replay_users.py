@@ -15,10 +15,14 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sparring.cli.main import cli
-from sparring.errors import UserError
+from sparring.errors import ModelError, UserError
+from sparring.events import MessageAdded, TrialStarted
 from sparring.models.base import ChatMessage
 from sparring.models.registry import PROVIDERS, register_provider
 from sparring.models.scripted import ScriptedModel, example_for_schema
+from sparring.runner.replay_cassettes import observe
+from sparring.runner.replay_users import StoredConversation, StoredUsers
+from sparring.transcript import Message
 from tests.support.judging import agent_quote
 
 # Logs every conversation it is sent (its user messages) to sent.jsonl.
@@ -196,3 +200,27 @@ def test_replayed_users_are_recorded_so_a_replay_needs_no_store(models: Models) 
     again = _run("--replay", "tapes", "--replay-strict", "--no-store", report="again.json")
     assert _conversations(again, "refund") == _conversations(users, "refund")
     assert again["user_model"] == f"stored:{stored['run_id']}"
+
+
+async def _ask(users: StoredUsers, scenario: str, trial: int) -> str:
+    """Ask `users` from trial `trial` of `scenario`, as the runner's trial would."""
+    observe(lambda event: None)(TrialStarted(scenario, scenario, trial))
+    return (await users.complete([], temperature=0.7)).text
+
+
+@pytest.mark.anyio
+async def test_a_stored_user_with_nothing_more_to_say_or_none_at_all_errs_saying_why() -> None:
+    users = StoredUsers(
+        "run1",
+        {"refund": [StoredConversation(("Hi",), "target_error")]},
+        kinds={"refund": "simulated"},
+    )
+    counted = users.observe(lambda event: None)
+    assert json.loads(await _ask(users, "refund", 1))["message"] == "Hi"
+    counted(MessageAdded("refund", 1, Message(role="user", content="Hi")))
+    with pytest.raises(ModelError, match="ended with target_error after 1 user message, so it"):
+        await _ask(users, "refund", 1)
+    with pytest.raises(ModelError, match="holds 1 conversation of scenario 'refund', none for"):
+        await _ask(users, "refund", 2)
+    with pytest.raises(ModelError, match="holds no simulated user of scenario 'test_x.py::t'"):
+        await _ask(users, "test_x.py::t", 1)

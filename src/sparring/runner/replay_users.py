@@ -166,18 +166,32 @@ class StoredUsers:
         else:
             raise ModelError(
                 f"replay-users: the stored conversation of {at} in run {self.run_id} ended "
-                f"with {conversation.end_reason} after {sent} user messages, so it has no "
-                f"message for turn {sent + 1}",
+                f"with {conversation.end_reason} after {sent} user message"
+                f"{'s' * (sent != 1)}, so it has no message for turn {sent + 1}",
                 requests=0,
             )
         return Completion(text=json.dumps(answer), input_tokens=0, output_tokens=0, requests=0)
 
     def _conversation(self, at: TrialKey) -> StoredConversation:
-        stored = self.conversations.get(at.scenario, ())
+        """The stored conversation trial `at` plays.
+
+        Raises:
+            ModelError: the run holds no such scenario (a Python test playing a simulated
+                user) or fewer trials of it.
+        """
+        if at.scenario not in self.conversations:
+            raise ModelError(
+                f"replay-users: run {self.run_id} holds no simulated user of scenario "
+                f"{at.scenario!r} (Python tests' simulated users are not replayed: leave it "
+                "out with --pattern)",
+                requests=0,
+            )
+        stored = self.conversations[at.scenario]
         if at.trial > len(stored):
             raise ModelError(
-                f"replay-users: run {self.run_id} holds {len(stored)} conversations of "
-                f"scenario {at.scenario!r}, none for trial {at.trial}",
+                f"replay-users: run {self.run_id} holds {len(stored)} "
+                f"conversation{'s' * (len(stored) != 1)} of scenario {at.scenario!r}, none for "
+                f"trial {at.trial}",
                 requests=0,
             )
         return stored[at.trial - 1]
