@@ -15,14 +15,18 @@ from pydantic import TypeAdapter, ValidationError
 from sparring.config import load_settings
 from sparring.errors import ConfigError, StepBudgetSpent, TargetError, UserError
 from sparring.loaders import load_paths
+from sparring.reports.html import write_html
+from sparring.results import Artifact
 from sparring.runner import RunSettings, run_scenarios
 from sparring.scenario import ScriptedScenario
 from sparring.target_specs import BrowserTargetSpec, TargetSpec
 from sparring.targets import browser_launch
+from sparring.targets.base import StatelessSession
 from sparring.targets.browser import BrowserTarget, chat_page_url
 from sparring.targets.browser_page import StepBudget, reply_parts
 from sparring.targets.browser_page import _Item as Item  # pyright: ignore[reportPrivateUsage]
 from sparring.targets.scripted import ScriptedTarget
+from sparring.transcript import Message, Transcript
 from tests.test_dialects import conversation_test
 
 SPEC: TypeAdapter[Any] = TypeAdapter(TargetSpec)
@@ -195,3 +199,63 @@ def _plainwright(path: Path, config: dict[str, Any]) -> Path:
     test["config"].update(config)
     path.write_text(json.dumps(test), encoding="utf-8")
     return path
+
+
+class _EvidenceSession(StatelessSession):
+    """A session with evidence, as a browser's: records the turn limit it is told and hands
+    out one screenshot when the trial failed."""
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies, self.planned, self.asked = replies, 0, False
+
+    def plan(self, *, max_turns: int) -> None:
+        self.planned = max_turns
+
+    async def send(self, transcript: Transcript, /) -> Message:
+        return Message(role="agent", content=self.replies.pop(0))
+
+    async def close(self) -> None:
+        pass
+
+    def evidence(self, *, failed: bool) -> tuple[list[Artifact], str | None]:
+        self.asked = failed
+        shots = [Artifact(kind="screenshot", path="/s/02-turn-2.png", turn=2)] if failed else []
+        return shots, "https://shop.example/support"
+
+
+class _EvidenceTarget:
+    name = "evidence"
+
+    def __init__(self, session: _EvidenceSession) -> None:
+        self.session = session
+
+    async def open_session(self) -> _EvidenceSession:
+        return self.session
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.anyio
+async def test_the_runner_plans_the_budget_and_keeps_the_evidence_in_the_report(
+    tmp_path: Path,
+) -> None:
+    scenario = ScriptedScenario.model_validate(
+        {"id": "web", "turns": [{"user": "Hi"}, {"user": "Bye", "checks": [{"contains": "x"}]}]}
+    )
+    session = _EvidenceSession(["Hello", "Goodbye"])
+    result = await run_scenarios(
+        [scenario],
+        targets=lambda s: _EvidenceTarget(session),
+        user_model=None,
+        judge_model=None,
+        settings=RunSettings(),
+    )
+    trial = result.scenarios[0].trials[0]
+    assert (session.planned, session.asked, trial.status) == (2, True, "failed")
+    assert trial.page_url == "https://shop.example/support"
+    assert [a.path for a in trial.artifacts] == ["/s/02-turn-2.png"]
+    write_html(result, tmp_path / "r.html")
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "page https://shop.example/support" in html
+    assert "screenshot after turn 2: /s/02-turn-2.png" in html

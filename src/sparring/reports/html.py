@@ -406,6 +406,8 @@ def _trial(trial: TrialResult, of: int, user_label: str, keys: Iterator[str]) ->
         f"{trial.duration_ms / 1000:.1f} s",
         f"cost {_cost(trial.usage_totals())}",
         *trial_facts(trial),
+        *([f"page {trial.page_url}"] if trial.page_url else []),
+        *(f"screenshot after turn {a.turn}: {a.path}" for a in trial.artifacts),
     ]
     featured = next((i for i in trial.insights if i.featured), None)
     if featured is not None:
