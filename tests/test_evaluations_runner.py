@@ -86,6 +86,7 @@ async def run(
     judge: Judge | None = None,
     reply: str | Message = REPLY,
     settings: RunSettings | None = None,
+    scrub: Any = None,
 ) -> RunResult:
     return await run_scenarios(
         list(scenarios),
@@ -93,6 +94,7 @@ async def run(
         user_model=None,
         judge_model=None if judge is None else judge.model,
         settings=settings or RunSettings(parallel=1),
+        scrub=scrub,
     )
 
 
@@ -280,3 +282,13 @@ async def test_evaluations_without_a_judge_model_are_skipped_not_done() -> None:
     trial = only_trial(await run(scenario(evaluations=[EVALUATION])))
     assert trial.status == "skipped" and trial.end_reason == "skipped"
     assert trial.insights == [] and trial.evaluations_passed == "none"
+
+
+async def test_an_insights_error_and_text_keep_no_secret() -> None:
+    secret = "sk-live-0123456789"
+    text = {"name": "notes", "prompt": "Notes?", "insights": [{"name": "note", "type": "text"}]}
+    judge = Judge(values={"quality.tone": f"about {secret}", "notes.note": f"saw {secret}"})
+    spec = scenario(criteria=["Says when"], evaluations=[EVALUATION, text])
+    trial = only_trial(await run(spec, judge=judge, scrub=lambda t: t.replace(secret, "***")))
+    dumped = trial.model_dump_json()
+    assert secret not in dumped and "about ***" in dumped and "saw ***" in dumped

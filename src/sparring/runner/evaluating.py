@@ -55,6 +55,22 @@ def nothing_to_pass(scenario: AnyRunnable) -> bool:
     )
 
 
+def masked_insight(insight: InsightResult, scrub: Scrub | None) -> InsightResult:
+    """`insight` with secrets masked in its error, reasoning, evidence and text value (an
+    error quotes what the judge answered, which may repeat a secret)."""
+    if scrub is None:
+        return insight
+    value = insight.value
+    return insight.model_copy(
+        update={
+            "value": scrub(value) if isinstance(value, str) else value,
+            "reasoning": scrub(insight.reasoning),
+            "evidence": tuple(scrub(e) for e in insight.evidence),
+            "error": None if insight.error is None else scrub(insight.error),
+        }
+    )
+
+
 def explains(scenario: AnyRunnable, settings: RunSettings) -> bool:
     """`explain_failures`: the scenario's own when it sets one, else the settings'."""
     own = None if isinstance(scenario, CodeScenario) else scenario.explain_failures

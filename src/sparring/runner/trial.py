@@ -63,7 +63,13 @@ from sparring.runner.context import (
     UserPlay,
     masked_verdict,
 )
-from sparring.runner.evaluating import explains, explanation, has_gates, nothing_to_pass
+from sparring.runner.evaluating import (
+    explains,
+    explanation,
+    has_gates,
+    masked_insight,
+    nothing_to_pass,
+)
 from sparring.runner.script import SimulatorFailed, needs_user_model, play_script, script_steps
 from sparring.runner.settings import REPLY_TIMEOUT_HINT, AnyRunnable, RunSettings
 from sparring.scenario import (
@@ -304,7 +310,7 @@ async def _judge(
         )
         state.add_verdicts(outcome.verdicts)
         state.reply_notes = outcome.reply_notes
-        state.insights = outcome.insights
+        state.insights = [masked_insight(i, ctx.scrub) for i in outcome.insights]
 
 
 async def _converse(state: _TrialState, target: Target | None) -> EndReason:
@@ -437,7 +443,7 @@ async def _evaluate_code(state: _TrialState, scenario: CodeScenario, model: Mode
         usage=state.usage,
         scrub=state.ctx.scrub,
     )
-    state.insights = outcome.insights
+    state.insights = [masked_insight(i, state.ctx.scrub) for i in outcome.insights]
 
 
 async def _hook(
