@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from sqlalchemy import Connection, Row, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -42,7 +42,6 @@ from sparring.store.schema import asset_revisions, assets
 from sparring.store.writer import now_iso
 
 RevisionState = Literal["draft", "preview", "published", "archived"]
-REVISION_STATES: tuple[RevisionState, ...] = get_args(RevisionState)
 RUNNABLE_STATES: tuple[RevisionState, ...] = ("preview", "published")
 """States a test case may select a revision in."""
 NAME_MAX = 255

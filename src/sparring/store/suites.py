@@ -237,19 +237,6 @@ def get_suite(store: Store, suite_id: int) -> Suite:
         return _suite(_suite_row(conn, suite_id))
 
 
-def find_suite(store: Store, name: str) -> Suite:
-    """The suite named `name`.
-
-    Raises:
-        SuiteNotFound: no such suite.
-    """
-    with store.engine.connect() as conn:
-        row = conn.execute(select(suites).where(suites.c.name == name)).first()
-    if row is None:
-        raise SuiteNotFound(f"no test suite named {name!r}")
-    return _suite(row)
-
-
 def all_suites(store: Store) -> list[Suite]:
     """Every suite, by name."""
     with store.engine.connect() as conn:
