@@ -25,7 +25,7 @@ _SHOWN_WRONG = 20
 
 
 @click.command("calibrate")
-@click.argument("labels", metavar="LABELS", required=False, type=click.Path(dir_okay=False))
+@click.argument("labels", metavar="[LABELS]", required=False, type=click.Path(dir_okay=False))
 @click.option(
     "--run",
     "run_id",
@@ -33,7 +33,11 @@ _SHOWN_WRONG = 20
     help="Use the verdict overrides of stored run RUN as the labels (instead of LABELS).",
 )
 @click.option("--store", metavar="URL", help=STORE_HELP)
-@click.option("--judge-model", metavar="SPEC", help="Calibrate this judge (default: the judge).")
+@click.option(
+    "--judge-model",
+    metavar="SPEC",
+    help="Calibrate this judge (default: the configured judge model).",
+)
 @click.option(
     "--repeat",
     type=click.IntRange(min=1, max=20),
