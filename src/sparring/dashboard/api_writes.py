@@ -16,8 +16,6 @@ from sparring.dashboard.access import allowed
 from sparring.dashboard.api import SuiteOut, suite_out
 from sparring.dashboard.auth import Principal
 from sparring.dashboard.state import Dashboard
-from sparring.dashboard.suite_pages import saved
-from sparring.errors import UserError
 from sparring.store.assets import (
     Asset,
     AssetKind,
@@ -153,7 +151,7 @@ async def list_kind(
 @router.get("/assets/{kind}/{asset_id}")
 async def get_one(request: Request, who: Viewer, kind: AssetKind, asset_id: int) -> AssetOut:
     """One asset with all its revisions."""
-    return asset_out(_of_kind(_dashboard(request), kind, asset_id))
+    return asset_out(_dashboard(request).asset(kind, asset_id))
 
 
 @router.post("/assets/{kind}", status_code=201)
@@ -169,7 +167,7 @@ async def draft(
 ) -> AssetOut:
     """Save Draft: `content` as a new Draft revision (renaming the asset to `name`)."""
     dashboard = _dashboard(request)
-    _of_kind(dashboard, kind, asset_id)
+    dashboard.asset(kind, asset_id)
     save_draft(dashboard.store, asset_id, body.content, author=who.name, name=body.name)
     return asset_out(get_asset(dashboard.store, asset_id))
 
@@ -185,7 +183,7 @@ async def revise(
 ) -> AssetOut:
     """Move revision `number` to Preview, Publish it, or Revert to it (a new Draft)."""
     dashboard = _dashboard(request)
-    _of_kind(dashboard, kind, asset_id)
+    dashboard.asset(kind, asset_id)
     store = dashboard.store
     if operation == "preview":
         preview_revision(store, asset_id, number)
@@ -202,7 +200,7 @@ async def clone(
 ) -> AssetOut:
     """Clone: a new asset "<name> - clone" whose Draft has revision `revision`'s content."""
     dashboard = _dashboard(request)
-    _of_kind(dashboard, kind, asset_id)
+    dashboard.asset(kind, asset_id)
     return asset_out(clone_asset(dashboard.store, asset_id, number=revision, author=who.name))
 
 
@@ -210,17 +208,8 @@ async def clone(
 async def archive(request: Request, who: AssetEditor, kind: AssetKind, asset_id: int) -> AssetOut:
     """Archive the asset and all its revisions (irreversible)."""
     dashboard = _dashboard(request)
-    _of_kind(dashboard, kind, asset_id)
+    dashboard.asset(kind, asset_id)
     return asset_out(archive_asset(dashboard.store, asset_id))
-
-
-def _of_kind(dashboard: Dashboard, kind: AssetKind, asset_id: int) -> Asset:
-    from sparring.store.assets import AssetNotFound
-
-    asset = get_asset(dashboard.store, asset_id)
-    if asset.kind != kind:
-        raise AssetNotFound(f"no {kind} with id {asset_id}")
-    return asset
 
 
 @router.post("/suites", status_code=201)
@@ -234,7 +223,7 @@ async def update_suite(
     request: Request, who: SuiteEditor, suite_id: str, body: SuiteIn
 ) -> SuiteOut:
     """Replace a saved suite's name and test cases (its runs stay); with `run` start it."""
-    return await _save(request, who, body, saved(_dashboard(request), suite_id).id)
+    return await _save(request, who, body, _dashboard(request).saved(suite_id).id)
 
 
 async def _save(request: Request, who: Principal, body: SuiteIn, suite_id: int | None) -> SuiteOut:
@@ -250,7 +239,7 @@ async def _save(request: Request, who: Principal, body: SuiteIn, suite_id: int |
     ]
     kept = store_suite(dashboard.store, body.name, cases, suite_id=suite_id, author=who.name)
     if body.run:
-        await _start(dashboard, kept.id, who)
+        await dashboard.start(kept.id, who)
     return suite_out(dashboard.suite(str(kept.id)))
 
 
@@ -258,23 +247,15 @@ async def _save(request: Request, who: Principal, body: SuiteIn, suite_id: int |
 async def run_suite(request: Request, who: SuiteRunner, suite_id: str) -> StartedOut:
     """Rerun: start a run of the suite with its current settings (one at a time)."""
     dashboard = _dashboard(request)
-    run_id = await _start(dashboard, saved(dashboard, suite_id).id, who)
+    run_id = await dashboard.start(dashboard.saved(suite_id).id, who)
     return StartedOut(suite_id=suite_id, run_id=run_id)
-
-
-async def _start(dashboard: Dashboard, suite_id: int, who: Principal) -> str | None:
-    if not who.may("run_suites"):
-        raise UserError(f"the suite is saved, but a {who.role} cannot run it")
-    if dashboard.runner is None:
-        raise UserError("this dashboard runs no suites (it was started without models)")
-    return await dashboard.runner.start(suite_id, author=who.name)
 
 
 @router.delete("/suites/{suite_id}")
 async def remove_suite(request: Request, who: SuiteEditor, suite_id: str) -> dict[str, list[str]]:
     """Delete a saved suite with all its runs; returns the ids of the runs deleted."""
     dashboard = _dashboard(request)
-    return {"deleted_runs": delete_suite(dashboard.store, saved(dashboard, suite_id).id)}
+    return {"deleted_runs": delete_suite(dashboard.store, dashboard.saved(suite_id).id)}
 
 
 @router.post("/runs/{run_id}/overrides", status_code=201)

@@ -24,6 +24,7 @@ from sparring.dashboard.forms import (
     user_content,
 )
 from sparring.dashboard.pages import render
+from sparring.dashboard.state import Dashboard
 from sparring.errors import UserError
 from sparring.store.assets import (
     KIND_LABELS,
@@ -34,7 +35,6 @@ from sparring.store.assets import (
     clone_asset,
     create_asset,
     evaluation_users,
-    get_asset,
     list_assets,
     preview_revision,
     publish_revision,
@@ -64,18 +64,9 @@ def _store(request: Request) -> Store:
     return request.app.state.dashboard.store
 
 
-def _of_kind(store: Store, slug: str, asset_id: int) -> Asset:
-    """Asset `asset_id`, which must be of the page's kind.
-
-    Raises:
-        AssetNotFound: no such asset (or not of this kind).
-    """
-    from sparring.store.assets import AssetNotFound
-
-    asset = get_asset(store, asset_id)
-    if asset.kind != KINDS[slug]:
-        raise AssetNotFound(f"no {KIND_LABELS[KINDS[slug]]} with id {asset_id}")
-    return asset
+def _of_kind(request: Request, slug: str, asset_id: int) -> Asset:
+    dashboard: Dashboard = request.app.state.dashboard
+    return dashboard.asset(KINDS[slug], asset_id)
 
 
 @router.get("/{slug}")
@@ -122,7 +113,7 @@ async def asset_page(
     request: Request, who: Viewer, slug: Slug, asset_id: int, revision: int | None = None
 ) -> HTMLResponse:
     """The editor of an asset, showing revision `revision` (default: the newest)."""
-    asset = _of_kind(_store(request), slug, asset_id)
+    asset = _of_kind(request, slug, asset_id)
     shown = asset.latest if revision is None else asset.revision(revision)
     return _editor(request, slug, asset, shown, _values(asset.kind, asset.name, shown.content))
 
@@ -132,7 +123,7 @@ async def save(request: Request, who: Editor, slug: Slug, asset_id: int) -> Resp
     """Save Draft: the form as a new Draft revision (renaming the asset when the name
     changed); with `add_insight`, the form again with one more insight row."""
     store = _store(request)
-    asset = _of_kind(store, slug, asset_id)
+    asset = _of_kind(request, slug, asset_id)
     form = await request.form()
     try:
         name, content = _content(asset.kind, form)
@@ -152,7 +143,7 @@ async def change_revision(
     """The revision menu: move revision `number` to Preview, Publish it, or Revert to it
     (a new Draft with its content)."""
     store = _store(request)
-    _of_kind(store, slug, asset_id)
+    _of_kind(request, slug, asset_id)
     if operation == "preview":
         changed = preview_revision(store, asset_id, number)
     elif operation == "publish":
@@ -169,7 +160,7 @@ async def clone(
     """Clone: a new asset "<name> - clone" whose Draft has the same content (of revision
     `revision`, default the newest); opens it."""
     store = _store(request)
-    _of_kind(store, slug, asset_id)
+    _of_kind(request, slug, asset_id)
     copy = clone_asset(store, asset_id, number=revision, author=who.name)
     return RedirectResponse(f"/{slug}/{copy.id}", status_code=303)
 
@@ -177,7 +168,7 @@ async def clone(
 @router.get("/{slug}/{asset_id}/archive")
 async def confirm_archive(request: Request, who: Editor, slug: Slug, asset_id: int) -> Response:
     """Ask before archiving (it cannot be undone)."""
-    asset = _of_kind(_store(request), slug, asset_id)
+    asset = _of_kind(request, slug, asset_id)
     context = {
         "title": f"Archive {asset.name}?",
         "message": f"Archive the {KIND_LABELS[asset.kind]} {asset.name!r} and all its "
@@ -194,7 +185,7 @@ async def confirm_archive(request: Request, who: Editor, slug: Slug, asset_id: i
 async def archive(request: Request, who: Editor, slug: Slug, asset_id: int) -> Response:
     """Archive the asset and all its revisions; back to the list's Archived tab."""
     store = _store(request)
-    _of_kind(store, slug, asset_id)
+    _of_kind(request, slug, asset_id)
     archive_asset(store, asset_id)
     return RedirectResponse(f"/{slug}?tab=archived", status_code=303)
 

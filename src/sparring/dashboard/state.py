@@ -16,10 +16,18 @@ from sparring.dashboard.runs import SuiteRunner
 from sparring.errors import UserError
 from sparring.results import RunResult
 from sparring.store.accounts import verify_password
-from sparring.store.assets import list_assets
+from sparring.store.assets import (
+    KIND_LABELS,
+    Asset,
+    AssetKind,
+    AssetNotFound,
+    get_asset,
+    list_assets,
+)
 from sparring.store.database import Store
 from sparring.store.reading import list_runs, load_run
 from sparring.store.suite_status import list_suites
+from sparring.store.suites import Suite
 
 
 class NotFound(UserError):
@@ -82,6 +90,45 @@ class Dashboard:
         if found is None:
             raise NotFound(f"no suite {suite_id!r}; the suites list (/suites) shows them all")
         return found
+
+    def asset(self, kind: AssetKind, asset_id: int) -> Asset:
+        """Asset `asset_id`, which must be a `kind` one.
+
+        Raises:
+            AssetNotFound: no such asset, or not of this kind.
+        """
+        asset = get_asset(self.store, asset_id)
+        if asset.kind != kind:
+            raise AssetNotFound(f"no {KIND_LABELS[kind]} with id {asset_id}")
+        return asset
+
+    def saved(self, suite_id: str) -> Suite:
+        """The saved suite `suite_id` names.
+
+        Raises:
+            NotFound: no such suite, or it is made of test files (edit those instead).
+        """
+        suite = self.suite(suite_id).saved
+        if suite is None:
+            raise NotFound(
+                f"suite {suite_id!r} is made of test files: change and run those files "
+                "(`sparring run PATHS`) instead"
+            )
+        return suite
+
+    async def start(self, suite_id: int, who: Principal) -> str | None:
+        """Start a run of saved suite `suite_id` for `who` (see `SuiteRunner.start`): the
+        run's id, `None` when it could not start.
+
+        Raises:
+            UserError: `who` may not run suites, this server runs none, or the suite
+                cannot run now (SuiteBusy, SuiteError).
+        """
+        if not who.may("run_suites"):
+            raise UserError(f"{who.name} is a {who.role} and may not run test suites")
+        if self.runner is None:
+            raise UserError("this dashboard runs no suites (it was started without a runner)")
+        return await self.runner.start(suite_id, author=who.name)
 
     def run(self, run_id: str) -> RunResult:
         """Stored run `run_id` as its result, overrides applied.

@@ -18,7 +18,7 @@ from sparring.dashboard.access import allowed
 from sparring.dashboard.auth import Principal
 from sparring.dashboard.forms import case_rows, suite_cases
 from sparring.dashboard.pages import render
-from sparring.dashboard.state import Dashboard, NotFound
+from sparring.dashboard.state import Dashboard
 from sparring.errors import UserError
 from sparring.store.assets import list_assets
 from sparring.store.suites import (
@@ -39,21 +39,6 @@ def _dashboard(request: Request) -> Dashboard:
     return request.app.state.dashboard
 
 
-def saved(dashboard: Dashboard, suite_id: str) -> Suite:
-    """The saved suite `suite_id` names.
-
-    Raises:
-        NotFound: no such suite, or it is made of test files (edit those files instead).
-    """
-    suite = dashboard.suite(suite_id).saved
-    if suite is None:
-        raise NotFound(
-            f"suite {suite_id!r} is made of test files: change and run those files "
-            "(`sparring run PATHS`) instead"
-        )
-    return suite
-
-
 @router.get("/suites/new")
 async def new_suite(request: Request, who: SuiteEditor) -> HTMLResponse:
     """The editor of a new suite (one empty test case)."""
@@ -63,7 +48,7 @@ async def new_suite(request: Request, who: SuiteEditor) -> HTMLResponse:
 @router.get("/suites/{suite_id}/edit")
 async def edit_suite(request: Request, who: SuiteEditor, suite_id: str) -> HTMLResponse:
     """Edit and rerun: the suite's editor; nothing runs until Save and run."""
-    suite = saved(_dashboard(request), suite_id)
+    suite = _dashboard(request).saved(suite_id)
     cases = [
         {
             "agent": c.agent_id,
@@ -88,7 +73,7 @@ async def create_suite(request: Request, who: SuiteEditor) -> Response:
 @router.post("/suites/{suite_id}/edit")
 async def update_suite(request: Request, who: SuiteEditor, suite_id: str) -> Response:
     """Save (or Save and run) the suite's new name and test cases; its runs stay."""
-    return await _save(request, who, saved(_dashboard(request), suite_id))
+    return await _save(request, who, _dashboard(request).saved(suite_id))
 
 
 async def _save(request: Request, who: Principal, suite: Suite | None) -> Response:
@@ -110,35 +95,22 @@ async def _save(request: Request, who: Principal, suite: Suite | None) -> Respon
     except UserError as e:
         return _editor(request, suite, _posted(form), error=str(e))
     if form.get("then") == "run":
-        if not who.may("run_suites"):
-            raise UserError(f"suite {kept.name!r} is saved, but a {who.role} cannot run it")
-        await _start(dashboard, kept.id, who)
+        await dashboard.start(kept.id, who)
     return RedirectResponse(f"/suites/{kept.id}", status_code=303)
-
-
-async def _start(dashboard: Dashboard, suite_id: int, who: Principal) -> str | None:
-    """Start a run of saved suite `suite_id` (see `SuiteRunner.start`).
-
-    Raises:
-        UserError: this server runs no suites, or the suite cannot run now.
-    """
-    if dashboard.runner is None:
-        raise UserError("this dashboard runs no suites (it was started without models)")
-    return await dashboard.runner.start(suite_id, author=who.name)
 
 
 @router.post("/suites/{suite_id}/rerun")
 async def rerun(request: Request, who: SuiteRunner, suite_id: str) -> Response:
     """Rerun: run the suite again with its current settings."""
     dashboard = _dashboard(request)
-    await _start(dashboard, saved(dashboard, suite_id).id, who)
+    await dashboard.start(dashboard.saved(suite_id).id, who)
     return RedirectResponse(f"/suites/{suite_id}", status_code=303)
 
 
 @router.get("/suites/{suite_id}/delete")
 async def confirm_delete(request: Request, who: SuiteEditor, suite_id: str) -> Response:
     """Ask before deleting (it cannot be undone)."""
-    suite = saved(_dashboard(request), suite_id)
+    suite = _dashboard(request).saved(suite_id)
     context = {
         "title": f"Delete {suite.name}?",
         "message": f"Delete the test suite {suite.name!r} with all its runs and results? "
@@ -154,7 +126,7 @@ async def confirm_delete(request: Request, who: SuiteEditor, suite_id: str) -> R
 async def delete(request: Request, who: SuiteEditor, suite_id: str) -> Response:
     """Delete the suite with all its runs; back to the list."""
     dashboard = _dashboard(request)
-    delete_suite(dashboard.store, saved(dashboard, suite_id).id)
+    delete_suite(dashboard.store, dashboard.saved(suite_id).id)
     return RedirectResponse("/suites", status_code=303)
 
 
