@@ -70,7 +70,8 @@ from sparring.runner.evaluating import (
     masked_insight,
     nothing_to_pass,
 )
-from sparring.runner.script import SimulatorFailed, needs_user_model, play_script, script_steps
+from sparring.runner.evidence import kept, planned, unsent
+from sparring.runner.script import SimulatorFailed, needs_user_model, play_script
 from sparring.runner.settings import REPLY_TIMEOUT_HINT, AnyRunnable, RunSettings
 from sparring.scenario import (
     AnyScenario,
@@ -156,7 +157,6 @@ class _TrialState:
     def finish(self, status: TrialStatus, end_reason: EndReason, error: str | None) -> TrialResult:
         """The trial's result as it stands, its `error` text masked like everything else
         kept (a target's error may quote what the agent echoed); emits TrialFinished."""
-        kept = self.evidence.evidence(failed=status != "passed") if self.evidence else None
         result = TrialResult(
             scenario_id=self.scenario.id,
             trial=self.trial,
@@ -176,8 +176,7 @@ class _TrialState:
             error=None if error is None else _scrubbed(error, self.ctx.scrub),
             traceback=None if self.traceback is None else _scrubbed(self.traceback, self.ctx.scrub),
             duration_ms=(time.perf_counter() - self.started) * 1000,
-            artifacts=kept[0] if kept else [],
-            page_url=kept[1] if kept else None,
+            **kept(self.evidence, failed=status != "passed"),
         )
         self.ctx.observer(TrialFinished(result))
         return result
@@ -321,10 +320,7 @@ async def _converse(state: _TrialState, target: Target | None) -> EndReason:
     assert target is not None
     state.target_name = target.name
     session = await target.open_session()
-    if isinstance(session, EvidenceSession):  # a browser: screenshots, page URL, step budget
-        state.evidence = session
-        scripted = isinstance(scenario, ScriptedScenario | SingleTurnScenario)
-        session.plan(max_turns=len(script_steps(scenario)) if scripted else scenario.max_turns)
+    state.evidence = planned(session, scenario)  # a browser: screenshots, page URL, steps
     shoulds: list[ShouldItem] = []
     try:
         if isinstance(scenario, SimulatedScenario):
@@ -334,9 +330,7 @@ async def _converse(state: _TrialState, target: Target | None) -> EndReason:
             shoulds = await play_script(state, scenario, session)
             end_reason = "script_done"
     except StepBudgetSpent as e:  # judged on what was said; the unsent message is dropped
-        state.transcript, state.wire = (
-            Transcript(messages=t.messages[:-1]) for t in (state.transcript, state.wire)
-        )
+        state.transcript, state.wire = unsent(state.transcript), unsent(state.wire)
         end_reason, state.note = "browser_done", str(e)
     finally:
         with anyio.CancelScope(shield=True):

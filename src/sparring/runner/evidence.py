@@ -1,0 +1,33 @@
+"""What a trial keeps from a session with evidence (a browser target's screenshots and page
+URL), and the step budget such a session is given (see `targets.base.EvidenceSession`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparring.runner.script import script_steps
+from sparring.scenario import ScriptedScenario, SingleTurnScenario
+from sparring.targets.base import EvidenceSession, TargetSession
+from sparring.transcript import Transcript
+
+
+def planned(session: TargetSession, scenario: Any) -> EvidenceSession | None:
+    """`session` told the turn limit of `scenario` (its `max_turns`, or the number of
+    scripted steps) when it keeps evidence; `None` for any other session."""
+    if not isinstance(session, EvidenceSession):
+        return None
+    scripted = isinstance(scenario, ScriptedScenario | SingleTurnScenario)
+    session.plan(max_turns=len(script_steps(scenario)) if scripted else scenario.max_turns)
+    return session
+
+
+def kept(evidence: EvidenceSession | None, *, failed: bool) -> dict[str, Any]:
+    """The `artifacts` and `page_url` fields of the trial's result."""
+    artifacts, page_url = evidence.evidence(failed=failed) if evidence else ([], None)
+    return {"artifacts": artifacts, "page_url": page_url}
+
+
+def unsent(transcript: Transcript) -> Transcript:
+    """`transcript` without its last message: the user message a spent step budget kept
+    from being sent."""
+    return Transcript(messages=transcript.messages[:-1])
