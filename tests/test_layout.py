@@ -129,13 +129,18 @@ def test_the_public_names_are_pinned() -> None:
         "ConditionsNotMet",
         "ConditionsUndecided",
         "CustomerMessage",
+        "Evaluation",
         "HookError",
+        "Insight",
         "InteractionBuilder",
+        "Library",
         "Response",
         "Session",
+        "SimulatedUser",
         "Suite",
         "SuiteRun",
         "__version__",
+        "load_library",
         "open_session",
     ]
     assert [n for n in sparring.__all__ if n != "__version__"] == sparring.api.__all__
