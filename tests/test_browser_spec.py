@@ -259,3 +259,18 @@ async def test_the_runner_plans_the_budget_and_keeps_the_evidence_in_the_report(
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "page https://shop.example/support" in html
     assert "screenshot after turn 2: /s/02-turn-2.png" in html
+
+
+@pytest.mark.anyio
+async def test_the_kept_page_url_is_masked_like_everything_else() -> None:
+    scenario = ScriptedScenario.model_validate({"id": "web", "turns": [{"user": "Hi"}]})
+    session = _EvidenceSession(["Hello"])
+    result = await run_scenarios(
+        [scenario],
+        targets=lambda s: _EvidenceTarget(session),
+        user_model=None,
+        judge_model=None,
+        settings=RunSettings(),
+        scrub=lambda text: text.replace("support", "***"),
+    )
+    assert result.scenarios[0].trials[0].page_url == "https://shop.example/***"

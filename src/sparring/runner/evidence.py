@@ -3,6 +3,7 @@ URL), and the step budget such a session is given (see `targets.base.EvidenceSes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sparring.runner.script import script_steps
@@ -21,9 +22,15 @@ def planned(session: TargetSession, scenario: Any) -> EvidenceSession | None:
     return session
 
 
-def kept(evidence: EvidenceSession | None, *, failed: bool) -> dict[str, Any]:
-    """The `artifacts` and `page_url` fields of the trial's result."""
+def kept(
+    evidence: EvidenceSession | None, *, failed: bool, scrub: Callable[[str], str] | None
+) -> dict[str, Any]:
+    """The `artifacts` and `page_url` fields of the trial's result, their URLs masked with
+    `scrub` like everything else kept."""
     artifacts, page_url = evidence.evidence(failed=failed) if evidence else ([], None)
+    if scrub is not None:
+        page_url = None if page_url is None else scrub(page_url)
+        artifacts = [a.model_copy(update={"url": a.url and scrub(a.url)}) for a in artifacts]
     return {"artifacts": artifacts, "page_url": page_url}
 
 

@@ -176,7 +176,7 @@ class _TrialState:
             error=None if error is None else _scrubbed(error, self.ctx.scrub),
             traceback=None if self.traceback is None else _scrubbed(self.traceback, self.ctx.scrub),
             duration_ms=(time.perf_counter() - self.started) * 1000,
-            **kept(self.evidence, failed=status != "passed"),
+            **kept(self.evidence, failed=status != "passed", scrub=self.ctx.scrub),
         )
         self.ctx.observer(TrialFinished(result))
         return result
