@@ -428,3 +428,11 @@ def test_the_json_schema_accepts_library_files_and_refuses_a_typo() -> None:
     library["simulated_users"][0]["job_tilte"] = "x"
     assert schema_errors(library)
     assert schema_errors({"simulated_users": [{"name": "x", "mode": "video"}]})
+
+
+def test_a_library_file_both_among_the_tests_and_in_the_setting_is_read_once(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, {"library.yaml": LIBRARY, "t.yaml": TESTS})
+    loaded = by_id(load_paths([tmp_path], library=[tmp_path / "library.yaml"]))
+    assert names(loaded["late"]) == ["resolution", "empathy"]
