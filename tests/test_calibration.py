@@ -208,6 +208,8 @@ def _judge(name: str) -> ScriptedModel:
     """`refund` (met when the reply mentions a refund) or `alternate` (met, not_met, ...)."""
     if name == "refund":
         return ScriptedModel(handler=by_refund, name="scripted:refund")
+    if name == "garbage":
+        return ScriptedModel(handler=lambda messages, schema: "no idea", name="scripted:garbage")
     calls = itertools.count()
 
     def alternate(messages: Sequence[ChatMessage], schema: dict[str, Any] | None) -> Any:
@@ -366,3 +368,15 @@ def test_the_readme_example_line_is_a_valid_case(tmp_path: Path) -> None:
     (tmp_path / "labels.jsonl").write_text(line)
     (case,) = read_labels(tmp_path / "labels.jsonl")
     assert (case.id, case.kind, case.label) == ("refund-1", "criterion", "met")
+
+
+def test_a_judge_that_never_answers_usably_exits_3(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = sparring(monkeypatch, "calibrate", "labels.jsonl", "--judge-model", "scripted:garbage")
+    out = capsys.readouterr().out
+    assert code == 3
+    assert (
+        "Overall: agreement 0/3 (0%), Cohen's kappa n/a (the judge decided no case); 3 judge errors"
+        in out
+    )

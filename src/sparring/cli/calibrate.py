@@ -176,10 +176,16 @@ def _print(done: Calibration) -> None:
 def _summary(name: str, table: Confusion) -> str:
     agreeing = sum(r.correct for r in table.results)
     kappa = table.kappa
+    if kappa is not None:
+        shown = f"{kappa:.2f}"
+    elif table.errors == table.total:
+        shown = "n/a (the judge decided no case)"
+    else:
+        shown = "n/a (person and judge gave every decided case one same label)"
     errors = f"; {table.errors} judge error{_s(table.errors)}" if table.errors else ""
     return (
         f"{name}: agreement {agreeing}/{table.total} ({_pct(table.agreement)}), Cohen's kappa "
-        f"{'n/a (one label only)' if kappa is None else f'{kappa:.2f}'}{errors}"
+        f"{shown}{errors}"
     )
 
 
