@@ -46,7 +46,8 @@ from sparring.scenario.evaluations import Evaluation, SimulatedUser
 T = TypeVar("T", Evaluation, SimulatedUser)
 
 _WHERE = (
-    "in a library file (a YAML file among the test paths, or one named in the `library` setting)"
+    "in a library file: a YAML file among the test paths, or one named in the `library` "
+    "setting (which a single test file and the pytest plugin need)"
 )
 _MAX_NAMES = 20
 """At most this many known names are listed in an error."""
