@@ -380,3 +380,21 @@ def test_a_judge_that_never_answers_usably_exits_3(
         "Overall: agreement 0/3 (0%), Cohen's kappa n/a (the judge decided no case); 3 judge errors"
         in out
     )
+
+
+def test_output_writes_the_results_as_json(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ("calibrate", "labels.jsonl", "--judge-model", "scripted:refund")
+    assert sparring(monkeypatch, *args, "-o", "out.json") == 0
+    data = json.loads((project / "out.json").read_text())
+    assert data["judge_model"] == "scripted:refund" and data["labels"] == "labels.jsonl"
+    assert data["overall"]["agreement"] == pytest.approx(2 / 3)
+    assert data["overall"]["kappa"] == pytest.approx(0.4)
+    assert data["overall"]["confusion"]["met"] == {"met": 1, "not_met": 1, "error": 0}
+    assert [c["judge_label"] for c in data["cases"]] == ["met", "not_met", "not_met"]
+    capsys.readouterr()
+    assert sparring(monkeypatch, *args, "-o", "-") == 0
+    done = capsys.readouterr()
+    assert json.loads(done.out)["cases"][1]["id"] == "missed"  # JSON alone on stdout
+    assert "Overall: agreement 2/3" in done.err

@@ -5,8 +5,11 @@ at start-up; the work is in `sparring.judging.calibration` and the cases are rea
 
 from __future__ import annotations
 
+import functools
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -34,6 +37,12 @@ _SHOWN_WRONG = 20
 )
 @click.option("--store", metavar="URL", help=STORE_HELP)
 @click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Also write the results as JSON here (`-` for standard output).",
+)
+@click.option(
     "--judge-model",
     metavar="SPEC",
     help="Calibrate this judge (default: the configured judge model).",
@@ -47,7 +56,12 @@ _SHOWN_WRONG = 20
     "self-agreement is measured.",
 )
 def calibrate(
-    labels: str | None, run_id: str | None, store: str | None, judge_model: str | None, repeat: int
+    labels: str | None,
+    run_id: str | None,
+    store: str | None,
+    output: str | None,
+    judge_model: str | None,
+    repeat: int,
 ) -> None:
     """Measure the judge against people: LABELS is a JSONL file of labelled cases (a
     transcript, a `criterion`, `restriction` or `should`, and `label` met or not_met; see
@@ -56,7 +70,12 @@ def calibrate(
     criterion, the judge's self-agreement over --repeat answers and the cases it got wrong."""
     sys.exit(
         calibrate_command(
-            labels, run_id=run_id, store=store, judge_model=judge_model, repeat=repeat
+            labels,
+            run_id=run_id,
+            store=store,
+            judge_model=judge_model,
+            repeat=repeat,
+            output=output,
         )
     )
 
@@ -68,6 +87,7 @@ def calibrate_command(
     repeat: int,
     run_id: str | None = None,
     store: str | None = None,
+    output: str | None = None,
 ) -> int:
     """Body of `sparring calibrate`; returns the exit code: 0 when the judge answered, 3
     when none of its answers could be used (every case `error`).
@@ -112,13 +132,36 @@ def calibrate_command(
         finally:
             await judge.aclose()
 
-    click.echo(
+    say = functools.partial(click.echo, err=output == "-")  # `-o -`: JSON alone on stdout
+    say(
         f"Calibrating judge {spec} on {len(cases)} labelled case{_s(len(cases))} from "
         f"{origin}" + (f", each judged {repeat} times" if repeat > 1 else "")
     )
     done = anyio.run(work)
-    _print(done)
+    _print(done, say)
+    if output is not None:
+        _write(output, done.as_json() | {"judge_model": spec, "labels": origin})
     return 3 if done.overall.errors == len(done.results) else 0
+
+
+def _write(output: str, data: dict[str, Any]) -> None:
+    """Write `data` as JSON to the file `output` (`-`: standard output).
+
+    Raises:
+        UserError: the file cannot be written.
+    """
+    import json
+
+    from sparring.errors import UserError
+
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if output == "-":
+        click.echo(text, nl=False)
+        return
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"cannot write {output!r}: {e.strerror or e}") from None
 
 
 def _cases(
@@ -149,25 +192,25 @@ def _cases(
     return cases, f"the verdict overrides of run {found.id}"
 
 
-def _print(done: Calibration) -> None:
+def _print(done: Calibration, say: Callable[[str], None]) -> None:
     overall = done.overall
-    click.echo("")
-    click.echo(_summary("Overall", overall))
+    say("")
+    say(_summary("Overall", overall))
     if done.self_agreement is not None:
         flipped = done.unstable
         names = ", ".join(r.case.id for r in flipped[:10]) + (" ..." if len(flipped) > 10 else "")
-        click.echo(
+        say(
             f"Judge self-agreement over {done.repeat} answers: {_pct(done.self_agreement)}"
             + (f"; it changed its mind on {len(flipped)}: {names}" if flipped else "")
         )
     for table in done.by_criterion:
-        click.echo("")
-        click.echo(_summary(table.name, table))
-        click.echo(_table(table))
-    _print_wrong(done.wrong)
+        say("")
+        say(_summary(table.name, table))
+        say(_table(table))
+    _print_wrong(done.wrong, say)
     usage = done.usage
-    click.echo("")
-    click.echo(
+    say("")
+    say(
         f"Model calls: {usage.model_calls}, tokens {usage.input_tokens} in / "
         f"{usage.output_tokens} out"
     )
@@ -202,20 +245,20 @@ def _table(table: Confusion) -> str:
     return "\n".join([head, *rows])
 
 
-def _print_wrong(wrong: list[CaseResult]) -> None:
-    click.echo("")
+def _print_wrong(wrong: list[CaseResult], say: Callable[[str], None]) -> None:
+    say("")
     if not wrong:
-        click.echo("The judge agreed with every label.")
+        say("The judge agreed with every label.")
         return
-    click.echo(f"Cases the judge got wrong ({len(wrong)}):")
+    say(f"Cases the judge got wrong ({len(wrong)}):")
     for result in wrong[:_SHOWN_WRONG]:
         case = result.case
-        click.echo(
+        say(
             f"  {case.id} ({case.source}) {case.criterion_id[:60]}: person {case.label}, "
             f"judge {result.judge_label}: {result.reason[:200]}"
         )
     if len(wrong) > _SHOWN_WRONG:
-        click.echo(f"  ... and {len(wrong) - _SHOWN_WRONG} more")
+        say(f"  ... and {len(wrong) - _SHOWN_WRONG} more")
 
 
 def _pct(fraction: float | None) -> str:

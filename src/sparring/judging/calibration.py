@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 
@@ -212,6 +212,44 @@ class Calibration:
     def wrong(self) -> list[CaseResult]:
         """Cases whose judge label is not the person's, in case order."""
         return [r for r in self.results if not r.correct]
+
+    def as_json(self) -> dict[str, Any]:
+        """Everything `sparring calibrate` prints, as JSON data (`--output`): `repeat`,
+        `overall` and `criteria` (each `name`, `cases`, `agreement` 0-1, `kappa`, `errors`
+        and `confusion[person][judge]` counts), `self_agreement`, `unstable` (case ids),
+        `cases` (each `id`, `source`, `criterion_id`, `label`, `judge_label`, `answers`,
+        `reason`) and `usage`."""
+        return {
+            "repeat": self.repeat,
+            "overall": _table_json(self.overall),
+            "criteria": [_table_json(t) for t in self.by_criterion],
+            "self_agreement": self.self_agreement,
+            "unstable": [r.case.id for r in self.unstable],
+            "cases": [
+                {
+                    "id": r.case.id,
+                    "source": r.case.source,
+                    "criterion_id": r.case.criterion_id,
+                    "label": r.case.label,
+                    "judge_label": r.judge_label,
+                    "answers": r.statuses,
+                    "reason": r.reason,
+                }
+                for r in self.results
+            ],
+            "usage": self.usage.model_dump(),
+        }
+
+
+def _table_json(table: Confusion) -> dict[str, Any]:
+    return {
+        "name": table.name,
+        "cases": table.total,
+        "agreement": table.agreement,
+        "kappa": table.kappa,
+        "errors": table.errors,
+        "confusion": {p: {j: table.count(p, j) for j in JUDGE_LABELS} for p in LABELS},
+    }
 
 
 async def calibrate(
