@@ -70,7 +70,10 @@ class Defined(Generic[T]):
 
 @dataclass
 class Library:
-    """Every evaluation and simulated user read so far, by name, and what was wrong."""
+    """Every evaluation and simulated user read so far, by name (with where each is
+    defined), and what was wrong. Python tests get one from `sparring.api.load_library()`
+    and take definitions with `simulated_user(name)`, `evaluation(name)` and
+    `evaluations_for(user, *names)`."""
 
     evaluations: dict[str, Defined[Evaluation]] = field(
         default_factory=dict[str, Defined[Evaluation]]
