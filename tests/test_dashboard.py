@@ -340,6 +340,59 @@ def test_an_override_changes_the_status_and_is_marked(store: Store, client: Test
     assert client.get("/api/runs/r1").json()["scenarios"][0]["status"] == "passed"
 
 
+def test_a_test_file_sent_to_the_api_runs_and_is_listed_as_its_suite(
+    client: TestClient,
+) -> None:
+    from sparring.demo.server import DemoServer
+
+    with DemoServer(port=0) as demo:
+        plainwright = {
+            "name": "Late order",
+            "kind": "conversation",
+            "trials": 2,
+            "config": {
+                "target": {
+                    "type": "http",
+                    "url": f"{demo.url}/chat",
+                    "response_path": "reply",
+                    "body_template": {"message": "{{input}}"},
+                },
+                "persona": "A customer whose order is late.",
+                "goal": "Learn when the order arrives.",
+                "opening_message": "My order 10234 is late.",
+                "success_criteria": ["The assistant says when the order arrives"],
+                "max_turns": 2,
+            },
+        }
+        started = client.post("/api/tests", json={"name": "late-order", "file": plainwright})
+        assert started.status_code == 202, started.text
+        suite = finished(client, started.json()["suite_id"])
+    assert suite["name"] == "api:late-order" and suite["status"] == "passed"
+    assert suite["runs"][0]["id"] == started.json()["run_id"]
+    assert suite["runs"][0]["trial_counts"] == {"passed": 2}
+
+
+def test_a_test_file_sent_to_the_api_may_not_use_the_servers_code_or_files(
+    client: TestClient, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("do not send", encoding="utf-8")
+    callable_target = {
+        "target": {"type": "callable", "ref": "sparring.demo.agent:chat"},
+        "scenarios": [{"id": "a", "turns": [{"user": "hi"}], "criteria": ["It greets"]}],
+    }
+    attached = (
+        "target: {type: http, url: 'http://127.0.0.1:9/chat'}\nscenarios:\n"
+        f"  - {{id: a, prompt: hi, expected_output: x, files: ['{secret}']}}\n"
+    )
+    for file, said in ((callable_target, "`callable` target"), (attached, "attach files")):
+        refused = client.post("/api/tests", json={"name": "x", "file": file})
+        assert refused.status_code == 422 and said in refused.json()["detail"]
+    broken = client.post("/api/tests", json={"name": "z", "file": "scenarios: ["})
+    assert broken.status_code == 422 and broken.json()["detail"].startswith("api:z:1:")
+    assert client.get("/api/suites").json() == []  # nothing ran
+
+
 # --- who may do what -------------------------------------------------------------------------
 
 
@@ -362,6 +415,7 @@ def test_a_viewer_reads_and_exports_but_every_write_is_refused(store: Store) -> 
             ("post", "/api/assets/agent", {"name": "a", "content": {"type": "callable"}}),
             ("post", "/api/suites", {"name": "s", "cases": []}),
             ("post", "/api/suites/1/runs", {}),
+            ("post", "/api/tests", {"name": "t", "file": "scenarios: []"}),
             ("delete", "/api/suites/1", None),
             (
                 "post",

@@ -40,8 +40,8 @@ USER = {
 class PlatformModels:
     """One scripted model playing both sides: the simulated user says `OPENING`, then ends
     (goal achieved) once the agent answered; the judge gives insight `located` true when
-    the agent's last reply names a delivery date, `tone` 0.9, quoting the reply. Each
-    answer waits `latency_seconds` (a run can then be caught In progress)."""
+    the agent's last reply names a delivery date, `tone` 0.9, and every criterion met,
+    quoting the reply. Each answer waits `latency_seconds` (a run can then be caught In progress)."""
 
     def __init__(self, *, latency_seconds: float = 0.0) -> None:
         self.latency_seconds = latency_seconds
@@ -67,7 +67,11 @@ class PlatformModels:
             }
             for name in properties.get("insights", {}).get("properties", {})
         }
-        return {"replies": {}, "insights": insights}
+        verdicts = {
+            i: {"reason": "It said so.", "evidence": [quote], "turns": [1], "verdict": "met"}
+            for i in properties.get("verdicts", {}).get("required", [])
+        }
+        return {"replies": {}, "insights": insights, "verdicts": verdicts}
 
 
 def platform_dashboard(

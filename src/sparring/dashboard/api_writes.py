@@ -7,6 +7,7 @@ roles; errors are `{"detail": message}` with 404 (not found) or 422 (refused, wi
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request
@@ -15,6 +16,7 @@ from pydantic import BaseModel, Field
 from sparring.dashboard.access import allowed
 from sparring.dashboard.api import SuiteOut, suite_out
 from sparring.dashboard.auth import Principal
+from sparring.dashboard.catalog import file_suite_id
 from sparring.dashboard.state import Dashboard
 from sparring.store.assets import (
     Asset,
@@ -115,6 +117,15 @@ class OverrideIn(BaseModel):
     value: bool | float | str
     reason: str
     passed: bool | None = None
+
+
+class TestsIn(BaseModel):
+    """A test file to run now: `name` (its runs are listed as the suite `api:<name>`) and
+    the file, as YAML or JSON text or as the JSON object itself: sparring's format, or a
+    Plainwright conversation test or pytest-agent-eval file."""
+
+    name: str = Field(min_length=1, max_length=200)
+    file: str | dict[str, Any]
 
 
 def _dashboard(request: Request) -> Dashboard:
@@ -249,6 +260,18 @@ async def run_suite(request: Request, who: SuiteRunner, suite_id: str) -> Starte
     dashboard = _dashboard(request)
     run_id = await dashboard.start(dashboard.saved(suite_id).id, who)
     return StartedOut(suite_id=suite_id, run_id=run_id)
+
+
+@router.post("/tests", status_code=202)
+async def run_tests(request: Request, who: SuiteRunner, body: TestsIn) -> StartedOut:
+    """Run a test file sent in the request (work from the API): loaded as `sparring run`
+    loads files, run in the server, kept as suite `api:<name>` with its results pages.
+    A `callable` target or attached files are refused (they would use the server's code
+    or disk)."""
+    text = body.file if isinstance(body.file, str) else json.dumps(body.file)
+    name = body.name.strip()
+    run_id = await _dashboard(request).run_tests(text, name=name, who=who)
+    return StartedOut(suite_id=file_suite_id(f"api:{name}"), run_id=run_id)
 
 
 @router.delete("/suites/{suite_id}")

@@ -1,4 +1,5 @@
-"""Runs of saved test suites inside the dashboard's server process.
+"""Runs of saved test suites (and of test files sent to the API) inside the dashboard's
+server process.
 
 A run goes through the same runner as `sparring run` (`run_scenarios`, one `TargetPool`),
 and is kept in the store as it goes (`Recorder`: the run row when it starts, each trial as
@@ -10,10 +11,11 @@ suite at a time, `start_suite_run`); a run that cannot start records why
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -24,12 +26,12 @@ from sparring.models.base import Model
 from sparring.results import RunResult
 from sparring.runner import RunSettings, run_scenarios
 from sparring.runner.run import TargetPool
+from sparring.scenario import AnyScenario
 from sparring.secrets import Secrets
 from sparring.store.database import Store, open_store
 from sparring.store.provenance import current_provenance
 from sparring.store.recorder import Recorder
 from sparring.store.suites import (
-    ResolvedSuite,
     fail_suite_run,
     link_suite_run,
     resolve_suite,
@@ -41,6 +43,20 @@ Models = Callable[[], tuple[Model | None, Model | None]]
 """Makes the simulated user's and the judge's model for one run (closed after it)."""
 START_WAIT_S = 10.0
 """How long starting a run waits for the runner to name the run, in seconds."""
+
+
+@dataclass
+class _Launch:
+    """One run to start: its scenarios, the paths and invocation it is kept with, what to
+    do once the runner named it (`linked`) or when it could not start (`failed`, with
+    why); `named` gets its run id."""
+
+    scenarios: list[AnyScenario]
+    paths: list[str]
+    invocation: dict[str, Any]
+    linked: Callable[[str], None]
+    failed: Callable[[str], None]
+    named: list[str] = field(default_factory=list[str])
 
 
 @dataclass
@@ -86,27 +102,60 @@ class SuiteRunner:
             SuiteBusy: the suite is In progress.
             UserError: the server is not serving (no run can start).
         """
-        if self._group is None:
-            raise UserError("the dashboard is not serving: start it with `sparring serve`")
+        group = self._serving()
         resolved = resolve_suite(self.store, suite_id)
         claim = start_suite_run(self.store, resolved, author=author)
-        named: list[str] = []
+        launch = _Launch(
+            scenarios=list(resolved.scenarios),
+            paths=[f"suite:{resolved.suite.name}"],
+            invocation={"suite_id": resolved.suite.id, "claim": claim, "author": author},
+            linked=lambda run_id: link_suite_run(self.store, claim, run_id),
+            failed=lambda why: fail_suite_run(self.store, claim, why),
+        )
+        return await self._launch(group, launch)
+
+    async def start_tests(self, scenarios: Sequence[AnyScenario], *, name: str, author: str) -> str:
+        """Run `scenarios` (a test file sent to the API) as a run of paths `api:<name>`,
+        so it is listed as the suite `api:<name>`; returns the run's id.
+
+        Raises:
+            UserError: the server is not serving, or the run could not start (e.g. a
+                target cannot be built), saying why.
+        """
+        group = self._serving()
+        reasons: list[str] = []
+        launch = _Launch(
+            scenarios=list(scenarios),
+            paths=[f"api:{name}"],
+            invocation={"author": author},
+            linked=lambda _run_id: None,
+            failed=reasons.append,
+        )
+        run_id = await self._launch(group, launch)
+        if run_id is None:
+            raise UserError(f"the tests {name!r} could not start: {'; '.join(reasons)}")
+        return run_id
+
+    def _serving(self) -> TaskGroup:
+        if self._group is None:
+            raise UserError("the dashboard is not serving: start it with `sparring serve`")
+        return self._group
+
+    async def _launch(self, group: TaskGroup, launch: _Launch) -> str | None:
+        """Start `launch` in `group`; its run id once the runner named it, `None` when it
+        could not start (within `START_WAIT_S`)."""
         started = anyio.Event()
-        self._group.start_soon(self._run, resolved, claim, named, started)
+        group.start_soon(self._run, launch, started)
         with anyio.move_on_after(START_WAIT_S):
             await started.wait()
-        return named[0] if named else None
+        return launch.named[0] if launch.named else None
 
-    async def _run(
-        self, resolved: ResolvedSuite, claim: int, named: list[str], started: anyio.Event
-    ) -> None:
-        """Run `resolved` under `claim`, kept in the store; `named` gets the run id and
-        `started` is set once it is known (or the run could not start)."""
-        paths = [f"suite:{resolved.suite.name}"]
-        invocation = {"paths": paths, "suite_id": resolved.suite.id, "claim": claim}
+    async def _run(self, launch: _Launch, started: anyio.Event) -> None:
+        """Run `launch`, kept in the store as it goes; `started` is set once its run id is
+        known (`launch.named`), or once it could not start (`launch.failed` says why)."""
         record = RunRecord(
-            paths=paths,
-            invocation=invocation,
+            paths=launch.paths,
+            invocation={"paths": launch.paths, **launch.invocation},
             settings={},
             provenance=current_provenance(self.cwd),
         )
@@ -115,31 +164,33 @@ class SuiteRunner:
 
         def observe(event: Event) -> None:
             if isinstance(event, RunStarted) and event.run is not None:
-                link_suite_run(self.store, claim, event.run.run_id)
-                named.append(event.run.run_id)
+                launch.linked(event.run.run_id)
+                launch.named.append(event.run.run_id)
                 started.set()
             elif isinstance(event, RunFinished):
                 finished.append(event.result)
 
         why = "the server stopped before the run started"
         try:
-            await self._execute(resolved, recorder.observe(observe))
-        except Exception as e:  # noqa: BLE001 (kept as the suite's reason, not raised into
-            # the server): e.g. an agent's target cannot be built, so nothing ran
+            await self._execute(launch.scenarios, recorder.observe(observe))
+        except Exception as e:  # noqa: BLE001 (kept as the reason, not raised into the
+            # server): e.g. an agent's target cannot be built, so nothing ran
             why = str(e) if isinstance(e, UserError) else f"{type(e).__name__}: {e}"
         finally:
             with anyio.CancelScope(shield=True):
                 recorder.close(finished[-1] if finished else None)
-                if not named:
-                    fail_suite_run(self.store, claim, why)
+                if not launch.named:
+                    launch.failed(why)
             started.set()
 
-    async def _execute(self, resolved: ResolvedSuite, observer: Callable[[Event], None]) -> None:
+    async def _execute(
+        self, scenarios: Sequence[AnyScenario], observer: Callable[[Event], None]
+    ) -> None:
         user, judge = self.models()
         try:
             async with TargetPool(secrets=self.secrets) as pool:
                 await run_scenarios(
-                    resolved.scenarios,
+                    scenarios,
                     targets=pool.for_scenario,
                     user_model=user,
                     judge_model=judge,
