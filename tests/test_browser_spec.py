@@ -5,6 +5,7 @@ that name what to install."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,7 @@ def test_a_target_without_type_or_url_is_the_website_chat() -> None:
         ({"chat_url": "{{secrets.URL}}"}, "cannot use placeholders"),
         ({"screenshots": "always"}, "'every_turn', 'failures' or 'none'"),
         ({"input": ""}, "at least 1 character"),
-        ({"chat_hint": "x", "agent_url": "http://a"}, "agent_url"),
+        ({"chat_hint": "x", "agent_url": "http://a"}, "target needs `type`"),
     ],
 )
 def test_bad_keys_are_load_errors(keys: dict[str, Any], said: str) -> None:
@@ -274,3 +275,24 @@ async def test_the_kept_page_url_is_masked_like_everything_else() -> None:
         scrub=lambda text: text.replace("support", "***"),
     )
     assert result.scenarios[0].trials[0].page_url == "https://shop.example/***"
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [
+        (
+            '{chat_url: /x, devise: "iPhone 13"}',
+            "unknown key 'devise' in target (browser target); did you mean 'device'?",
+        ),
+        (
+            "{chat_hnt: Click it}",
+            "unknown key 'chat_hnt' in target (target); did you mean 'chat_hint'?",
+        ),
+        ('{ulr: "http://x"}', "unknown key 'ulr' in target (target); did you mean 'url'?"),
+    ],
+)
+def test_a_misspelt_key_is_named_with_the_key_meant(tmp_path: Path, target: str, said: str) -> None:
+    test = tmp_path / "t.yaml"
+    test.write_text(f"target: {target}\nscenarios:\n  - id: a\n    prompt: hi\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        load_paths([test])

@@ -301,7 +301,9 @@ def _target_type(value: Any) -> str | None:
             return "callable"
         if "base_url" in value:
             return "openai_chat"
-        return "browser"  # no address at all: the website chat on the site_url setting
+        if set(value) <= set(BrowserTargetSpec.model_fields):
+            return "browser"  # no address at all: the website chat on the site_url setting
+        return None  # e.g. a misspelt `url`: the error lists the keys of every target
     return getattr(value, "type", None)
 
 

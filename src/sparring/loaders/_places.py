@@ -50,6 +50,7 @@ TARGETS: dict[str, type[BaseModel]] = {
     "a2a": ts.A2ATargetSpec,
     "parlant": ts.ParlantTargetSpec,
     "voice": ts.VoiceTargetSpec,
+    "browser": ts.BrowserTargetSpec,
 }
 _FAMILIES = (SCENARIOS, CHECKS, TARGETS)
 _ITEM_MODELS: dict[str, type[BaseModel]] = {

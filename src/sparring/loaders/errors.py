@@ -427,12 +427,19 @@ def _untyped_check(value: dict[str, Any], where: str, names: str) -> tuple[str, 
 
 
 def _untyped_target(value: dict[str, Any], where: str) -> tuple[str, str | None]:
+    browser = [k for k in TARGETS["browser"].model_fields if k != "type"]
+    if any(k in browser for k in value):  # a website chat with a key it does not have
+        key = next(k for k in value if k not in browser)
+        guess = closest(key, browser)
+        hint = f"did you mean {guess!r}?" if guess else f"known keys: {', '.join(browser)}"
+        return f"unknown key {key!r} in {where} (browser target); {hint}", key
     for key in value:
-        if guess := closest(key, ["url", "ref", "base_url", "type"]):
+        if guess := closest(key, ["url", "ref", "base_url", "type", "chat_url", "chat_hint"]):
             return f"unknown key {key!r} in {where} (target); did you mean {guess!r}?", key
     return (
         f"{where}: a target needs `type:` (http, openai_chat, callable), or a `url:` "
         f"(http), `ref:` (callable) or `base_url:` (openai_chat), e.g. "
-        f"{_EXAMPLES['target']}",
+        f"{_EXAMPLES['target']}; with none of them it is a website chat (`chat_url:`, "
+        "`chat_hint:`)",
         None,
     )
