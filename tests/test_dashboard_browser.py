@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -64,13 +65,18 @@ def shots(request: pytest.FixtureRequest) -> Path:
     return folder
 
 
-def opened(browser: Browser, base: str) -> Page:
+@contextmanager
+def opened(browser: Browser, base: str) -> Iterator[Page]:
+    """A page on the dashboard at `base`; on leaving, no script error happened and nothing
+    was fetched from anywhere else (htmx and the styles are served by the dashboard)."""
     page = browser.new_page(viewport={"width": 1360, "height": 900}, base_url=base)
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.on("request", lambda r: None if r.url.startswith(base) else errors.append(r.url))
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("request", lambda r: None if r.url.startswith(base) else problems.append(r.url))
     page.set_default_timeout(10_000)
-    return page
+    yield page
+    page.close()
+    assert problems == []
 
 
 def agent_target(demo: str, response_path: str) -> str:
@@ -88,14 +94,12 @@ def publish_shown(page: Page) -> None:
 def test_the_seven_steps_before_publishing_in_a_browser(
     browser: Browser, store: Store, demo: str, shots: Path
 ) -> None:
-    with served(platform_dashboard(store)) as base:
-        page = opened(browser, base)
+    with served(platform_dashboard(store)) as base, opened(browser, base) as page:
         _create_user_and_evaluation(page, shots)
         _attach_and_publish(page, demo, shots)
         _create_suite_and_run(page, shots)
         _read_results(page, shots)
         _fix_and_run_again(page, demo, shots)
-        page.close()
     assert {p.name for p in shots.iterdir()} >= {"suites.png", "transcripts.png", "metrics.png"}
 
 
@@ -209,11 +213,13 @@ def test_a_viewer_is_refused_every_write_and_an_override_changes_the_status(
 ) -> None:
     add_account(store, "olive", "owner password", role="owner")
     add_account(store, "vic", "viewer password", role="viewer")
-    with served(platform_dashboard(store, local_owner=False)) as base:
-        owner = opened(browser, base)
+    with (
+        served(platform_dashboard(store, local_owner=False)) as base,
+        opened(browser, base) as owner,
+        opened(browser, base) as viewer,
+    ):
         _sign_in(owner, "olive", "owner password")
         suite = _passing_suite(owner, demo)
-        viewer = opened(browser, base)
         _sign_in(viewer, "vic", "viewer password")
         _viewer_refused(viewer, suite)
         viewer.screenshot(path=str(shots / "viewer.png"), full_page=True)
