@@ -152,10 +152,20 @@ async def test_a_chat_that_never_answers_ends_the_trial_with_a_screenshot(
 
 async def test_screenshots_every_turn_failures_or_none(demo: DemoServer, tmp_path: Path) -> None:
     users = ("Where is my order?", "It's #10234")
+    twice = scripted(*users, checks=[{"contains": "March 17"}]).model_copy(update={"trials": 2})
     async with browser(demo, tmp_path, screenshots="every_turn") as target:
-        every = await run(scripted(*users, checks=[{"contains": "March 17"}]), target)
-    assert every.status == "passed"
-    assert [(a.turn, Path(a.path).is_file()) for a in every.artifacts] == [(1, True), (2, True)]
+        result = await run_scenarios(
+            [twice],
+            targets=lambda s: target,
+            user_model=None,
+            judge_model=None,
+            settings=RunSettings(parallel=2),
+        )
+    for every in result.scenarios[0].trials:  # two conversations at once, one browser
+        assert every.status == "passed"
+        assert [(a.turn, Path(a.path).is_file()) for a in every.artifacts] == [(1, True), (2, True)]
+    first, second = (Path(t.artifacts[0].path).parent for t in result.scenarios[0].trials)
+    assert first != second  # each conversation's screenshots in a folder of its own
     async with browser(demo, tmp_path) as target:
         passed = await run(scripted(*users, checks=[{"contains": "March 17"}]), target)
     assert passed.status == "passed" and passed.artifacts == []
@@ -230,6 +240,19 @@ async def test_a_phone_is_emulated_and_an_unknown_device_named(
             TargetError, match="device 'iPhone13' is not .* did you mean 'iPhone 13'"
         ):
             await target.open_session()
+
+
+async def test_a_widget_closed_between_turns_is_opened_again(
+    demo: DemoServer, tmp_path: Path
+) -> None:
+    async with browser(demo, tmp_path, "/shop/iframe") as target:
+        session = await target.open_session()
+        transcript = await say(session, Transcript(), "Where is my order?")
+        await session.widget.frame.get_by_label("Close chat").click()
+        transcript = await say(session, transcript, "It's #10234")
+        await session.close()
+    assert "March 17" in transcript.messages[3].content
+    assert session.budget.used == 2 + 3 + 1 + 3  # the bubble clicked once more
 
 
 async def test_files_go_through_the_widgets_upload_button(demo: DemoServer, tmp_path: Path) -> None:
