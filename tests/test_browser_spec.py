@@ -105,6 +105,12 @@ def test_the_target_reads_site_url_from_the_settings(
         "browser http://127.0.0.1:9/shop",
     )
     assert target.artifacts_dir == tmp_path / "a"
+    monkeypatch.delenv("SPARRING_ARTIFACTS_DIR")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "tests").mkdir()
+    monkeypatch.chdir(tmp_path / "tests")
+    default = BrowserTarget.from_settings(BrowserTargetSpec(chat_url="http://h/chat"))
+    assert default.artifacts_dir == tmp_path.resolve() / ".sparring" / "artifacts"
 
 
 def test_reply_is_the_new_agent_text_without_echo_or_typing_indicator() -> None:

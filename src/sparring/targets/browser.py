@@ -50,12 +50,10 @@ def chat_page_url(chat_url: str, site_url: str | None) -> str:
     return urljoin(site_url.rstrip("/") + "/", chat_url.lstrip("/")) if chat_url else site_url
 
 
-def default_artifacts_dir() -> Path:
-    """`artifacts_dir` from the settings, else `.sparring/artifacts` in the project root."""
-    from sparring.config import load_settings
+def artifacts_dir(setting: str | None) -> Path:
+    """The `artifacts_dir` setting, else `.sparring/artifacts` in the project root."""
     from sparring.store.location import STORE_DIR, project_root
 
-    setting = load_settings({}).artifacts_dir
     return Path(setting) if setting else project_root(Path.cwd()) / STORE_DIR / "artifacts"
 
 
@@ -92,7 +90,10 @@ class BrowserTarget:
         pyproject.toml, sparring.toml)."""
         from sparring.config import load_settings
 
-        return cls(spec, site_url=load_settings({}).site_url, artifacts_dir=default_artifacts_dir())
+        settings = load_settings({})
+        return cls(
+            spec, site_url=settings.site_url, artifacts_dir=artifacts_dir(settings.artifacts_dir)
+        )
 
     async def _browser_started(self) -> tuple[Playwright, Browser]:
         async with self._lock:
