@@ -21,7 +21,7 @@ from sparring.target_specs import BrowserTargetSpec
 from sparring.transcript import Attachment
 
 if TYPE_CHECKING:
-    from playwright.async_api import Frame, Page
+    from playwright.async_api import FilePayload, Frame, Page
 
 SCRIPT = resources.files("sparring.targets").joinpath("browser_widget.js").read_text("utf-8")
 """The finder and reader, evaluated in a frame: `frame.evaluate(SCRIPT, {"op": ...})`."""
@@ -94,6 +94,21 @@ class _Item:
     text: str
     typing: bool
     side: str
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    items: list[_Item]
+    busy: bool
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The agent's messages for one user message (usually one), and the time from sending
+    to the reply's last change, in milliseconds."""
+
+    parts: list[str]
+    latency_ms: float
 
 
 def reply_parts(items: list[_Item], sent: str) -> list[str]:
@@ -280,11 +295,11 @@ class Widget:
                 "(no <input type=file> near its input)"
             )
         self.budget.spend("uploading files")
-        payloads = [
+        payloads: list[FilePayload] = [
             {"name": f.name, "mimeType": f.mime_type, "buffer": base64.b64decode(f.data)}
             for f in files
         ]
-        await self.frame.locator("[data-sparring-upload]").first.set_input_files(payloads)  # pyright: ignore[reportArgumentType]
+        await self.frame.locator("[data-sparring-upload]").first.set_input_files(payloads)
 
     async def _snapshot(self) -> _Snapshot:
         raw = cast(dict[str, Any], await self._eval(self.frame, {"op": "read"}) or {})
@@ -318,18 +333,3 @@ class Widget:
                 )
             await anyio.sleep(POLL_S)
         return Reply(parts=parts, latency_ms=round((changed_at - sent_at) * 1000, 3))
-
-
-@dataclass(frozen=True)
-class _Snapshot:
-    items: list[_Item]
-    busy: bool
-
-
-@dataclass(frozen=True)
-class Reply:
-    """The agent's messages for one user message (usually one), and the time from sending
-    to the reply's last change, in milliseconds."""
-
-    parts: list[str]
-    latency_ms: float
