@@ -436,3 +436,28 @@ def test_a_library_file_both_among_the_tests_and_in_the_setting_is_read_once(
     write(tmp_path, {"library.yaml": LIBRARY, "t.yaml": TESTS})
     loaded = by_id(load_paths([tmp_path], library=[tmp_path / "library.yaml"]))
     assert names(loaded["late"]) == ["resolution", "empathy"]
+
+
+def test_a_test_file_named_on_its_own_finds_the_library_next_to_it(tmp_path: Path) -> None:
+    other = (
+        'target: {url: "http://127.0.0.1:9/chat"}\n'
+        "scenarios:\n"
+        "  - {id: elsewhere, prompt: hi, checks: [{contains: x}]}\n"
+    )
+    kept = LIBRARY.split("simulated_users:")[0]
+    both = kept.replace("empathy", "kindness").replace("resolution", "outcome") + "---\n" + other
+    write(
+        tmp_path,
+        {
+            "library.yaml": LIBRARY,
+            "t.yaml": TESTS,
+            "broken.yaml": "scenarios: [\n",  # not a library: never read as one
+            "mixed.yaml": both,  # its library document counts, its scenarios do not
+        },
+    )
+    loaded = load_paths([tmp_path / "t.yaml"], library=[])
+    assert [s.id for s in loaded] == ["late", "call", "plain"]
+    assert names(by_id(loaded)["late"]) == ["resolution", "empathy"]
+    (tmp_path / "library.yaml").write_text(LIBRARY.replace("job_title", "job_tilte"))
+    with pytest.raises(ConfigError, match="library.yaml:15:5: unknown key 'job_tilte'"):
+        load_paths([tmp_path / "t.yaml"], library=[])

@@ -18,8 +18,10 @@ simulated_users:
 ```
 
 The loader reads every library document among the files it loads (a file of its own, or a
-`---` document of a test file) and in the files and directories of the `library` setting;
-names are unique across all of them. `Library.resolve` then turns a scenario's
+`---` document of a test file), in the files next to a test file named on its own
+(`neighbour_files`: `sparring run tests/late.yaml` finds `tests/library.yaml`, and so does
+the pytest plugin, which loads one file at a time) and in the files and directories of the
+`library` setting; names are unique across all of them. `Library.resolve` then turns a scenario's
 `evaluations: [NAME | mapping]` into `Evaluation`s and its `user: NAME` into its
 `simulated_user`, adding the evaluations attached to that user. Every unknown or repeated
 name is a `Problem` at its file:line:column, with the known names and a "did you mean".
@@ -27,6 +29,7 @@ name is a `Problem` at its file:line:column, with the known names and a "did you
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,20 +37,20 @@ from typing import Generic, TypeVar
 
 from pydantic import ValidationError
 
-from sparring.errors import UserError
-from sparring.loaders._library_file import LibraryFile
-from sparring.loaders._parse import Document, Loc
+from sparring.errors import ConfigError, UserError
+from sparring.loaders._library_file import LibraryFile, is_library
+from sparring.loaders._parse import Document, Loc, parse_documents
 from sparring.loaders._places import closest
 from sparring.loaders.errors import Problem, validation_problems
-from sparring.loaders.files import discover_files
+from sparring.loaders.files import TEST_FILE_SUFFIXES, discover_files
 from sparring.scenario import AnyScenario, SimulatedScenario
 from sparring.scenario.evaluations import Evaluation, SimulatedUser
 
 T = TypeVar("T", Evaluation, SimulatedUser)
 
 _WHERE = (
-    "in a library file: a YAML file among the test paths, or one named in the `library` "
-    "setting (which a single test file and the pytest plugin need)"
+    "in a library file: a YAML file among the test paths or next to the test file, or one "
+    "named in the `library` setting"
 )
 _MAX_NAMES = 20
 """At most this many known names are listed in an error."""
@@ -98,6 +101,22 @@ class Library:
             self._add(self.evaluations, Defined(evaluation, path, doc, ("evaluations", k)))
         for k, user in enumerate(read.simulated_users):
             self._add(self.simulated_users, Defined(user, path, doc, ("simulated_users", k)))
+
+    def add_neighbour(self, file: Path) -> None:
+        """Register the library documents of `file` (`neighbour_files`), leaving out its
+        other documents: its scenarios are not part of the run. A file that is not YAML
+        is reported in `problems`."""
+        path = str(file)
+        try:
+            documents = parse_documents(file.read_text(encoding="utf-8"), path=path)
+        except ConfigError as e:
+            self.problems.append(Problem(path, e.line, e.column, e.message))
+            return
+        except (OSError, UnicodeDecodeError):
+            return  # unreadable: not part of this run (neighbour_files read it a moment ago)
+        for doc in documents:
+            if is_library(doc.data):
+                self.add_document(doc, path=path)
 
     def _add(self, known: dict[str, Defined[T]], item: Defined[T]) -> None:
         name = item.value.name
@@ -268,6 +287,41 @@ def library_files(paths: Sequence[str | Path]) -> list[Path]:
                 "*.yaml, *.yml or *.json file"
             ) from None
     return files
+
+
+_LIBRARY_LINE = re.compile(r"^(?:evaluations|simulated_users)[ \t]*:", re.MULTILINE)
+"""A top-level `evaluations:` or `simulated_users:` line: the file may hold a library."""
+
+
+def neighbour_files(paths: Sequence[str | Path], *, taken: Sequence[Path]) -> list[Path]:
+    """Library files next to the test files named in `paths` (not directories): the
+    `*.yaml`, `*.yml` and `*.json` files of the same directory, not hidden and not in
+    `taken`, with a top-level `evaluations:` or `simulated_users:` line (only those are
+    parsed, so a directory of many test files costs little). Sorted by directory, then name.
+    """
+    seen = {f.resolve() for f in taken}
+    found: list[Path] = []
+    for raw in paths:
+        named = Path(raw)
+        if not named.is_file():
+            continue
+        for sibling in sorted(named.parent.iterdir()):
+            resolved = sibling.resolve()
+            if (
+                resolved in seen
+                or sibling.name.startswith(".")
+                or not sibling.name.endswith(TEST_FILE_SUFFIXES)
+                or not sibling.is_file()
+            ):
+                continue
+            seen.add(resolved)
+            try:
+                text = sibling.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if _LIBRARY_LINE.search(text):
+                found.append(sibling)
+    return found
 
 
 def configured_library() -> tuple[str, ...]:

@@ -28,7 +28,12 @@ from sparring.loaders.cases import expand_cases
 from sparring.loaders.dialects import to_native
 from sparring.loaders.errors import Problem, config_error, validation_problems
 from sparring.loaders.files import discover_files
-from sparring.loaders.library import Library, configured_library, library_files
+from sparring.loaders.library import (
+    Library,
+    configured_library,
+    library_files,
+    neighbour_files,
+)
 from sparring.loaders.schema import test_file_json_schema
 from sparring.scenario import (
     AnyScenario,
@@ -55,8 +60,9 @@ def load_paths(
 
     Each scenario gets the file's `target` when it has none, and `source="path:line"` (the
     line its mapping starts on). Evaluations and simulated users named in scenarios are
-    resolved from the library documents among the files and in `library`
-    (`sparring.loaders.library`). Everything is validated before `pattern` filters.
+    resolved from the library documents among the files, next to a file named on its own,
+    and in `library` (`sparring.loaders.library`). Everything is validated before `pattern`
+    filters.
 
     Args:
         paths: Files (any suffix, read as YAML) or directories, searched recursively for
@@ -85,7 +91,10 @@ def load_paths(
         found, trouble = _load_file(file, book)
         loaded += found
         problems += trouble
-    problems += _read_library(book, library, skip=files)
+    neighbours = neighbour_files(paths, taken=files)
+    for file in neighbours:
+        book.add_neighbour(file)
+    problems += _read_library(book, library, skip=[*files, *neighbours])
     loaded, trouble = _resolve(loaded, book)
     problems += trouble + _duplicate_ids(loaded)
     if problems:
