@@ -203,8 +203,8 @@
     const items = [...box.children].filter((e) => visible(e) && e.tagName !== "STYLE" &&
       e.tagName !== "SCRIPT").map((e) => ({ text: ownText(e), typing: typingLike(e), side: side(e) }));
     const panel = parentOf(box0) || box0;
-    const busy = deepAll(panel, "*").some((e) => visible(e) && !box0.contains(e) &&
-      (TYPING.test(words(e)) || e.getAttribute("aria-busy") === "true") && ownText(e).length < 60);
+    const busy = deepAll(panel, "*").some((e) => visible(e) && (e.getAttribute("aria-busy") === "true" ||
+      (!box0.contains(e) && TYPING.test(words(e)) && ownText(e).length < 60)));
     return { items, busy, missing: false };
   }
 

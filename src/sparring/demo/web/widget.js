@@ -133,9 +133,14 @@
     function stream(dots, pieces) {
       dots.remove();
       var node = bubble(ui, "agent", "");
+      node.setAttribute("aria-busy", "true");  // still streaming
       var shown = "";
       (function next(i) {
-        if (i >= pieces.length) { history.push({ role: "assistant", content: shown }); return; }
+        if (i >= pieces.length) {
+          node.removeAttribute("aria-busy");
+          history.push({ role: "assistant", content: shown });
+          return;
+        }
         shown += pieces[i];
         node.textContent = shown;
         ui.log.scrollTop = ui.log.scrollHeight;
