@@ -21,6 +21,8 @@ from sparring.scenario.evaluations import Evaluation
 from sparring.simulator import next_user_message
 from sparring.transcript import Message, Transcript
 
+pytest_plugins = ["pytester"]
+
 LIBRARY = """\
 evaluations:
   - name: empathy
@@ -461,3 +463,26 @@ def test_a_test_file_named_on_its_own_finds_the_library_next_to_it(tmp_path: Pat
     (tmp_path / "library.yaml").write_text(LIBRARY.replace("job_title", "job_tilte"))
     with pytest.raises(ConfigError, match="library.yaml:15:5: unknown key 'job_tilte'"):
         load_paths([tmp_path / "t.yaml"], library=[])
+
+
+PLUGIN_LATE = """\
+target: {ref: "shop_agent:reply"}
+scenarios:
+  - id: late_booking
+    user: caller
+    opening_message: Book me a slot
+    goal: Book a slot
+    max_turns: 1
+    criteria: ["The agent books a slot"]
+"""
+
+
+def test_the_pytest_plugin_finds_the_library_in_its_yaml_dirs(pytester: pytest.Pytester) -> None:
+    from tests.test_pytest_plugin import make_project
+
+    library = LIBRARY.replace("evaluations: [empathy]", "evaluations: []")
+    files = {"evals/library.yaml": library, "evals/late.yaml": PLUGIN_LATE}
+    make_project(pytester, settings='model = "scripted:met"\n', files=files)
+    result = pytester.runpytest("--sparring-live", "-v")
+    result.assert_outcomes(passed=1)
+    assert any("evals/late.yaml::late_booking PASSED" in line for line in result.outlines)
