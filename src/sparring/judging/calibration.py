@@ -323,8 +323,9 @@ async def judge_case(
     scenario = ScriptedScenario(
         id=_SCENARIO_ID, description=case.description, turns=turns, criteria=criteria
     )
+    turn = case.turn or 1
     shoulds = (
-        [ShouldItem(id=f"t{case.turn}.should1", turn=case.turn or 1, text=case.text)]
+        [ShouldItem(id=f"t{turn}.should1", turn=turn, text=case.text)]
         if case.kind == "should"
         else []
     )
