@@ -486,3 +486,53 @@ def test_the_pytest_plugin_finds_the_library_in_its_yaml_dirs(pytester: pytest.P
     result = pytester.runpytest("--sparring-live", "-v")
     result.assert_outcomes(passed=1)
     assert any("evals/late.yaml::late_booking PASSED" in line for line in result.outlines)
+
+
+def user_and_judge(messages: Sequence[ChatMessage], schema: Any) -> Any:
+    """One model for both roles: the simulated user says one thing and is done; the judge
+    meets every item and gives every insight a value of its type, quoting the reply."""
+    properties = (schema or {}).get("properties", {})
+    if "done_reason" in properties:
+        if any("Refunded" in m["content"] for m in messages):
+            return {"message": "", "done": True, "done_reason": "goal_achieved"}
+        return {"message": "Where is my daypack?!", "done": False, "done_reason": None}
+    quote = "Refunded in full"
+    by_type = {"boolean": True, "number": 0.8, "string": "refund"}
+    insights = {
+        i: {
+            "reasoning": "r",
+            "evidence": [quote],
+            "turns": [1],
+            "value": by_type.get(str(spec["properties"]["value"].get("type")), "refund"),
+        }
+        for i, spec in properties.get("insights", {}).get("properties", {}).items()
+    }
+    verdicts = {
+        i: {"reason": "r", "evidence": [quote], "turns": [1], "verdict": "met"}
+        for i in properties.get("verdicts", {}).get("required", [])
+    }
+    return {"verdicts": verdicts, "insights": insights, "replies": {}}
+
+
+@pytest.mark.anyio
+async def test_a_run_plays_the_user_and_scores_its_evaluations(tmp_path: Path) -> None:
+    from sparring.runner import RunSettings, run_scenarios
+    from sparring.targets.scripted import ScriptedTarget
+
+    write(tmp_path, {"library.yaml": LIBRARY, "t.yaml": TESTS})
+    late = by_id(load_paths([tmp_path], library=[]))["late"]
+    model = ScriptedModel(handler=user_and_judge)
+    result = await run_scenarios(
+        [late],
+        targets=lambda _s: ScriptedTarget(["Refunded in full, sorry for the wait."] * 3),
+        user_model=model,
+        judge_model=model,
+        settings=RunSettings(parallel=1),
+    )
+    (trial,) = result.scenarios[0].trials
+    system = model.calls[0][0][0]["content"]
+    assert "Who you are: Her order of printer paper is a week late" in system
+    judge_prompt = " ".join(m["content"] for m in model.calls[-1][0])
+    assert "How was the problem resolved?" in judge_prompt
+    assert "acknowledge the customer's frustration" in judge_prompt
+    assert {i.evaluation for i in trial.insights} == {"resolution", "empathy"}
