@@ -105,6 +105,11 @@ def test_the_target_reads_site_url_from_the_settings(
         "browser http://127.0.0.1:9/shop",
     )
     assert target.artifacts_dir == tmp_path / "a"
+    assert target.device is None
+    monkeypatch.setenv("SPARRING_BROWSER_DEVICE", "Pixel 7")  # the device picked for the run
+    assert BrowserTarget.from_settings(BrowserTargetSpec(chat_url="/")).device == "Pixel 7"
+    own = BrowserTargetSpec(chat_url="/", device="iPhone 13")  # a target's own device wins
+    assert BrowserTarget.from_settings(own).device == "iPhone 13"
     monkeypatch.delenv("SPARRING_ARTIFACTS_DIR")
     (tmp_path / ".git").mkdir()
     (tmp_path / "tests").mkdir()

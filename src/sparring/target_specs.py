@@ -257,7 +257,8 @@ class BrowserTargetSpec(BaseModel):
     page: opened from `chat_hint` ("Click the chat bubble, bottom right") or a bubble /
     launcher button, its input in the page, in an iframe or in a shadow root. `open`,
     `input`, `send` and `messages` are Playwright selectors for pages the finder cannot read.
-    `device` emulates a Playwright device (e.g. "iPhone 13"; default desktop Chromium).
+    `device` emulates a Playwright device (e.g. "iPhone 13"; default: the `browser_device`
+    setting, else desktop Chromium).
     `screenshots`: after `every_turn`, only for trials that did not pass (`failures`, the
     default), or `none`. `timeout_s` is how long a reply may take to begin, in seconds;
     `settle_s` how long it must stay unchanged to be complete.

@@ -69,6 +69,9 @@ class Settings(BaseModel):
     artifacts_dir: str | None = None
     """Where trials keep files besides their results (browser screenshots); default
     `.sparring/artifacts` in the project root."""
+    browser_device: str | None = None
+    """The Playwright device (e.g. "iPhone 13") browser targets without their own `device`
+    emulate; default desktop Chromium."""
     api_key: str | None = None
     parallel: int = Field(default=8, ge=1, le=1000)
     trials: int | None = Field(default=None, ge=1, le=100)

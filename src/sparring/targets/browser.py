@@ -64,6 +64,7 @@ class BrowserTarget:
         spec: The target's keys (`chat_url`, `chat_hint`, selectors, `device`, ...).
         site_url: The `site_url` setting, joined with a `chat_url` path.
         artifacts_dir: Screenshots go to `artifacts_dir/screenshots/<conversation>/`.
+        device: The `browser_device` setting: the device to emulate when `spec` names none.
 
     Raises:
         UserError: Playwright is missing (naming the extra), or `chat_url` is a path with
@@ -71,7 +72,12 @@ class BrowserTarget:
     """
 
     def __init__(
-        self, spec: BrowserTargetSpec, *, site_url: str | None, artifacts_dir: Path
+        self,
+        spec: BrowserTargetSpec,
+        *,
+        site_url: str | None,
+        artifacts_dir: Path,
+        device: str | None = None,
     ) -> None:
         self._start = import_playwright()
         self.spec, self.url, self.artifacts_dir = (
@@ -80,6 +86,7 @@ class BrowserTarget:
             artifacts_dir,
         )
         self.name = f"browser {self.url}"
+        self.device = spec.device or device
         self._playwright: Playwright | None = None
         self._browser: Browser | None = None
         self._lock = anyio.Lock()
@@ -92,7 +99,10 @@ class BrowserTarget:
 
         settings = load_settings({})
         return cls(
-            spec, site_url=settings.site_url, artifacts_dir=artifacts_dir(settings.artifacts_dir)
+            spec,
+            site_url=settings.site_url,
+            artifacts_dir=artifacts_dir(settings.artifacts_dir),
+            device=settings.browser_device,
         )
 
     async def _browser_started(self) -> tuple[Playwright, Browser]:
@@ -111,7 +121,7 @@ class BrowserTarget:
             TargetError: no Chromium, or `device` is not a Playwright device.
         """
         playwright, browser = await self._browser_started()
-        context = await browser.new_context(**context_options(playwright, self.spec.device))
+        context = await browser.new_context(**context_options(playwright, self.device))
         return BrowserSession(self, context, await context.new_page())
 
     async def aclose(self) -> None:
