@@ -503,6 +503,19 @@ def test_the_api_is_described_by_its_openapi_document(client: TestClient) -> Non
     ):
         assert path in paths
     assert not any(p.startswith("/suites") for p in paths)  # pages are not the API
+    assert client.get("/api/docs").status_code == 404  # its viewer would come from a CDN
+
+
+def test_pages_load_only_their_own_files_and_unknown_paths_are_not_found(
+    client: TestClient,
+) -> None:
+    page = client.get("/suites")
+    assert page.headers["content-security-policy"].startswith("default-src 'self'")
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+    assert '<script src="/static/htmx.min.js">' in page.text and "https://" not in page.text
+    assert client.get("/static/htmx.min.js").text.startswith("var htmx=")
+    assert client.get("/favicon.ico").status_code == 404
+    assert client.get("/nothing/here").status_code == 404
 
 
 # --- the command -----------------------------------------------------------------------------

@@ -67,11 +67,13 @@ def shots(request: pytest.FixtureRequest) -> Path:
 
 @contextmanager
 def opened(browser: Browser, base: str) -> Iterator[Page]:
-    """A page on the dashboard at `base`; on leaving, no script error happened and nothing
-    was fetched from anywhere else (htmx and the styles are served by the dashboard)."""
+    """A page on the dashboard at `base`; on leaving, no script error happened, the
+    Content-Security-Policy refused nothing, and nothing was fetched from anywhere else
+    (htmx and the styles are served by the dashboard)."""
     page = browser.new_page(viewport={"width": 1360, "height": 900}, base_url=base)
     problems: list[str] = []
     page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("console", lambda m: problems.append(m.text) if "Security Policy" in m.text else None)
     page.on("request", lambda r: None if r.url.startswith(base) else problems.append(r.url))
     page.set_default_timeout(10_000)
     yield page

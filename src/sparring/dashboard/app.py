@@ -1,5 +1,6 @@
 """The dashboard's FastAPI app: server-rendered pages (Jinja2 + htmx) and the JSON API
-under `/api` (OpenAPI document at `/api/openapi.json`, browsable at `/api/docs`).
+under `/api` (its OpenAPI document at `/api/openapi.json`; no docs page, whose viewer would
+come from a CDN).
 
 `create_app(dashboard)` builds it; `sparring serve` runs it with uvicorn. Every request
 gets a session (see `sparring.dashboard.auth`): a cookie set on the first response.
@@ -23,6 +24,15 @@ from sparring.errors import UserError
 from sparring.store.assets import AssetNotFound
 from sparring.store.suites import SuiteNotFound
 
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+    "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
+"""Sent with every response: the pages load nothing but the dashboard's own files (no
+inline script runs, whatever a transcript holds), and no other site may frame them."""
+
 
 def create_app(dashboard: Dashboard) -> FastAPI:
     """The dashboard app over `dashboard` (its store, sessions and suite runner).
@@ -41,7 +51,7 @@ def create_app(dashboard: Dashboard) -> FastAPI:
         title="sparring dashboard",
         summary="Suites, runs, transcripts, metrics, overrides and the platform's assets.",
         openapi_url="/api/openapi.json",
-        docs_url="/api/docs",
+        docs_url=None,
         redoc_url=None,
         lifespan=lifespan,
     )
@@ -68,6 +78,7 @@ async def _with_session(
         opened, session = dashboard.sessions.open(None)
     request.state.session = session
     response = await call_next(request)
+    response.headers.update(SECURITY_HEADERS)
     if opened is not None and SESSION_COOKIE not in response.headers.get("set-cookie", ""):
         set_session_cookie(response, opened)
     return response

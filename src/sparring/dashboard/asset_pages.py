@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.datastructures import FormData
 
 from sparring.dashboard.access import allowed
@@ -43,6 +44,21 @@ from sparring.store.assets import (
 )
 from sparring.store.database import Store
 
+
+class _KindConvertor(Convertor[str]):
+    """Path part naming a kind of asset, so `/{slug}` matches only these (any
+    other path is not found, not a bad request)."""
+
+    regex = "agents|simulated-users|evaluations"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("asset_kind", _KindConvertor())
 router = APIRouter(include_in_schema=False)
 Slug = Literal["agents", "simulated-users", "evaluations"]
 KINDS: dict[str, AssetKind] = {
@@ -69,7 +85,7 @@ def _of_kind(request: Request, slug: str, asset_id: int) -> Asset:
     return dashboard.asset(KINDS[slug], asset_id)
 
 
-@router.get("/{slug}")
+@router.get("/{slug:asset_kind}")
 async def asset_list(request: Request, who: Viewer, slug: Slug, tab: str = "active") -> Response:
     """The list of one kind of asset, Active or Archived."""
     store = _store(request)
@@ -85,13 +101,13 @@ async def asset_list(request: Request, who: Viewer, slug: Slug, tab: str = "acti
     return render(request, "assets.html.j2", context)
 
 
-@router.get("/{slug}/new")
+@router.get("/{slug:asset_kind}/new")
 async def new_asset(request: Request, who: Editor, slug: Slug) -> HTMLResponse:
     """The editor of a new asset."""
     return _editor(request, slug, None, None, _values(KINDS[slug], "", {}))
 
 
-@router.post("/{slug}/new")
+@router.post("/{slug:asset_kind}/new")
 async def create(request: Request, who: Editor, slug: Slug) -> Response:
     """Save a new asset as a Draft revision, back to the list; with `add_insight`, the form
     again with one more insight row."""
@@ -108,7 +124,7 @@ async def create(request: Request, who: Editor, slug: Slug) -> Response:
     return _editor(request, slug, None, None, _posted(kind, form), error=error)
 
 
-@router.get("/{slug}/{asset_id}")
+@router.get("/{slug:asset_kind}/{asset_id}")
 async def asset_page(
     request: Request, who: Viewer, slug: Slug, asset_id: int, revision: int | None = None
 ) -> HTMLResponse:
@@ -118,7 +134,7 @@ async def asset_page(
     return _editor(request, slug, asset, shown, _values(asset.kind, asset.name, shown.content))
 
 
-@router.post("/{slug}/{asset_id}")
+@router.post("/{slug:asset_kind}/{asset_id}")
 async def save(request: Request, who: Editor, slug: Slug, asset_id: int) -> Response:
     """Save Draft: the form as a new Draft revision (renaming the asset when the name
     changed); with `add_insight`, the form again with one more insight row."""
@@ -136,7 +152,7 @@ async def save(request: Request, who: Editor, slug: Slug, asset_id: int) -> Resp
     return _editor(request, slug, asset, asset.latest, _posted(asset.kind, form), error=error)
 
 
-@router.post("/{slug}/{asset_id}/revisions/{number}/{operation}")
+@router.post("/{slug:asset_kind}/{asset_id}/revisions/{number}/{operation}")
 async def change_revision(
     request: Request, who: Editor, slug: Slug, asset_id: int, number: int, operation: Operation
 ) -> Response:
@@ -153,7 +169,7 @@ async def change_revision(
     return RedirectResponse(f"/{slug}/{asset_id}?revision={changed.number}", status_code=303)
 
 
-@router.post("/{slug}/{asset_id}/clone")
+@router.post("/{slug:asset_kind}/{asset_id}/clone")
 async def clone(
     request: Request, who: Editor, slug: Slug, asset_id: int, revision: int | None = None
 ) -> Response:
@@ -165,7 +181,7 @@ async def clone(
     return RedirectResponse(f"/{slug}/{copy.id}", status_code=303)
 
 
-@router.get("/{slug}/{asset_id}/archive")
+@router.get("/{slug:asset_kind}/{asset_id}/archive")
 async def confirm_archive(request: Request, who: Editor, slug: Slug, asset_id: int) -> Response:
     """Ask before archiving (it cannot be undone)."""
     asset = _of_kind(request, slug, asset_id)
@@ -181,7 +197,7 @@ async def confirm_archive(request: Request, who: Editor, slug: Slug, asset_id: i
     return render(request, "confirm.html.j2", context)
 
 
-@router.post("/{slug}/{asset_id}/archive")
+@router.post("/{slug:asset_kind}/{asset_id}/archive")
 async def archive(request: Request, who: Editor, slug: Slug, asset_id: int) -> Response:
     """Archive the asset and all its revisions; back to the list's Archived tab."""
     store = _store(request)

@@ -61,7 +61,7 @@ def prepare(settings: Settings, *, host: str, port: int, store: str | None, cwd:
     who = "as the local owner" if not accounts else "sign in with an account"
     banner = (
         f"sparring dashboard on http://{shown_host}:{port} ({who}); store "
-        f"{shown_url(opened.url)}; API at /api (docs /api/docs). Ctrl-C stops it."
+        f"{shown_url(opened.url)}; API at /api (/api/openapi.json). Ctrl-C stops it."
     )
     if settings.resolved_user_model is None or settings.resolved_judge_model is None:
         banner += (
