@@ -46,8 +46,8 @@ from sparring.store.database import Store
 
 
 class _KindConvertor(Convertor[str]):
-    """Path part naming a kind of asset, so `/{slug}` matches only these (any
-    other path is not found, not a bad request)."""
+    """The path part naming a kind of asset (`{slug:asset_kind}`): other paths are not
+    found, rather than a bad request."""
 
     regex = "agents|simulated-users|evaluations"
 
