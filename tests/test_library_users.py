@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -491,13 +491,15 @@ def test_the_pytest_plugin_finds_the_library_in_its_yaml_dirs(pytester: pytest.P
 def user_and_judge(messages: Sequence[ChatMessage], schema: Any) -> Any:
     """One model for both roles: the simulated user says one thing and is done; the judge
     meets every item and gives every insight a value of its type, quoting the reply."""
-    properties = (schema or {}).get("properties", {})
+    given = cast(dict[str, Any], schema or {})
+    properties = cast(dict[str, Any], given.get("properties", {}))
     if "done_reason" in properties:
         if any("Refunded" in m["content"] for m in messages):
             return {"message": "", "done": True, "done_reason": "goal_achieved"}
         return {"message": "Where is my daypack?!", "done": False, "done_reason": None}
     quote = "Refunded in full"
     by_type = {"boolean": True, "number": 0.8, "string": "refund"}
+    asked = cast(dict[str, dict[str, Any]], properties.get("insights", {}).get("properties", {}))
     insights = {
         i: {
             "reasoning": "r",
@@ -505,11 +507,11 @@ def user_and_judge(messages: Sequence[ChatMessage], schema: Any) -> Any:
             "turns": [1],
             "value": by_type.get(str(spec["properties"]["value"].get("type")), "refund"),
         }
-        for i, spec in properties.get("insights", {}).get("properties", {}).items()
+        for i, spec in asked.items()
     }
+    ids = cast(list[str], properties.get("verdicts", {}).get("required", []))
     verdicts = {
-        i: {"reason": "r", "evidence": [quote], "turns": [1], "verdict": "met"}
-        for i in properties.get("verdicts", {}).get("required", [])
+        i: {"reason": "r", "evidence": [quote], "turns": [1], "verdict": "met"} for i in ids
     }
     return {"verdicts": verdicts, "insights": insights, "replies": {}}
 
