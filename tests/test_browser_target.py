@@ -131,6 +131,13 @@ async def test_custom_markup_is_opened_from_the_hint_or_the_selectors(
     assert found.messages.startswith('your `messages` selector: <div class="z2">')
 
 
+async def test_a_page_that_is_not_there_says_so(demo: DemoServer, tmp_path: Path) -> None:
+    async with browser(demo, tmp_path, "/no-such-page") as target:
+        trial = await run(scripted("Hi"), target)
+    assert trial.status == "error"
+    assert trial.error.startswith(f"{demo.url}/no-such-page answered HTTP 404; check chat_url")
+
+
 async def test_a_selector_matching_nothing_says_which_one(demo: DemoServer, tmp_path: Path) -> None:
     async with browser(demo, tmp_path, messages="#no-such-log") as target:
         with pytest.raises(TargetError, match=r"your `messages` selector '#no-such-log' matches"):
