@@ -253,6 +253,42 @@ def test_assets_have_revisions_clones_and_an_irreversible_archive(client: TestCl
     assert "Late parcel - clone" not in client.get("/suites/new").text  # not selectable
 
 
+def test_the_asset_pages_save_drafts_move_revisions_clone_and_archive(
+    client: TestClient,
+) -> None:
+    token = csrf(client)
+    form = {
+        "csrf_token": token,
+        "name": "Polite",
+        "prompt": "Was the user polite?",
+        "insight-0-name": "polite",
+        "insight-0-type": "boolean",
+    }
+    more = client.post("/evaluations/new", data=form | {"add_insight": "1"})
+    assert 'name="insight-1-name"' in more.text  # Add insight: one more row
+    created = client.post("/evaluations/new", data=form, follow_redirects=False)
+    assert created.headers["location"] == "/evaluations"
+    (evaluation,) = client.get("/api/assets/evaluation").json()
+    page = f"/evaluations/{evaluation['id']}"
+    saved = client.post(page, data=form | {"prompt": "Was it kind?"}, follow_redirects=False)
+    assert saved.headers["location"] == f"{page}?revision=2"
+    for step in ("revisions/2/preview", "revisions/2/publish", "revisions/1/revert"):
+        assert client.post(f"{page}/{step}", data={"csrf_token": token}).status_code == 200
+    labels = [
+        r["label"]
+        for r in client.get(f"/api/assets/evaluation/{evaluation['id']}").json()["revisions"]
+    ]
+    assert labels == ["Draft:1", "Published:2", "Draft:3"]
+    clone = client.post(f"{page}/clone", data={"csrf_token": token}, follow_redirects=False)
+    assert clone.headers["location"].startswith("/evaluations/")
+    asked = client.get(f"{page}/archive").text
+    assert "can&#39;t be undone" in asked and f'action="{page}/archive"' in asked
+    gone = client.post(f"{page}/archive", data={"csrf_token": token}, follow_redirects=False)
+    assert gone.headers["location"] == "/evaluations?tab=archived"
+    invalid = client.post("/evaluations/new", data=form | {"name": "Empty", "prompt": ""})
+    assert invalid.status_code == 422 and "prompt" in invalid.text
+
+
 def test_a_suite_without_a_published_revision_fails_to_save_with_the_fix(
     client: TestClient,
 ) -> None:
@@ -293,6 +329,42 @@ def test_save_and_run_runs_in_the_server_kept_and_linked_one_at_a_time(
     assert "Estimated delivery" in page
     client.post(f"/suites/{saved['id']}/rerun", data={"csrf_token": csrf(client)})
     assert len(finished(client, saved["id"])["runs"]) == 2  # Rerun
+
+
+def test_the_suite_editor_adds_cases_saves_edits_and_deletes_after_asking(
+    client: TestClient,
+) -> None:
+    agent, user = the_three(client)
+    token = csrf(client)
+    form = {
+        "csrf_token": token,
+        "name": "Booking",
+        "case-0-agent": str(agent),
+        "case-0-user": str(user),
+        "case-0-timeout_s": "600",
+        "case-0-sessions": "1",
+    }
+    more = client.post("/suites/new", data=form | {"add_case": "1"})
+    assert 'id="case-2"' in more.text and 'name="case-1-agent"' in more.text
+    saved = client.post("/suites/new", data=form | {"then": "save"}, follow_redirects=False)
+    suite_url = saved.headers["location"]
+    suite_id = suite_url.rsplit("/", 1)[1]
+    assert client.get(f"/api/suites/{suite_id}").json()["status"] == "not_run"
+    editor = client.get(f"{suite_url}/edit").text
+    assert 'value="Booking"' in editor and f'<option value="{agent}" selected>' in editor
+    edited = form | {
+        "name": "Booking flow",
+        "case-0-agent_revision": "1",
+        "case-0-max_turns": "4",
+        "then": "save",
+    }
+    client.post(f"{suite_url}/edit", data=edited)
+    (case,) = client.get(f"/api/suites/{suite_id}").json()["runs"] or [None]
+    assert case is None  # saving runs nothing
+    assert "Booking flow" in client.get("/suites").text
+    assert "can&#39;t be undone" in client.get(f"{suite_url}/delete").text
+    client.post(f"{suite_url}/delete", data={"csrf_token": token})
+    assert client.get(f"/api/suites/{suite_id}").status_code == 404
 
 
 def test_one_run_at_a_time_and_one_going_when_the_server_stops_is_kept_interrupted(
