@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from pydantic import TypeAdapter, ValidationError
 
+from sparring.cli.main import cli
 from sparring.config import load_settings
 from sparring.errors import ConfigError, StepBudgetSpent, TargetError, UserError
 from sparring.loaders import load_paths
@@ -307,3 +309,14 @@ def test_a_misspelt_key_is_named_with_the_key_meant(tmp_path: Path, target: str,
     test.write_text(f"target: {target}\nscenarios:\n  - id: a\n    prompt: hi\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=re.escape(said)):
         load_paths([test])
+
+
+def test_doctor_without_site_url_says_how_to_set_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SPARRING_SITE_URL", raising=False)
+    (tmp_path / "chat.yaml").write_text("target: {chat_url: /support}\n", encoding="utf-8")
+    done = CliRunner().invoke(cli, ["doctor", "chat.yaml"])  # `main` makes it exit 2
+    assert isinstance(done.exception, UserError)
+    assert "chat_url '/support' is a path and no site_url is set" in str(done.exception)
