@@ -280,6 +280,13 @@ async def test_files_go_through_the_widgets_upload_button(demo: DemoServer, tmp_
     assert bubble == "\N{PAPERCLIP} receipt.txt\nHere is my receipt"
     assert "receipt.txt" not in transcript.messages[1].content
     assert session.budget.used == 2 + 4  # the upload is a step
+    async with browser(demo, tmp_path) as target:
+        session = await target.open_session()
+        transcript = await say(session, Transcript(), "Hi")
+        await session.page.evaluate("document.querySelector('input[type=file]').remove()")
+        with pytest.raises(TargetError, match=r"sends files \(receipt.txt\) but the chat widget"):
+            await say(session, transcript, "Here is my receipt", files=(receipt,))
+        await session.close()
 
 
 def test_doctor_shows_the_elements_the_screenshot_and_the_reply(
