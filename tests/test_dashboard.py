@@ -195,6 +195,22 @@ def test_history_chart_and_a_diff_against_the_baseline_side_by_side(
     assert "Refund for a late order" in run_column and "Run</h3>" in run_column
 
 
+def test_conversations_of_the_latest_20_runs_are_listed_older_runs_in_the_history(
+    store: Store, client: TestClient
+) -> None:
+    for day in range(1, 22):
+        keep_run(
+            store,
+            sample_run(),
+            paths=PATHS,
+            run_id=f"day{day:02}",
+            started_at=f"2026-11-{day:02}T10:00:00+00:00",
+        )
+    page = client.get(f"/suites/{file_suite(client)['id']}").text
+    assert "run day21," in page and "run day02," in page and "run day01," not in page
+    assert 'id="older"' in page and 'data-run="day01"' in page  # still in the history
+
+
 def test_what_agents_write_is_shown_as_text(store: Store, client: TestClient) -> None:
     run = sample_run()
     trial = run.scenarios[0].trials[1]

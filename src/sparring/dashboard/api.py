@@ -145,8 +145,8 @@ async def get_suite(request: Request, who: Viewer, suite_id: str) -> SuiteOut:
 async def suite_conversations(
     request: Request, who: Viewer, suite_id: str
 ) -> list[ConversationOut]:
-    """Every conversation of the suite's runs, newest run first (the Transcripts and
-    Metrics tabs); the full transcripts are in `GET /api/runs/{run_id}`."""
+    """Every conversation of the suite's latest 20 runs, newest run first (the Transcripts
+    and Metrics tabs); the full transcripts are in `GET /api/runs/{run_id}`."""
     dashboard = _dashboard(request)
     suite = dashboard.suite(suite_id)
     running = {r.id for r in suite.runs if r.status == "running"}

@@ -21,7 +21,7 @@ from sparring.dashboard.auth import CSRF_FIELD, Principal
 from sparring.dashboard.catalog import Filters, SuiteRow
 from sparring.dashboard.charts import history_chart
 from sparring.dashboard.compare import side_by_side, suite_diff
-from sparring.dashboard.state import Dashboard, NotFound
+from sparring.dashboard.state import RUNS_SHOWN, Dashboard, NotFound
 from sparring.dashboard.views import (
     ConversationDetail,
     conversation_detail,
@@ -131,6 +131,7 @@ async def suite_page(
         "detail": _detail(dashboard, suite, chosen),
         "metrics": metrics_table(rows, selected=metrics),
         "chart": history_chart(suite.runs),
+        "runs_shown": RUNS_SHOWN,
     }
     return render(request, "suite.html.j2", context)
 

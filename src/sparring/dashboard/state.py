@@ -31,6 +31,9 @@ from sparring.store.reading import list_runs, load_run
 from sparring.store.suite_status import list_suites
 from sparring.store.suites import Suite
 
+RUNS_SHOWN = 20
+"""How many of a suite's latest runs list their conversations (Transcripts, Metrics)."""
+
 
 class NotFound(UserError):
     """A suite, run or conversation the request names is not in the store (HTTP 404)."""
@@ -167,8 +170,9 @@ class Dashboard:
             raise NotFound(str(e)) from None
 
     def results(self, suite: SuiteRow) -> list[RunResult]:
-        """The results of `suite`'s runs, newest first."""
-        return [self.run(s.id) for s in suite.runs]
+        """The results of `suite`'s latest `RUNS_SHOWN` runs, newest first (the older ones
+        stay in its run history)."""
+        return [self.run(s.id) for s in suite.runs[:RUNS_SHOWN]]
 
 
 def _refuse_server_access(scenario: AnyScenario) -> None:
