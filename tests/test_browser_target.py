@@ -264,7 +264,7 @@ async def test_a_widget_closed_between_turns_is_opened_again(
 
 
 async def test_files_go_through_the_widgets_upload_button(demo: DemoServer, tmp_path: Path) -> None:
-    data = b"Order 10235, paid $94.50"
+    data = b"Northwind Outfitters receipt\nOrder #10235\nTotal: $94.50"
     receipt = Attachment(
         name="receipt.txt",
         mime_type="text/plain",
@@ -274,11 +274,12 @@ async def test_files_go_through_the_widgets_upload_button(demo: DemoServer, tmp_
     )
     async with browser(demo, tmp_path) as target:
         session = await target.open_session()
-        transcript = await say(session, Transcript(), "Here is my receipt", files=(receipt,))
+        refund = "I'd like a refund, my receipt is attached."
+        transcript = await say(session, Transcript(), refund, files=(receipt,))
         bubble = await session.page.locator(".nw-user").last.inner_text()
         await session.close()
-    assert bubble == "\N{PAPERCLIP} receipt.txt\nHere is my receipt"
-    assert "receipt.txt" not in transcript.messages[1].content
+    assert bubble == f"\N{PAPERCLIP} receipt.txt\n{refund}"
+    assert "refund of $94.50 for order #10235" in transcript.messages[1].content  # it was read
     assert session.budget.used == 2 + 4  # the upload is a step
     async with browser(demo, tmp_path) as target:
         session = await target.open_session()
