@@ -425,6 +425,8 @@ def test_an_override_changes_the_status_and_is_marked(store: Store, client: Test
     trial = client.get("/api/runs/r1").json()["scenarios"][0]["trials"][1]
     assert trial["status"] == "passed" and trial["verdicts"][0]["override"]["author"]
     assert client.get("/api/runs/r1").json()["scenarios"][0]["status"] == "passed"
+    suite = file_suite(client)
+    assert suite["overridden"] and 'id="suite-overridden"' in client.get(f"/suites/{suite_id}").text
 
 
 def test_a_test_file_sent_to_the_api_runs_and_is_listed_as_its_suite(

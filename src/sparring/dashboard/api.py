@@ -53,6 +53,7 @@ class SuiteOut(BaseModel):
     agents: list[str]
     users: list[str]
     reason: str | None
+    overridden: bool
     runs: list[RunOut]
 
 
@@ -113,6 +114,7 @@ def suite_out(suite: SuiteRow) -> SuiteOut:
         status=suite.status,
         status_label=label(suite.status),
         reason=suite.reason,
+        overridden=suite.overridden,
         last_run=suite.last_run,
         duration_ms=suite.duration_ms,
         agents=suite.agents,

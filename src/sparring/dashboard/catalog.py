@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sparring.results import RunResult
+from sparring.store.overrides import trial_overridden
 from sparring.store.reading import RunSummary
 from sparring.store.suite_status import SuiteStatus, SuiteSummary, run_status
 from sparring.store.suites import ResolvedCase, Suite
@@ -41,6 +42,8 @@ class SuiteRow:
     )
     agents: list[str] = field(default_factory=list[str])
     users: list[str] = field(default_factory=list[str])
+    overridden: bool = False
+    """A person corrected a verdict of the latest run (its status is marked so)."""
 
     @property
     def latest(self) -> RunSummary | None:
@@ -81,9 +84,11 @@ def file_suites(
 
 def _file_suite(name: str, runs: list[RunSummary], load: Callable[[str], RunResult]) -> SuiteRow:
     latest = runs[0]
-    status, reason = ("in_progress", None)
+    status, reason, overridden = ("in_progress", None, False)
     if latest.status != "running":
-        status, reason = run_status(load(latest.id))
+        result = load(latest.id)
+        status, reason = run_status(result)
+        overridden = any(trial_overridden(t) for s in result.scenarios for t in s.trials)
     return SuiteRow(
         id=file_suite_id(name),
         name=name,
@@ -92,6 +97,7 @@ def _file_suite(name: str, runs: list[RunSummary], load: Callable[[str], RunResu
         last_run=latest.started_at,
         duration_ms=latest.duration_ms,
         runs=runs,
+        overridden=overridden,
     )
 
 
@@ -114,6 +120,7 @@ def saved_suite(
         cases={r.run_id: r.cases for r in started if r.run_id is not None},
         agents=sorted({names.get(c.agent_id, "?") for c in suite.cases}),
         users=sorted({names.get(c.user_id, "?") for c in suite.cases}),
+        overridden=last is not None and last.overridden,
     )
 
 

@@ -13,6 +13,7 @@ from itertools import count
 
 from sparring.reports.html import ConversationView, conversation_view
 from sparring.results import InsightResult, RunResult, ScenarioResult, TrialResult
+from sparring.store.overrides import trial_overridden
 from sparring.store.suite_status import STATUS_LABELS, ConversationStatus, conversation_status
 from sparring.store.suites import ResolvedCase
 
@@ -50,6 +51,11 @@ class ConversationRow:
     def duration_ms(self) -> float | None:
         """How long the conversation took (with its judging), in ms."""
         return None if self.result is None else self.result.duration_ms
+
+    @property
+    def overridden(self) -> bool:
+        """A person corrected one of its verdicts or insights."""
+        return self.result is not None and trial_overridden(self.result)
 
     @property
     def key(self) -> str:
