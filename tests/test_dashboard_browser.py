@@ -34,6 +34,8 @@ pytestmark = pytest.mark.skipif(
 if CHROMIUM.exists():
     from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+    expect.set_options(timeout=10_000)  # a busy CI machine renders slower than 5 s at times
+
 SLOW = 30_000  # ms a suite run may take to show its end on the page
 
 
