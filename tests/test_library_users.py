@@ -16,7 +16,7 @@ from sparring.judging.judge import judge_conversation
 from sparring.loaders import load_paths, load_text
 from sparring.models.base import ChatMessage
 from sparring.models.scripted import ScriptedModel
-from sparring.scenario import SimulatedScenario
+from sparring.scenario import AnyScenario, ScriptedScenario, SimulatedScenario
 from sparring.scenario.evaluations import Evaluation
 from sparring.simulator import next_user_message
 from sparring.transcript import Message, Transcript
@@ -72,6 +72,10 @@ def by_id(scenarios: Sequence[object]) -> dict[str, SimulatedScenario]:
 
 
 def names(scenario: SimulatedScenario) -> list[str]:
+    return [e.name for e in scenario.defined_evaluations]
+
+
+def names_of(scenario: AnyScenario) -> list[str]:
     return [e.name for e in scenario.defined_evaluations]
 
 
@@ -538,3 +542,54 @@ async def test_a_run_plays_the_user_and_scores_its_evaluations(tmp_path: Path) -
     assert "How was the problem resolved?" in judge_prompt
     assert "acknowledge the customer's frustration" in judge_prompt
     assert {i.evaluation for i in trial.insights} == {"resolution", "empathy"}
+
+
+@pytest.mark.anyio
+async def test_a_scripts_simulate_steps_play_its_user(tmp_path: Path) -> None:
+    from sparring.runner import RunSettings, run_scenarios
+    from sparring.targets.scripted import ScriptedTarget
+
+    script = (
+        'target: {url: "http://127.0.0.1:9/chat"}\n'
+        "scenarios:\n"
+        "  - id: mixed\n"
+        "    user: frustrated-late-delivery\n"
+        "    goal: Get a refund\n"
+        "    turns:\n"
+        "      - user: Hi\n"
+        "      - simulate: 1\n"
+    )
+    write(tmp_path, {"library.yaml": LIBRARY, "t.yaml": script})
+    (mixed,) = load_paths([tmp_path], library=[])
+    assert isinstance(mixed, ScriptedScenario) and mixed.simulated_user is not None
+    assert names_of(mixed) == ["empathy"]
+    model = ScriptedModel(handler=user_and_judge)
+    await run_scenarios(
+        [mixed],
+        targets=lambda _s: ScriptedTarget(["Sorry, which order?"] * 3),
+        user_model=model,
+        judge_model=model,
+        settings=RunSettings(parallel=1),
+    )
+    system = model.calls[0][0][0]["content"]
+    assert "Who you are: Her order of printer paper is a week late" in system
+
+
+def test_a_script_whose_user_brings_no_evaluation_still_needs_something_to_check(
+    tmp_path: Path,
+) -> None:
+    script = (
+        'target: {url: "http://127.0.0.1:9/chat"}\n'
+        "scenarios:\n"
+        "  - id: mixed\n"
+        "    user: caller\n"
+        "    goal: Book a table\n"
+        "    turns: [{simulate: 1}]\n"
+    )
+    write(tmp_path, {"library.yaml": LIBRARY, "t.yaml": script})
+    with pytest.raises(ConfigError) as caught:
+        load_paths([tmp_path], library=[])
+    assert str(caught.value).endswith(
+        "t.yaml:3:5: scenario 'mixed' has nothing to check; add "
+        "`should:` or `checks:` to a turn, or `criteria:` / `checks:` to the scenario"
+    )

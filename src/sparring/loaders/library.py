@@ -43,7 +43,7 @@ from sparring.loaders._parse import Document, Loc, parse_documents
 from sparring.loaders._places import closest
 from sparring.loaders.errors import Problem, validation_problems
 from sparring.loaders.files import TEST_FILE_SUFFIXES, discover_files
-from sparring.scenario import AnyScenario, SimulatedScenario
+from sparring.scenario import AnyScenario, ScriptedScenario, SimulatedScenario
 from sparring.scenario.evaluations import Evaluation, SimulatedUser
 
 T = TypeVar("T", Evaluation, SimulatedUser)
@@ -209,7 +209,7 @@ class Library:
             message = f"evaluations lists {', '.join(map(repr, twice))} twice: keep one"
             problems.append(_at(path, doc, (*at, "evaluations"), message))
         update: dict[str, object] = {"evaluations": own}
-        if isinstance(scenario, SimulatedScenario) and scenario.user is not None:
+        if isinstance(scenario, SimulatedScenario | ScriptedScenario) and scenario.user:
             user, trouble = self._user(scenario, doc=doc, at=at, path=path)
             problems += trouble
             if user is not None:
@@ -221,7 +221,7 @@ class Library:
         return scenario.model_copy(update=update), []
 
     def _user(
-        self, scenario: SimulatedScenario, *, doc: Document, at: Loc, path: str
+        self, scenario: SimulatedScenario | ScriptedScenario, *, doc: Document, at: Loc, path: str
     ) -> tuple[SimulatedUser | None, list[Problem]]:
         name = scenario.user or ""
         found = self.simulated_users.get(name)

@@ -181,13 +181,17 @@ def _read_library(
 
 
 def _resolve(loaded: list[_Loaded], book: Library) -> tuple[list[_Loaded], list[Problem]]:
-    """Each scenario with its evaluations and simulated user resolved from `book`."""
+    """Each scenario with its evaluations and simulated user resolved from `book`; one
+    that still has nothing to check is a problem."""
     out: list[_Loaded] = []
     problems: list[Problem] = []
     for item in loaded:
         scenario, trouble = book.resolve(item.scenario, doc=item.doc, at=item.at, path=item.path)
         out.append(item._replace(scenario=scenario))
         problems += trouble
+        skipped = getattr(scenario, "user", None)  # by `_scenario_problems`, until now
+        if skipped and not (trouble or has_something_to_check(scenario)):
+            problems.append(Problem(item.path, item.line, item.column, _nothing_to_check(scenario)))
     return out, problems
 
 
@@ -359,11 +363,12 @@ def _kind_of(value: Any) -> str:
 
 
 def _scenario_problems(loaded: list[_Loaded], *, path: str, single: bool) -> list[Problem]:
-    """Scenarios with nothing to check, and scenarios with no target anywhere."""
+    """Scenarios with nothing to check (one with a `user:` once resolved: its user's
+    evaluations may score it, `_resolve`), and scenarios with no target anywhere."""
     problems = [
         Problem(path, item.line, item.column, _nothing_to_check(item.scenario))
         for item in loaded
-        if not has_something_to_check(item.scenario)
+        if not (has_something_to_check(item.scenario) or getattr(item.scenario, "user", None))
     ]
     problems += [
         Problem(

@@ -155,6 +155,7 @@ def simulated_user(scenario: ScriptedScenario) -> SimulatedScenario:
     return SimulatedScenario(
         id=scenario.id,
         persona=scenario.persona or SimulatedScenario.model_fields["persona"].default,
+        simulated_user=scenario.simulated_user,
         goal=scenario.goal or scenario.description,
         description=scenario.description,
         max_turns=50,

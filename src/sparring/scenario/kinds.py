@@ -134,6 +134,11 @@ class ScriptedScenario(ScenarioBase):
     turns: list[ScriptedTurn] = Field(min_length=1)
     persona: str | None = None
     """Who the simulated user of `simulate:` steps is (default: a typical first-time user)."""
+    user: str | None = Field(default=None, pattern=NAME_PATTERN, max_length=64)
+    """A reusable simulated user by name, for `simulate:` steps (as a simulated scenario's
+    `user`); its evaluations are added."""
+    simulated_user: SkipJsonSchema[SimulatedUser | None] = None
+    """The simulated user `user` names, resolved by the loader."""
     goal: str | None = None
     """What the simulated user of `simulate:` steps wants; defaults to `description`."""
 
