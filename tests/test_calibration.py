@@ -398,3 +398,10 @@ def test_output_writes_the_results_as_json(
     done = capsys.readouterr()
     assert json.loads(done.out)["cases"][1]["id"] == "missed"  # JSON alone on stdout
     assert "Overall: agreement 2/3" in done.err
+
+
+def test_a_labels_file_saved_with_a_bom_reads(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    labels.write_bytes(b"\xef\xbb\xbf" + case_line("met", "I can refund it.").encode())
+    (case,) = read_labels(labels)
+    assert case.label == "met"

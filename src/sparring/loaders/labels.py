@@ -70,7 +70,7 @@ def read_labels(path: str | Path) -> list[LabelledCase]:
     """
     shown = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is fine
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"cannot read the labels file {shown!r}: {e}") from None
     cases: list[LabelledCase] = []
