@@ -1,15 +1,19 @@
 """What a trial keeps from a session with evidence (a browser target's screenshots and page
-URL), and the step budget such a session is given (see `targets.base.EvidenceSession`)."""
+URL), and the step budget such a session is given (see `targets.base.EvidenceSession`);
+`StepBudgetSpent` is what a session raises when the next turn does not fit in it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from sparring.errors import StepBudgetSpent
 from sparring.runner.script import script_steps
 from sparring.scenario import ScriptedScenario, SingleTurnScenario
 from sparring.targets.base import EvidenceSession, TargetSession
 from sparring.transcript import Transcript
+
+__all__ = ["StepBudgetSpent", "kept", "planned", "unsent"]
 
 
 def planned(session: TargetSession, scenario: Any) -> EvidenceSession | None:

@@ -16,13 +16,7 @@ from pydantic import BaseModel
 if TYPE_CHECKING:
     pass
 
-from sparring.errors import (
-    ModelError,
-    ModelOutputError,
-    StepBudgetSpent,
-    TargetError,
-    TargetTimeout,
-)
+from sparring.errors import ModelError, ModelOutputError, TargetError, TargetTimeout
 from sparring.events import (
     MessageAdded,
     Observer,
@@ -70,7 +64,7 @@ from sparring.runner.evaluating import (
     masked_insight,
     nothing_to_pass,
 )
-from sparring.runner.evidence import kept, planned, unsent
+from sparring.runner.evidence import StepBudgetSpent, kept, planned, unsent
 from sparring.runner.script import SimulatorFailed, needs_user_model, play_script
 from sparring.runner.settings import REPLY_TIMEOUT_HINT, AnyRunnable, RunSettings
 from sparring.scenario import (
