@@ -281,8 +281,8 @@ def test_key_of_another_scenario_kind_says_why_this_kind(tmp_path: Path) -> None
         """
         target: {url: "http://127.0.0.1:8787/chat"}
         scenarios:
-          - id: scripted-with-persona
-            persona: p
+          - id: scripted-with-opening-message
+            opening_message: p
             turns: [{user: hi, should: greet}]
           - id: simulated-with-turns
             kind: simulated
@@ -292,7 +292,8 @@ def test_key_of_another_scenario_kind_says_why_this_kind(tmp_path: Path) -> None
         """,
     )
     assert lines_of(load_error(path)) == [
-        f"{path}:4:5: unknown key 'persona' in scenarios[0] (scripted scenario); `persona` "
+        f"{path}:4:5: unknown key 'opening_message' in scenarios[0] (scripted scenario); "
+        "`opening_message` "
         "belongs to simulated scenarios, and this is a scripted scenario because it has "
         "`turns:`",
         f"{path}:10:5: unknown key 'turns' in scenarios[1] (simulated scenario); `turns` "
