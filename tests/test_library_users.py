@@ -593,3 +593,8 @@ def test_a_script_whose_user_brings_no_evaluation_still_needs_something_to_check
         "t.yaml:3:5: scenario 'mixed' has nothing to check; add "
         "`should:` or `checks:` to a turn, or `criteria:` / `checks:` to the scenario"
     )
+
+
+def test_an_empty_python_library_says_how_to_load_one() -> None:
+    with pytest.raises(UserError, match=r"no library was loaded; give load_library\(\) its"):
+        load_library([]).simulated_user("caller")

@@ -142,7 +142,7 @@ class Library:
         """
         found = self.simulated_users.get(name)
         if found is None:
-            raise UserError(self._unknown("simulated user", name))
+            raise UserError(self._not_loaded("simulated user", name))
         return found.value
 
     def evaluation(self, name: str) -> Evaluation:
@@ -153,8 +153,17 @@ class Library:
         """
         found = self.evaluations.get(name)
         if found is None:
-            raise UserError(self._unknown("evaluation", name))
+            raise UserError(self._not_loaded("evaluation", name))
         return found.value
+
+    def _not_loaded(self, noun: str, name: str) -> str:
+        """`_unknown` for Python code: with nothing loaded, how to load it."""
+        if self.evaluations or self.simulated_users:
+            return self._unknown(noun, name)
+        return (
+            f"unknown {noun} {name!r}: no library was loaded; give load_library() its files, "
+            "e.g. load_library(['tests/library.yaml']), or set the `library` setting"
+        )
 
     def evaluations_for(self, user: str | SimulatedUser, *names: str) -> list[Evaluation]:
         """The evaluations attached to `user` (a name or a `SimulatedUser`), then those
