@@ -9,6 +9,7 @@ changing. Screenshots and the page URL are kept with the trial (`evidence`).
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from pathlib import Path
@@ -249,5 +250,9 @@ class BrowserSession:
         return replayed
 
     async def close(self) -> None:
-        """Close the conversation's browser context."""
-        await self._context.close()
+        """Close the conversation's browser context (a browser that already went away is
+        closed)."""
+        from playwright.async_api import Error
+
+        with contextlib.suppress(Error):
+            await self._context.close()
