@@ -176,14 +176,14 @@ class StoredUsers:
         """The stored conversation trial `at` plays.
 
         Raises:
-            ModelError: the run holds no such scenario (a Python test playing a simulated
-                user) or fewer trials of it.
+            ModelError: the run holds no simulated scenario of that id (a script's
+                `simulate:` steps or a Python test playing a user) or fewer trials of it.
         """
         if at.scenario not in self.conversations:
             raise ModelError(
                 f"replay-users: run {self.run_id} holds no simulated user of scenario "
-                f"{at.scenario!r} (Python tests' simulated users are not replayed: leave it "
-                "out with --pattern)",
+                f"{at.scenario!r}: only simulated scenarios' users are replayed, not a "
+                "script's `simulate:` steps or a Python test's; leave it out with --pattern",
                 requests=0,
             )
         stored = self.conversations[at.scenario]
