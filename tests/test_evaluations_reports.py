@@ -161,6 +161,17 @@ def test_console_summary_shows_scores_gates_done_and_explanations() -> None:
     assert "Why it failed (explain_failures)" in text and EXPLANATION in text
 
 
+def test_console_marks_an_overridden_verdict() -> None:
+    run = result()
+    trial = run.scenarios[0].trials[0]
+    trial.verdicts = [trial.verdicts[0].model_copy(update={"status": "not_met"})]
+    out = io.StringIO()
+    print_summary(run, console=Console(file=out, width=300, force_terminal=False))
+    assert "c1 [overridden by ana (was not_met): the quote was right] Offers a refund" in (
+        out.getvalue()
+    )
+
+
 def test_markdown_shows_the_insight_table_featured_first_and_overrides() -> None:
     text = render_markdown(result())
     table = text[text.index("| Insight | Value |") :]

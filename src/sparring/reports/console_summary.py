@@ -24,7 +24,7 @@ from sparring.reports import (
     usage_text,
 )
 from sparring.reports import one_line as _one_line
-from sparring.reports.insights import EXPLANATION_LABEL, score_text
+from sparring.reports.insights import EXPLANATION_LABEL, override_text, score_text
 from sparring.reports.outcome import (
     cited_turns,
     exit_meaning,
@@ -96,9 +96,11 @@ def status_text(status: str) -> str:
 
 def verdict_text(v: Verdict, *, reason: bool = True) -> str:
     """`t1.check1 (turn 1) contains "x"`, then `: <reason>` (with `reason`, when it has
-    one) and the cited turns."""
+    one) and the cited turns; `[overridden by ana ...]` after the id when a person
+    corrected it."""
     at = f" (turn {v.turn})" if v.turn is not None else ""
-    text = f"{v.id}{at} {_one_line(verdict_what(v), 200)}"
+    fixed = f" [{override_text(v.override)}]" if v.override is not None else ""
+    text = f"{v.id}{at}{fixed} {_one_line(verdict_what(v), 200)}"
     return f"{text}: {v.reason}{cited_turns(v)}" if reason and v.reason else text
 
 
