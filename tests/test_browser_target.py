@@ -185,6 +185,7 @@ async def test_screenshots_every_turn_failures_or_none(demo: DemoServer, tmp_pat
     async with browser(demo, tmp_path, "/shop/silent", screenshots="none", timeout_s=1) as target:
         silent = await run(scripted("Hello?"), target)
     assert silent.status == "error" and silent.artifacts == []
+    assert silent.page_url == f"{demo.url}/shop/silent"  # kept without screenshots too
 
 
 async def test_the_step_budget_is_12_plus_5_per_turn_at_most_60(

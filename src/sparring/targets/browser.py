@@ -138,7 +138,7 @@ class BrowserTarget:
 class BrowserSession:
     """One conversation in its own browser context: the page is opened on the first `send`.
 
-    `found` (after the first `send`) says which elements were used; `evidence` gives the
+    `widget.found` (after the first `send`) says which elements were used; `evidence` gives the
     screenshots the `screenshots` policy keeps, and the page URL.
     """
 
@@ -179,6 +179,7 @@ class BrowserSession:
         except StepBudgetSpent:
             raise
         except (TargetError, Error) as e:
+            self.page_url = None if self.page.is_closed() else self.page.url
             await self._screenshot(turn, failed=True)
             if isinstance(e, TargetError):
                 raise
