@@ -64,7 +64,7 @@ INSIGHTS = [
         evidence=("send a replacement parcel",),
         turns=(1,),
     ),
-    insight("tone", type="score", value=0.75, score=0.75),
+    insight("tone", type="score", value=0.75, score=0.75, group="manner"),
     insight(
         "outcome",
         type="category",
@@ -180,6 +180,7 @@ def test_markdown_shows_the_insight_table_featured_first_and_overrides() -> None
     assert "| `support.resolved` | false | not passed | reasoning of resolved |" in rows[1]
     assert "“send a replacement parcel”" in rows[1]
     assert "error: its value is 3, not text" in text
+    assert "| `support.tone` (manner) | 0.75 |" in text
     assert f"**Why it failed (explain_failures):** {EXPLANATION}" in text
     assert "overridden by ana (was not_met): the quote was right" in text
     assert "score 0.38" in text and "evaluations passed no" in text
@@ -214,6 +215,7 @@ def test_html_shows_the_insight_table_featured_first_with_reasoning_and_evidence
     assert "reasoning of resolved" in table and "send a replacement parcel" in table
     assert "overridden by bo (was replacement): policy" in table
     assert "error: its value is 3, not text" in table
+    assert "score · manner" in table
     assert EXPLANATION in page and "overridden by ana" in page
     assert "outcome: replacement" in page  # the featured output leads the trial's facts
     assert "score 0.38" in page
@@ -224,8 +226,8 @@ def test_exports_have_insight_columns_and_rows() -> None:
     assert runs.columns[-4:] == (
         "support.outcome",
         "support.resolved",
-        "support.tone",
         "support.summary",
+        "support.tone",  # grouped insights after the ungrouped ones
     )
     first = runs.rows[0]
     assert first["support.resolved"] == "false" and first["support.outcome"] == "replacement"

@@ -184,6 +184,7 @@ class InsightView:
     turns_text: str
     featured: bool
     override: str
+    group: str = ""
 
 
 @dataclass(frozen=True)
@@ -442,6 +443,7 @@ def _insight(insight: InsightResult) -> InsightView:
         turns_text=f"turns {turns}" if turns else "",
         featured=insight.featured,
         override=override_text(insight.override),
+        group=insight.group or "",
     )
 
 

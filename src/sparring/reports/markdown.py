@@ -424,7 +424,10 @@ def _insight_table(trial: TrialResult) -> list[str]:
         quotes = "; ".join(f"“{q}”" for q in i.evidence)
         cells = [value, gate_text(i), i.reasoning, quotes]
         star = "⭐ " if i.featured else ""
-        rows.append(f"| {star}`{_inline(i.id)}` | " + " | ".join(_cell(c) for c in cells) + " |")
+        group = f" ({_cell(i.group)})" if i.group else ""
+        rows.append(
+            f"| {star}`{_inline(i.id)}`{group} | " + " | ".join(_cell(c) for c in cells) + " |"
+        )
     return [*rows, ""]
 
 
