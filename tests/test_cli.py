@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,9 +37,11 @@ def sparring(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
 
 
 def examples_against(tmp_path: Path, url: str) -> Path:
-    """Copy examples/ into tmp_path with the demo agent's address replaced by `url`."""
+    """Copy examples/ into tmp_path with the demo agent's address replaced by `url` (and the
+    files the examples send)."""
     out = tmp_path / "examples"
     out.mkdir()
+    shutil.copytree(EXAMPLES / "files", out / "files")
     for path in EXAMPLES.glob("*.yaml"):
         text = path.read_text(encoding="utf-8").replace("http://127.0.0.1:8787", url)
         (out / path.name).write_text(text, encoding="utf-8")
