@@ -185,6 +185,11 @@ def test_a_scenario_that_is_not_simulated_is_refused(models: Models) -> None:
         UserError, match="scenario refund was simulated in that run and is scripted"
     ):
         _sparring("run", "suite.yaml", "--replay-users", run_id)
+    steps = "  - id: steps\n    persona: A customer\n    goal: Help\n"
+    steps += "    turns: [{user: Hi}, {simulate: 2}]\n    criteria: [The assistant answers]\n"
+    Path("suite.yaml").write_text(SUITE + steps)
+    with pytest.raises(UserError, match="scenario steps has `simulate:` steps, whose simulated"):
+        _sparring("run", "suite.yaml", "--replay-users", run_id)
 
 
 def test_replay_users_refuses_options_that_change_the_trials(models: Models) -> None:

@@ -23,7 +23,7 @@ from sparring.events import Event, MessageAdded, Observer
 from sparring.models.base import ChatMessage, Completion
 from sparring.results import RunResult, ScenarioResult
 from sparring.runner.replay_cassettes import TrialKey, current_trial
-from sparring.scenario import AnyScenario, SimulatedScenario
+from sparring.scenario import AnyScenario, ScriptedScenario, SimulatedScenario
 
 _STOPS = ("goal_achieved", "user_gave_up")
 """End reasons that are the simulated user's own decision to stop."""
@@ -112,12 +112,18 @@ class StoredUsers:
         return [self._ready(s) if isinstance(s, SimulatedScenario) else s for s in scenarios]
 
     def _check_kinds(self, scenarios: Sequence[AnyScenario]) -> None:
-        """Refuse a scenario that is simulated in the run or now, not in both.
+        """Refuse a scenario that is simulated in the run or now, not in both, and a script
+        with `simulate:` steps.
 
         Raises:
-            UserError: naming the scenario and both kinds.
+            UserError: naming the scenario (and both kinds).
         """
         for s in scenarios:
+            if isinstance(s, ScriptedScenario) and any(t.simulate for t in s.turns):
+                raise UserError(
+                    f"--replay-users {self.run_id}: scenario {s.id} has `simulate:` steps, "
+                    "whose simulated user is not replayed; leave it out with --pattern"
+                )
             was = self.kinds.get(s.id)
             if was is not None and (was == "simulated") != (s.kind == "simulated"):
                 raise UserError(
