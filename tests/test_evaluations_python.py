@@ -75,3 +75,29 @@ def test_a_tests_evaluations_must_be_evaluations_named_apart_from_the_suites() -
         suite.scenario(evaluations=[TONE])
     with pytest.raises(UserError, match="takes sparring Evaluation objects, got str"):
         suite.scenario(evaluations=["booking"])  # type: ignore[list-item]
+
+
+def test_explain_failures_explains_only_what_finally_failed() -> None:
+    """A test expected to fail that fails has passed: no explanation call."""
+    from sparring.runner import RunSettings
+
+    model = ScriptedModel(["The agent booked it."], name="scripted:judge")
+    suite = Suite(target=agent, model=model)
+
+    @suite.scenario(expect_failure=True)
+    async def test_refuses() -> None:
+        async with suite.session() as session:
+            reply = await session.send("Book a table")
+            assert "cannot" in reply.message
+
+    @suite.scenario
+    async def test_declines() -> None:
+        async with suite.session() as session:
+            reply = await session.send("Book a table")
+            assert "sorry" in reply.message
+
+    settings = RunSettings(parallel=1, explain_failures=True)
+    refuses, declines = suite.run(store=False, settings=settings).scenarios
+    assert refuses.trials[0].status == "passed" and refuses.trials[0].explanation is None
+    assert declines.trials[0].status == "failed"
+    assert declines.trials[0].explanation == "The agent booked it." and len(model.calls) == 1

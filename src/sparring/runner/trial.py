@@ -492,11 +492,11 @@ async def run_trial(
         outcome = await _play(state, target)
         if isinstance(scenario, CodeScenario) and scenario.after is not None:
             outcome = await _after(state, scenario.after, outcome)
-        if outcome[0] == "failed" and explains(scenario, ctx.settings):
-            outcome = await _explain(state, outcome)
         if isinstance(scenario, CodeScenario) and scenario.expect_failure:
             status, error = as_expected_failure(outcome[0], outcome[2])
             outcome = (status, outcome[1], error)
+        if outcome[0] == "failed" and explains(scenario, ctx.settings):
+            outcome = await _explain(state, outcome)
     except anyio.get_cancelled_exc_class():
         on_result(
             state.finish(
