@@ -1,5 +1,5 @@
-"""Paths in test files -> absolute paths: `files:` of single-turn scenarios and scripted
-turns, each relative to the test file's directory; scripted turns' `audio:` through
+"""Paths in test files -> absolute paths: `files:` of single-turn and simulated scenarios
+and of scripted turns, each relative to the test file's directory; scripted turns' `audio:` through
 `sparring.loaders.audio`.
 
 A path to nothing sendable (missing, a directory, unreadable, a file over the size limit) is
@@ -15,7 +15,13 @@ from typing import Any
 from sparring.loaders._parse import Document, Loc
 from sparring.loaders.audio import turn_audio
 from sparring.loaders.errors import Problem
-from sparring.scenario import AnyScenario, ScriptedScenario, ScriptedTurn, SingleTurnScenario
+from sparring.scenario import (
+    AnyScenario,
+    ScriptedScenario,
+    ScriptedTurn,
+    SimulatedScenario,
+    SingleTurnScenario,
+)
 from sparring.targets.attachments import file_problem
 
 
@@ -36,7 +42,7 @@ def resolve_file_paths(
         file), and one problem per path that cannot be sent.
     """
     resolver = _Resolver(doc, Path(path).parent, path)
-    if isinstance(scenario, SingleTurnScenario) and scenario.files:
+    if isinstance(scenario, SingleTurnScenario | SimulatedScenario) and scenario.files:
         return {"files": resolver.files(scenario.files, (*at, "files"))}, resolver.problems
     if isinstance(scenario, ScriptedScenario):
         turns = [

@@ -230,7 +230,7 @@ async def _simulate(state: _TrialState, session: TargetSession) -> EndReason:
             if decision.done and turn > scenario.effective_min_turns:
                 return decision.done_reason or "goal_achieved"
             text = decision.message
-        await state.exchange(session, text)
+        await state.exchange(session, text, files=scenario.files)
         text = None
     return "max_turns"
 

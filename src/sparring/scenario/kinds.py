@@ -66,6 +66,9 @@ class SimulatedScenario(ScenarioBase):
     `min_turns_default: ratio`)."""
     min_turns_default: Literal["one", "ratio"] = "one"
     max_turns: int = Field(default=6, ge=1, le=50)
+    files: list[str] = Field(default_factory=list[str])
+    """Paths of files sent with every user message (relative to the test file when
+    loaded), as a document the whole conversation is about."""
 
     @model_validator(mode="after")
     def _turns(self) -> SimulatedScenario:
