@@ -36,7 +36,11 @@ from sparring.targets.attachments import read_attachment
 from sparring.targets.registry import build_target
 from sparring.transcript import Message, Transcript
 
-EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.yaml"))
+EXAMPLES = sorted(  # library.yaml holds no scenarios (tests/test_library_users.py loads it)
+    p
+    for p in (Path(__file__).parent.parent / "examples").glob("*.yaml")
+    if p.name != "library.yaml"
+)
 
 
 def chat(*user_messages: str) -> DemoReply:

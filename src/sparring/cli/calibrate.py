@@ -16,6 +16,7 @@ import click
 from sparring.cli.history import STORE_HELP
 
 if TYPE_CHECKING:
+    from sparring.config import Settings
     from sparring.judging.calibration import Calibration, CaseResult, Confusion, LabelledCase
 
 _NO_MODEL = (
@@ -98,13 +99,8 @@ def calibrate_command(
             or a run without verdict overrides.
         ConfigError: a labels line that is not a valid case (at file:line).
     """
-    import anyio
-
     from sparring.config import load_settings
     from sparring.errors import UserError
-    from sparring.judging.calibration import calibrate
-    from sparring.models.registry import model_from_settings
-    from sparring.runner.settings import RunSettings
 
     if (labels is None) == (run_id is None):
         raise UserError(
@@ -116,6 +112,31 @@ def calibrate_command(
     if spec is None:
         raise UserError(_NO_MODEL)
     cases, origin = _cases(labels, run_id, store)
+    say = functools.partial(click.echo, err=output == "-")  # `-o -`: JSON alone on stdout
+    say(
+        f"Calibrating judge {spec} on {len(cases)} labelled case{_s(len(cases))} from "
+        f"{origin}" + (f", each judged {repeat} times" if repeat > 1 else "")
+    )
+    done = _judged(cases, spec, settings, repeat)
+    _print(done, say)
+    if output is not None:
+        _write(output, done.as_json() | {"judge_model": spec, "labels": origin})
+    return 3 if done.overall.errors == len(done.results) else 0
+
+
+def _judged(cases: list[LabelledCase], spec: str, settings: Settings, repeat: int) -> Calibration:
+    """The judge `spec` names (connected with `settings`) graded every case `repeat` times,
+    with the run's parallelism, judge temperature and limits.
+
+    Raises:
+        UserError: the model spec cannot be used.
+    """
+    import anyio
+
+    from sparring.judging.calibration import calibrate
+    from sparring.models.registry import model_from_settings
+    from sparring.runner.settings import RunSettings
+
     judge = model_from_settings(spec, settings)
     limits = RunSettings.from_settings(settings).limits
 
@@ -132,16 +153,7 @@ def calibrate_command(
         finally:
             await judge.aclose()
 
-    say = functools.partial(click.echo, err=output == "-")  # `-o -`: JSON alone on stdout
-    say(
-        f"Calibrating judge {spec} on {len(cases)} labelled case{_s(len(cases))} from "
-        f"{origin}" + (f", each judged {repeat} times" if repeat > 1 else "")
-    )
-    done = anyio.run(work)
-    _print(done, say)
-    if output is not None:
-        _write(output, done.as_json() | {"judge_model": spec, "labels": origin})
-    return 3 if done.overall.errors == len(done.results) else 0
+    return anyio.run(work)
 
 
 def _write(output: str, data: dict[str, Any]) -> None:
