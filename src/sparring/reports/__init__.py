@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         UsageTotals,
         Verdict,
     )
+    from sparring.transcript import Message
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SPACES = re.compile(r"\s+")
@@ -43,6 +44,21 @@ def write_report_text(path: Path, text: str) -> None:
 def strip_control(text: str) -> str:
     """Remove control characters other than tab and newline (ANSI escapes lose their ESC)."""
     return _CONTROL.sub("", text)
+
+
+def reply_timing(message: Message) -> str | None:
+    """A reply's times as reports show them: `"820 ms"`, and for a voice reply
+    `"820 ms · audio 2,400 ms · first audio 310 ms"`; `None` when none is known."""
+    parts = [
+        f"{label}{value:,.0f} ms"
+        for label, value in (
+            ("", message.latency_ms),
+            ("audio ", message.audio_ms),
+            ("first audio ", message.first_audio_ms),
+        )
+        if value is not None
+    ]
+    return " · ".join(parts) or None
 
 
 def one_line(text: str, limit: int = 120) -> str:

@@ -37,6 +37,7 @@ from sparring.reports import (
     not_judged,
     percent,
     plural,
+    reply_timing,
     shown_status,
     subtest_verdicts,
     trial_size,
@@ -510,7 +511,7 @@ def _verdict(verdict: Verdict, key: str, *, found: bool) -> VerdictView:
 
 def _message(message: Message, marks: list[tuple[int, int, str]], user_label: str) -> MessageView:
     label = {"user": user_label}.get(message.role, message.role)
-    latency = None if message.latency_ms is None else f"{message.latency_ms:,.0f} ms"
+    latency = reply_timing(message)
     return MessageView(
         role=message.role,
         label=label,

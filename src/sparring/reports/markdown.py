@@ -32,6 +32,7 @@ from sparring.reports import (
     one_line,
     percent,
     plural,
+    reply_timing,
     shown_pass_rate,
     shown_status,
     strip_control,
@@ -466,8 +467,8 @@ def _transcript(
 
 def _message(message: Message, turn: int, *, max_message_chars: int) -> list[str]:
     head = f"**{turn} · {message.role.capitalize()}**"
-    if message.latency_ms is not None:
-        head += f" · {message.latency_ms:.0f} ms"
+    if (timing := reply_timing(message)) is not None:
+        head += f" · {timing}"
     content = message.content
     if len(content) > max_message_chars:
         left = len(content) - max_message_chars
