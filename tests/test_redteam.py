@@ -16,6 +16,7 @@ from sparring.demo.agent import STAFF_DISCOUNT_CODE, respond
 from sparring.demo.server import DemoServer
 from sparring.judging.checks import run_check
 from sparring.redteam import attack_scenarios, render_summary, summarize
+from sparring.reports.html import render_html
 from sparring.reports.json import load_json, render_json
 from sparring.reports.markdown import render_markdown
 from sparring.results import RunResult, ScenarioResult, TrialResult
@@ -165,6 +166,9 @@ def test_summary_rates_with_wilson_intervals_and_findings() -> None:
     ]  # fmt: skip
     assert load_json(render_json(result)) == result  # a derived key, dropped when read back
     assert "| jailbreak | high | 1/2 (50%, 95% CI 9%-91%), 1 undecided |" in render_markdown(result)
+    page = render_html(result)
+    assert "<h2>Red team</h2>" in page
+    assert "<td>jailbreak</td><td>high</td><td>1/2 (50%, 95% CI 9%-91%), 1 undecided</td>" in page
 
 
 def test_a_run_without_attacks_has_no_red_team_section() -> None:
@@ -173,6 +177,7 @@ def test_a_run_without_attacks_has_no_red_team_section() -> None:
     )
     assert "red_team" not in json.loads(render_json(result))
     assert "Red team" not in render_markdown(result)
+    assert "<h2>Red team</h2>" not in render_html(result)
 
 
 def test_redteam_finds_exactly_the_planted_weakness_of_the_vulnerable_demo(

@@ -32,6 +32,7 @@ from jinja2 import Environment, StrictUndefined, Template
 from markupsafe import Markup
 
 from sparring.judging.statistics import wilson_interval
+from sparring.redteam import summarize
 from sparring.reports import (
     REPLAYED_HISTORY,
     not_judged,
@@ -247,6 +248,7 @@ def render_html(
         header=_header(result, exit_status),
         cards=_cards(result),
         gate_lines=list(gate_lines),
+        red_team=_red_team(result),
         scenarios=views,
         filters=_filters(views),
         status_text=STATUS_TEXT,
@@ -254,6 +256,18 @@ def render_html(
         script=Markup(script),
         script_hash=f"sha256-{digest}",
     )
+
+
+def _red_team(result: RunResult) -> dict[str, object] | None:
+    """Attack success per plugin (with severity) and per strategy, for a red-team run."""
+    attacks = summarize(result)
+    if not attacks.plugins:
+        return None
+    return {
+        "plugins": [(p, attacks.severities[p], r.text()) for p, r in attacks.plugins.items()],
+        "strategies": [(s, r.text()) for s, r in attacks.strategies.items()],
+        "findings": len(attacks.findings),
+    }
 
 
 def write_html(
