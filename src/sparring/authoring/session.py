@@ -47,13 +47,16 @@ from sparring.scenario.evaluations import SimulatedUser
 from sparring.simulator import next_user_message
 from sparring.target_specs import TargetSpec
 from sparring.targets.attachments import read_attachment
-from sparring.targets.base import Target, TargetSession
+from sparring.targets.base import EvidenceSession, Target, TargetSession
 from sparring.transcript import Message, StatusEvent, ToolCall, Transcript
 
 if TYPE_CHECKING:
     from sparring.targets.registry import AnyTargetSpec
 
 T = TypeVar("T")
+UNKNOWN_TURNS = 10
+"""The turn limit a Python test's browser session plans its step budget by (12 + 5 x 10
+steps, over the budget's cap of 60): a test body's length is not known in advance."""
 SYNC_WITH_HINT = (
     "sessions are asynchronous: write `async with ....session(...) as session:` inside an "
     "`async def` test (sync tests can still assert on anything else)"
@@ -255,6 +258,9 @@ class Session:
 
     async def __aenter__(self) -> Session:
         self._connection = await self.target.open_session()
+        if isinstance(self._connection, EvidenceSession) and self.trial.evidence is None:
+            self._connection.plan(max_turns=UNKNOWN_TURNS)  # a browser: its step budget
+            self.trial.evidence = self._connection  # screenshots and page URL, kept
         return self
 
     def __enter__(self) -> NoReturn:

@@ -25,7 +25,7 @@ from sparring.models.base import Model
 from sparring.prompts import DEFAULT_LIMITS, Limits
 from sparring.results import SubtestResult, Usage, Verdict
 from sparring.scenario.evaluations import SimulatedUser
-from sparring.targets.base import Target, TargetSession
+from sparring.targets.base import EvidenceSession, Target, TargetSession
 from sparring.transcript import Message, Transcript, sanitized
 
 if TYPE_CHECKING:
@@ -132,6 +132,7 @@ class TrialContext:
         usage: Model calls and tokens of the judge are added here.
         recorder: Where messages, verdicts and sub-tests go.
         user: The simulated user of `Session.simulate`.
+        evidence: The trial's first session with evidence (`Session` sets it).
     """
 
     scenario_id: str
@@ -144,6 +145,9 @@ class TrialContext:
     usage: Usage = field(default_factory=Usage)
     recorder: Recorder = field(default_factory=TrialLog)
     user: UserPlay = field(default_factory=UserPlay)
+    evidence: EvidenceSession | None = None
+    """The first session of the trial that keeps evidence (a browser's screenshots and
+    page URL), kept with the trial's result."""
     _ids: Counter[str] = field(default_factory=Counter[str])
     _asserts: list[tuple[str, Coroutine[Any, Any, Any]]] = field(
         default_factory=list[tuple[str, Coroutine[Any, Any, Any]]]

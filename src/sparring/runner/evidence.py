@@ -17,12 +17,14 @@ __all__ = ["StepBudgetSpent", "kept", "planned", "unsent"]
 
 
 def planned(session: TargetSession, scenario: Any) -> EvidenceSession | None:
-    """`session` told the turn limit of `scenario` (its `max_turns`, or the number of
-    scripted steps) when it keeps evidence; `None` for any other session."""
+    """`session` told the turn limit of `scenario` (its `max_turns`, or the user messages
+    its script sends at most) when it keeps evidence; `None` for any other session."""
     if not isinstance(session, EvidenceSession):
         return None
-    scripted = isinstance(scenario, ScriptedScenario | SingleTurnScenario)
-    session.plan(max_turns=len(script_steps(scenario)) if scripted else scenario.max_turns)
+    if isinstance(scenario, ScriptedScenario | SingleTurnScenario):
+        session.plan(max_turns=sum(step.user_messages for step in script_steps(scenario)))
+    else:
+        session.plan(max_turns=scenario.max_turns)
     return session
 
 

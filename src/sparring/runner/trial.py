@@ -8,13 +8,9 @@ import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import anyio
 from pydantic import BaseModel
-
-if TYPE_CHECKING:
-    pass
 
 from sparring.errors import ModelError, ModelOutputError, TargetError, TargetTimeout
 from sparring.events import (
@@ -375,6 +371,7 @@ async def _run_code(state: _TrialState, scenario: CodeScenario, target: Target |
         forgotten = trial.unawaited()
     if forgotten:
         raise _TestRaised(forgotten)
+    state.evidence = trial.evidence  # a browser session's screenshots and page URL
     await _evaluate_code(state, scenario, trial.judge.model)
     return "script_done"
 
