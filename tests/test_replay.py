@@ -243,7 +243,7 @@ def test_cassettes_are_json_lines_one_per_role(models: Models) -> None:
     _run(*LIVE, "--record", "tapes")
     for role in ("agent", "user", "judge"):
         lines = Path("tapes", f"{role}.jsonl").read_text().splitlines()
-        assert json.loads(lines[0]) == {"cassette": role, "version": 1}
+        assert json.loads(lines[0]) == {"cassette": role, "version": 2}
         entries = [json.loads(line) for line in lines[1:]]
         assert all(len(e["key"]) == 64 and e["scenario"] and e["trial"] >= 1 for e in entries)
     agent = [json.loads(line) for line in Path("tapes/agent.jsonl").read_text().splitlines()[1:]]
@@ -262,15 +262,15 @@ def test_bad_replay_options_are_usage_errors(models: Models) -> None:
     with pytest.raises(UserError, match="--replay nowhere: no such directory"):
         _sparring("run", "suite.yaml", "--replay", "nowhere")
     Path("tapes").mkdir()
-    Path("tapes/judge.jsonl").write_text('{"cassette": "judge", "version": 1}\nnot json\n')
+    Path("tapes/judge.jsonl").write_text('{"cassette": "judge", "version": 2}\nnot json\n')
     with pytest.raises(UserError, match=r"tapes/judge.jsonl:2: not a JSON line"):
         _sparring("run", "suite.yaml", "--replay", "tapes")
-    Path("tapes/judge.jsonl").write_text('{"cassette": "user", "version": 1}\n')
+    Path("tapes/judge.jsonl").write_text('{"cassette": "user", "version": 2}\n')
     with pytest.raises(
         UserError, match=r'judge.jsonl:1: expected the header \{"cassette": "judge"'
     ):
         _sparring("run", "suite.yaml", "--replay", "tapes")
-    Path("tapes/judge.jsonl").write_text('{"cassette": "judge", "version": 1}\n[1]\n')
+    Path("tapes/judge.jsonl").write_text('{"cassette": "judge", "version": 2}\n[1]\n')
     with pytest.raises(UserError, match=r"judge.jsonl:2: a cassette entry is a JSON object"):
         _sparring("run", "suite.yaml", "--replay", "tapes")
 

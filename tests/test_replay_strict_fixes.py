@@ -20,8 +20,10 @@ from click.testing import CliRunner, Result
 from sparring.cli.main import cli
 from sparring.errors import UserError
 from tests.test_cli import sparring
-from tests.test_store_cli import _project  # pyright: ignore[reportPrivateUsage]
-from tests.test_store_cli import _stored_trials  # pyright: ignore[reportPrivateUsage]
+from tests.test_store_cli import (
+    _project,  # pyright: ignore[reportPrivateUsage]
+    _stored_trials,  # pyright: ignore[reportPrivateUsage]
+)
 
 # The first call is answered "no", every later one "fine"; each call is logged.
 AGENT = """

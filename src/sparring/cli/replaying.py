@@ -44,17 +44,24 @@ class Replaying:
 
     @classmethod
     def prepare(
-        cls, options: Mapping[str, Any], *, settings: Settings, secrets: Secrets
+        cls,
+        options: Mapping[str, Any],
+        *,
+        settings: Settings,
+        secrets: Secrets,
+        rerun: Mapping[str, list[int]] | None = None,
     ) -> Replaying:
         """Check the options, read the stored run of `--replay-users` and the cassettes of
-        `--replay` (those of `--record` are written from `start` on).
+        `--replay` (those of `--record` are written from `start` on; for a `--resume`,
+        `rerun` holds the trial numbers run again per scenario id, and the other trials'
+        recorded answers are kept).
 
         Raises:
             UserError: options that do not go together, an unknown stored run, or a
                 cassette directory that cannot be read or written.
         """
         replaying = cls(settings=settings)
-        replay_options = _replay_options(options)
+        replay_options = _replay_options(options, rerun)
         ref = options.get("replay_users")
         if ref is not None:
             _check_users_options(options)
@@ -156,7 +163,9 @@ class Replaying:
         return build
 
 
-def _replay_options(options: Mapping[str, Any]) -> ReplayOptions | None:
+def _replay_options(
+    options: Mapping[str, Any], rerun: Mapping[str, list[int]] | None
+) -> ReplayOptions | None:
     """The `ReplayOptions` the options ask for (`None`: no --record or --replay).
 
     Raises:
@@ -178,6 +187,7 @@ def _replay_options(options: Mapping[str, Any]) -> ReplayOptions | None:
         replay=None if replay is None else Path(replay),
         live=live,
         strict=bool(options.get("replay_strict")),
+        rerun=rerun,
     )
 
 

@@ -348,7 +348,8 @@ def _plan(
 
     scenarios, code, suites = loaded
     secrets = _secrets(call.settings)
-    replaying = Replaying.prepare(options, settings=call.settings, secrets=secrets)
+    rerun = call.recording.missing if call.recording.resumed else None
+    replaying = Replaying.prepare(options, settings=call.settings, secrets=secrets, rerun=rerun)
     if replaying.users is not None:  # one trial per stored conversation
         scenarios, settings = replaying.scenarios(scenarios), replace(settings, trials=None)
     return _Plan(
@@ -431,7 +432,8 @@ async def _run(plan: _Plan) -> RunResult:
                             user_model=user_model,
                             judge_model=judge_model,
                             settings=plan.settings,
-                            observer=plan.replaying.observe(plan.recording.observe(observe)),
+                            # replay marks trials by their stored numbers (a --resume's)
+                            observer=plan.recording.observe(plan.replaying.observe(observe)),
                             scrub=plan.secrets.scrub,
                         )
                         tg.cancel_scope.cancel()  # done: stop listening for signals

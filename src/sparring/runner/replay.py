@@ -10,9 +10,10 @@ recorded when recording.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sparring.errors import UserError
 from sparring.events import Observer
@@ -37,12 +38,16 @@ __all__ = ["ROLES", "Replay", "ReplayOptions", "Role"]
 class ReplayOptions:
     """What to record and replay: `record` and `replay` are cassette directories (either,
     both, or the same one: it is read before it is written again); `live` the roles not
-    replayed; with `strict`, a replayed role's miss makes the trial `error`."""
+    replayed; with `strict`, a replayed role's miss makes the trial `error` (and a trial is
+    answered only with its own recording)."""
 
     record: Path | None = None
     replay: Path | None = None
     live: frozenset[Role] = frozenset()
     strict: bool = False
+    rerun: Mapping[str, Collection[int]] | None = None
+    """A `--resume`: the trial numbers it runs again, per scenario id. `record`'s
+    cassettes then keep the answers of every other trial (those the store already has)."""
 
     @property
     def active(self) -> bool:
@@ -82,14 +87,23 @@ class Replay:
         self._targets: dict[int, ReplayTarget] = {}
 
     def start(self) -> None:
-        """Start recording: each role's cassette in `options.record` made anew.
+        """Start recording: each role's cassette in `options.record` made anew (keeping,
+        for a `--resume`, the answers of the trials it does not run again).
 
         Raises:
-            UserError: a cassette cannot be written.
+            UserError: a cassette cannot be written, or one to keep cannot be read.
         """
-        if self.options.record is not None:
-            for tape in self.tapes.values():
-                tape.sink = CassetteWriter(tape.role, self.options.record, scrub=self._scrub)
+        record, rerun = self.options.record, self.options.rerun
+        if record is None:
+            return
+
+        def kept(entry: dict[str, Any]) -> bool:  # not a trial run again
+            assert rerun is not None
+            return entry.get("trial") not in rerun.get(str(entry.get("scenario")), ())
+
+        keep = None if rerun is None else kept
+        for tape in self.tapes.values():
+            tape.sink = CassetteWriter(tape.role, record, scrub=self._scrub, keep=keep)
 
     def model(self, role: Role, live: ModelSource, *, spec: str | None) -> Model | None:
         """The model playing `role` (`user` or `judge`): `live` wrapped in a `ReplayModel`

@@ -5,17 +5,20 @@ A cassette directory holds one JSON Lines file per role (`CASSETTE_FILES`): `age
 the target's replies, `user.jsonl` the simulated user's model, `judge.jsonl` the judge's
 model (every call made with it, explanations too). The first line of each says what it is;
 every other line is one answer: the request key, the scenario and trial that asked, the
-`seq`-th time that trial asked it, the request as it was asked and the answer (or the error
-it raised). Secrets are masked in all of it (`sparring.secrets`), the key included: a key is
+`seq`-th time that trial asked it, the request as it was asked, the answer (or the error
+it raised) and the line's `digest` (`entry_digest`: a line edited by hand is refused, not
+replayed). Secrets are masked in all of it (`sparring.secrets`), the key included: a key is
 the SHA-256 of the canonical JSON of the masked request (`request_key`), so a replayed run,
 which only ever sees masked text, asks for the same keys.
 
 Which trial asks is known from the `TrialStarted` event, which the runner emits in the
 trial's own task (`observe` marks it there, `current_trial` reads it), so each trial
 is answered with its own recording. A request is answered by the entry recorded for the
-same trial at the same `seq`, else by any entry of that key not used yet, else it is a miss:
-with `strict`, a `ModelError` or `TargetError` naming the role and what was missing (the
-trial is `error`); without, the live model or target answers. An entry is used once per
+same trial at the same `seq`, else by an entry of that key the same trial recorded and
+that is not used yet, else (without `strict`) by one the same scenario recorded, else it
+is a miss: with `strict`, a `ModelError` or `TargetError` naming the role and what was
+missing (the trial is `error`); without, the live model or target answers. A scenario is
+never answered with another scenario's recording. An entry is used once per
 run: more trials than were recorded never repeat a recorded conversation.
 
 Wrappers: `sparring.runner.replay_models.ReplayModel` (the Model protocol) and
@@ -40,7 +43,8 @@ from sparring.events import Event, Observer, TrialStarted
 Role = Literal["agent", "user", "judge"]
 ROLES: tuple[Role, ...] = ("agent", "user", "judge")
 CASSETTE_FILES: dict[Role, str] = {r: f"{r}.jsonl" for r in ROLES}
-CASSETTE_VERSION = 1
+CASSETTE_VERSION = 2
+"""2: every answer line has its `digest`."""
 _ANSWERS: dict[Role, str] = {
     "agent": "agent reply",
     "user": "simulated user answer",
@@ -72,6 +76,12 @@ def request_key(request: Any) -> str:
     non-ASCII kept. `request` must already be masked and hold only JSON values."""
     canonical = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def entry_digest(entry: dict[str, Any]) -> str:
+    """The `digest` of a cassette line: `request_key` of all of `entry` but its digest (the
+    request, the answer, who asked), so a line changed after it was recorded is told."""
+    return request_key({k: v for k, v in entry.items() if k != "digest"})
 
 
 class Cassette:
@@ -123,31 +133,42 @@ class Cassette:
             None,
         )
 
-    def take(self, key: str, *, at: TrialKey | None, seq: int) -> dict[str, Any] | None:
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        """Every recorded answer, in file order."""
+        return list(self._entries)
+
+    def take(
+        self, key: str, *, at: TrialKey | None, seq: int, strict: bool = False
+    ) -> dict[str, Any] | None:
         """The entry answering `key` asked the `seq`-th time by trial `at`: the one recorded
-        there, else the first of that key not used yet; `None` when every one is used."""
+        there, else the first of that key not used yet that the same trial recorded, else
+        (not `strict`) that the same scenario recorded; `None` when there is none."""
+        wanted = (None, None, seq) if at is None else (at.scenario, at.trial, seq)
+        least = 2 if strict else 1  # fields shared, from the scenario on
         with self._lock:
             unused = [i for i in self._by_key.get(key, []) if i not in self._used]
-            exact = (
-                i
-                for i in unused
-                if at is not None
-                and self._entries[i].get("scenario") == at.scenario
-                and self._entries[i].get("trial") == at.trial
-                and self._entries[i].get("seq") == seq
-            )
-            found = next(exact, unused[0] if unused else None)
-            if found is not None:
-                self._used.add(found)
-        return None if found is None else self._entries[found]
+            shared = {i: _shared(self._entries[i], wanted) for i in unused}
+            found = max(unused, key=lambda i: shared[i], default=None)
+            if found is None or shared[found] < least:
+                return None
+            self._used.add(found)
+        return self._entries[found]
+
+
+def _shared(entry: dict[str, Any], wanted: tuple[str | None, int | None, int]) -> int:
+    """How many of (scenario, trial, seq) `entry` shares with `wanted`, from the first on."""
+    got = (entry.get("scenario"), entry.get("trial"), entry.get("seq"))
+    return next((n for n in range(3) if got[n] != wanted[n]), 3)
 
 
 def _entries(path: Path, lines: list[str], role: Role) -> Iterator[dict[str, Any]]:
     """The entries of a cassette file's `lines`, after its header (checked).
 
     Raises:
-        UserError: a line that is not a JSON object with a `key` string, or a header for
-            another role or version (with the file:line).
+        UserError: a line that is not a JSON object with a `key` string, whose `digest` does
+            not match it (edited), or a header for another role or version (with the
+            file:line).
     """
     header = True
     for number, line in enumerate(lines, start=1):
@@ -169,6 +190,12 @@ def _entries(path: Path, lines: list[str], role: Role) -> Iterator[dict[str, Any
                 f"{path}:{number}: a cassette entry is a JSON object with a string `key`; "
                 "the file is damaged, record it again"
             )
+        if entry.get("digest") != entry_digest(entry):
+            raise UserError(
+                f"{path}:{number}: the line was changed after it was recorded (its `digest` "
+                "does not match); record the cassettes again (`--record DIR`) instead of "
+                "editing them"
+            )
         yield entry
 
 
@@ -188,21 +215,35 @@ def _check_header(where: str, value: Any, role: Role) -> None:
 
 
 class CassetteWriter:
-    """Writes one role's cassette: a header line, then one line per answer, each written
-    whole and flushed at once (an interrupted run keeps what it had).
+    """Writes one role's cassette: a header line, then one line per answer (with its
+    `digest`), each written whole and flushed at once (an interrupted run keeps what it
+    had).
 
     Safe to use from several tasks and threads at once.
     """
 
-    def __init__(self, role: Role, directory: Path, *, scrub: Callable[[str], str]) -> None:
-        """Create (or empty) the cassette of `role` in `directory`.
+    def __init__(
+        self,
+        role: Role,
+        directory: Path,
+        *,
+        scrub: Callable[[str], str],
+        keep: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> None:
+        """Create (or empty) the cassette of `role` in `directory`; with `keep`, the
+        answers already there that `keep` accepts are written again first (a `--resume`
+        keeps the trials it does not run again).
 
         Raises:
-            UserError: the directory or file cannot be written.
+            UserError: the directory or file cannot be written, or (with `keep`) the
+                cassette there cannot be read or is damaged.
         """
         self.path = directory / CASSETTE_FILES[role]
         self._scrub = scrub
         self._lock = threading.Lock()
+        kept = (
+            [] if keep is None else [e for e in Cassette.load(role, directory).entries if keep(e)]
+        )
         try:
             directory.mkdir(parents=True, exist_ok=True)
             self._file: IO[str] = self.path.open("w", encoding="utf-8")
@@ -210,16 +251,18 @@ class CassetteWriter:
             raise UserError(
                 f"cannot record to {self.path}: {e.strerror or e}; give a writable --record DIR"
             ) from None
-        self._write({"cassette": role, "version": CASSETTE_VERSION})
+        self._line(json.dumps({"cassette": role, "version": CASSETTE_VERSION}))
+        for entry in kept:  # as read: masked, with their digest
+            self._line(json.dumps(entry, ensure_ascii=False))
 
     def write(self, entry: dict[str, Any]) -> None:
-        """Append `entry` (JSON values, already masked) as one line."""
-        self._write(entry)
-
-    def _write(self, value: dict[str, Any]) -> None:
+        """Append `entry` (JSON values, already masked) as one line, with its digest."""
         # every part is masked where it is built; the whole line once more, for any form
         # a part's masking could not see (a secret split across two strings is not one)
-        line = self._scrub(json.dumps(value, ensure_ascii=False))
+        masked: dict[str, Any] = json.loads(self._scrub(json.dumps(entry, ensure_ascii=False)))
+        self._line(json.dumps({**masked, "digest": entry_digest(masked)}, ensure_ascii=False))
+
+    def _line(self, line: str) -> None:
         with self._lock:
             if not self._file.closed:
                 self._file.write(line + "\n")
@@ -263,7 +306,7 @@ class Tape:
             self._asked[at, key] += 1
             seq = self._asked[at, key]
             if self.source is not None and replay:
-                entry = self.source.take(key, at=at, seq=seq)
+                entry = self.source.take(key, at=at, seq=seq, strict=self.strict)
             self.asked += 1
             self.replayed += entry is not None
         return at, seq, entry
