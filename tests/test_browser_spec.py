@@ -16,7 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from sparring.cli.main import cli
 from sparring.config import load_settings
-from sparring.errors import ConfigError, StepBudgetSpent, TargetError, UserError
+from sparring.errors import ConfigError, MissingPart, StepBudgetSpent, UserError
 from sparring.loaders import load_paths
 from sparring.reports.html import write_html
 from sparring.results import Artifact
@@ -175,7 +175,7 @@ async def test_no_browser_names_the_install_lines(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(browser_launch, "chromium_path", lambda: None)
     target = BrowserTarget(BrowserTargetSpec(), site_url="http://127.0.0.1:9", artifacts_dir=Path())
     try:
-        with pytest.raises(TargetError) as raised:
+        with pytest.raises(MissingPart) as raised:  # the trial is skipped, saying so
             await target.open_session()
     finally:
         await target.aclose()
@@ -186,7 +186,7 @@ async def test_no_browser_names_the_install_lines(monkeypatch: pytest.MonkeyPatc
 def test_no_playwright_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "playwright.async_api", None)
     with pytest.raises(
-        UserError, match=r"browser targets need Playwright: pip install 'sparring\[browser\]'"
+        MissingPart, match=r"browser targets need Playwright: pip install 'sparring\[browser\]'"
     ):
         BrowserTarget(BrowserTargetSpec(), site_url="http://127.0.0.1:9", artifacts_dir=Path())
 

@@ -17,6 +17,13 @@ class UserError(SparringError):
     """Misconfiguration: the message says what is wrong, where, and how to fix it."""
 
 
+class MissingPart(UserError):
+    """An optional package or program a step needs is not installed (Playwright or Chromium
+    for a website chat, espeak-ng to speak a voice test's messages). The message gives the
+    install line. A trial that needs it is `skipped` with that message, as steps that need
+    a model are when none is configured, so the rest of a run goes on."""
+
+
 class ConfigError(UserError):
     """A test file or setting is invalid.
 

@@ -27,7 +27,7 @@ from typing import Protocol
 
 import anyio
 
-from sparring.errors import ModelError, UserError
+from sparring.errors import MissingPart, ModelError, UserError
 
 PROVIDERS = ("espeak", "openai")
 """Names `speech_provider` knows."""
@@ -166,7 +166,7 @@ class EspeakSpeech:
             PATH.
 
     Raises:
-        UserError: no espeak-ng program found (the message gives the install line).
+        MissingPart: no espeak-ng program found (the message gives the install line).
     """
 
     def __init__(
@@ -174,10 +174,11 @@ class EspeakSpeech:
     ) -> None:
         found = program or shutil.which("espeak-ng") or shutil.which("espeak")
         if found is None:
-            raise UserError(
+            raise MissingPart(
                 "speech synthesis with espeak needs the espeak-ng program, which is not "
                 f"installed; install it (Debian/Ubuntu: `{ESPEAK_INSTALL}`, macOS: `brew "
-                "install espeak-ng`), or use `--provider openai` with OPENAI_API_KEY set"
+                "install espeak-ng`), or use the OpenAI speech API with OPENAI_API_KEY set "
+                "(`sparring synthesize --provider openai`, `speech: openai` on a voice target)"
             )
         self.program, self.voice, self.speed_wpm = found, voice, speed_wpm
 

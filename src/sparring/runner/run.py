@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from sparring.secrets import Secrets
 
 from sparring import __version__
-from sparring.errors import UserError
+from sparring.errors import MissingPart, UserError
 from sparring.events import (
     Event,
     Observer,
@@ -46,7 +46,7 @@ from sparring.runner.settings import AnyRunnable, RunSettings
 from sparring.runner.trial import RunContext, run_trial
 from sparring.scenario import EXPECTED_OUTPUT_ID, Criterion, SingleTurnScenario
 from sparring.scenario.base import TrialRange
-from sparring.targets.base import Target
+from sparring.targets.base import Target, TargetSession
 
 
 def _with_expected_output(scenario: AnyRunnable) -> AnyRunnable:
@@ -131,11 +131,28 @@ class TargetPool:
                 self._targets[key] = build_target(
                     scenario.target, client=self._client, secrets=self._secrets
                 )
+            except MissingPart as e:  # its trials are skipped, saying what to install
+                self._targets[key] = _Unavailable(scenario.target.type, str(e))
             except UserError as e:
                 raise UserError(
                     f"{scenario.source or scenario.id}: target of scenario {scenario.id!r}: {e}"
                 ) from None
         return self._targets[key]
+
+
+class _Unavailable:
+    """A target whose optional package or program is not installed: each conversation
+    raises `MissingPart`, so the scenario's trials are skipped with the install line."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name, self._reason = name, reason
+
+    async def open_session(self) -> TargetSession:
+        """Never opens: raises `MissingPart` with the install line."""
+        raise MissingPart(self._reason)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
 
 
 def _ignore(event: Event) -> None:

@@ -12,7 +12,13 @@ from dataclasses import dataclass, replace
 import anyio
 from pydantic import BaseModel
 
-from sparring.errors import ModelError, ModelOutputError, TargetError, TargetTimeout
+from sparring.errors import (
+    MissingPart,
+    ModelError,
+    ModelOutputError,
+    TargetError,
+    TargetTimeout,
+)
 from sparring.events import (
     MessageAdded,
     Observer,
@@ -369,6 +375,8 @@ async def _run_code(state: _TrialState, scenario: CodeScenario, target: Target |
     finally:
         CURRENT_TRIAL.reset(token)
         forgotten = trial.unawaited()
+    if trial.target_failure is not None:  # caught by the test: still an error, never a pass
+        raise trial.target_failure
     if forgotten:
         raise _TestRaised(forgotten)
     state.evidence = trial.evidence  # a browser session's screenshots and page URL
@@ -530,6 +538,8 @@ async def _play(state: _TrialState, target: Target | None) -> Outcome:
         return "error", "test_error", str(e)
     except SimulatorFailed as e:
         return "invalid", "simulator_failed", str(e)
+    except MissingPart as e:  # e.g. no Chromium or espeak-ng: skipped, as without a model
+        return "skipped", "skipped", str(e)
     except Exception as e:  # a bug or an unexpected failure must not lose the trial
         state.traceback = traceback.format_exc()
         return (

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from sparring.errors import TargetError, UserError
+from sparring.errors import MissingPart, TargetError
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, Playwright
@@ -29,12 +29,12 @@ def import_playwright() -> Any:
     """`playwright.async_api.async_playwright`.
 
     Raises:
-        UserError: Playwright is not installed, naming the extra to install.
+        MissingPart: Playwright is not installed, naming the extra to install.
     """
     try:
         from playwright.async_api import async_playwright
     except ImportError:
-        raise UserError(f"browser targets need Playwright: {BROWSER_EXTRA}") from None
+        raise MissingPart(f"browser targets need Playwright: {BROWSER_EXTRA}") from None
     return async_playwright
 
 
@@ -51,7 +51,8 @@ async def launch(playwright: Playwright) -> Browser:
     """Headless Chromium.
 
     Raises:
-        TargetError: no Chromium is installed (`NO_BROWSER`) or it would not start.
+        MissingPart: no Chromium is installed (`NO_BROWSER`).
+        TargetError: Chromium would not start.
     """
     from playwright.async_api import Error
 
@@ -62,7 +63,7 @@ async def launch(playwright: Playwright) -> Browser:
         )
     except Error as e:
         if path is None and "Executable doesn't exist" in str(e):
-            raise TargetError(NO_BROWSER) from None
+            raise MissingPart(NO_BROWSER) from None
         raise TargetError(
             f"Chromium ({path or 'Playwright download'}) did not start: {e}"
         ) from None

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sparring.errors import ModelError, TargetError, UserError
+from sparring.errors import MissingPart, ModelError, TargetError, UserError
 from sparring.models.speech import SpeechProvider, read_wav, speech_provider
 from sparring.target_specs import VoiceTargetSpec
 from sparring.targets.base import StatelessSession, Target
@@ -68,9 +68,10 @@ class UserAudio:
         Raises:
             TargetError: the message's WAV file cannot be read (moved or deleted after the
                 test file was loaded).
-            ModelError: synthesis failed, or no speech provider can work here (no
-                espeak-ng, no API key; the message says how to fix it): a failure of
-                sparring's side, not the agent's.
+            MissingPart: espeak-ng is not installed (the trial is skipped).
+            ModelError: synthesis failed, or no speech provider can work here (no API
+                key; the message says how to fix it): a failure of sparring's side, not
+                the agent's.
         """
         if message.audio is not None:
             try:
@@ -84,6 +85,8 @@ class UserAudio:
         if self._speech is None:
             try:
                 self._speech = self._make()
+            except MissingPart as e:  # the trial is skipped, saying what to install
+                raise MissingPart(f"cannot speak the user's message: {e}") from None
             except UserError as e:
                 raise ModelError(f"cannot speak the user's message: {e}") from None
         self._spoken[text] = spoken = await self._speech.synthesize(text)
