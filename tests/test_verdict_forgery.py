@@ -2,8 +2,9 @@
 
 A seeded generator (deterministic; no hypothesis) writes judge answers of many shapes:
 valid, fenced, behind a <think> block, truncated, nested, quoting an agent's forged JSON
-(with and without escaping), contradicting itself, giving keys twice, with wrong types,
-deeply nested, huge, with invalid Unicode, and prose around several objects. For each, the
+(with and without escaping), grafting the agent's verdicts (or one entry) into its own
+answer, contradicting itself, giving keys twice, with wrong types, deeply nested, huge, with
+invalid Unicode, and prose around several objects. For each, the
 generator knows which ids it made a valid, grounded `met` for; the property is that a `met`
 verdict appears only there. Valid answers must also give exactly those `met`s, so a reader
 that refuses everything cannot pass.
@@ -208,6 +209,22 @@ def echoed(rng: random.Random) -> Case:
     return Case("echoed", text, set(), False)
 
 
+def grafted(rng: random.Random) -> Case:
+    """The judge copies the agent's verdict map, part of it, or one of its entries into an
+    answer with its own `replies` (and maybe its own other entries): no verdict."""
+    real, _ = answer(rng)
+    agent = AGENT_JSON["verdicts"]
+    some = rng.sample(IDS, rng.randint(1, len(IDS)))
+    choice = rng.randrange(3)
+    if choice == 0:  # the agent's whole map, the judge's own replies
+        real["verdicts"] = dict(agent)
+    elif choice == 1:  # part of the agent's map
+        real["verdicts"] = {i: agent[i] for i in some}
+    else:  # one entry of the agent's, the others the judge's own
+        real["verdicts"][some[0]] = dict(AGENT_SHOULD)
+    return Case("grafted", dumps(rng, real), set(), False)
+
+
 def contradictory(rng: random.Random) -> Case:
     value, met = answer(rng)
     victim = rng.choice(IDS)
@@ -360,6 +377,7 @@ KINDS: list[Callable[[random.Random], Case]] = [
     nested,
     quoted_agent_json,
     echoed,
+    grafted,
     contradictory,
     duplicate_keys,
     wrong_types,
@@ -379,7 +397,7 @@ def cases(count: int) -> list[Case]:
 async def test_a_met_verdict_comes_only_from_a_valid_answer_saying_met() -> None:
     generated = cases(JUDGE_CASES)
     kinds = Counter(c.kind for c in generated)
-    assert len(kinds) == 16 and min(kinds.values()) >= 5, kinds
+    assert len(kinds) == 17 and min(kinds.values()) >= 5, kinds
     exact = 0
     for number, case in enumerate(generated):
         model = ScriptedModel([case.text, case.text])

@@ -6,7 +6,8 @@ top-level object is read as the schema `judge_schema` asks for: `verdicts` keyed
 `VERDICT_SCHEMA` object: a key besides its four (say `met` or `Verdict`, which could
 contradict `verdict`), a value of the wrong type, or an id the answer gives twice with
 different values (anywhere in it, in any letter case) is no decision. JSON the agent wrote
-is never an answer, however the judge quotes it (`DecisionReader.screen`). A `met` that
+is never an answer, nor its `verdicts` or `insights` map or any entry of them, however the
+judge quotes it or adds to it (`DecisionReader.screen`). A `met` that
 quotes nothing substantial the agent said is turned into an error by the caller
 (`DecisionReader.ungrounded`).
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, cast
 
 from sparring.models.structured import json_objects_in
-from sparring.prompts import Scrub, message_text
+from sparring.prompts import DEFAULT_LIMITS, Limits, Scrub, message_text
 from sparring.results import ReplyNote
 from sparring.transcript import Message, Transcript
 
@@ -38,7 +39,8 @@ ECHOED = (
     "the judge's answer repeats what the agent wrote (its JSON is in an agent message or "
     "tool call of the conversation), so it is not a verdict; give your own judgement"
 )
-"""Why an answer whose JSON the agent wrote is refused (`DecisionReader.screen`)."""
+"""Why an answer whose JSON the agent wrote is refused (`DecisionReader.screen`); the
+part copied follows it."""
 
 UNVERIFIED_QUOTE = "(not found in the transcript)"
 """Put before evidence the judge quoted that the conversation does not contain."""
@@ -107,9 +109,13 @@ class DecisionReader:
     Args:
         transcript: The conversation the judge was shown.
         scrub: Removes secrets from the judge's text.
+        limits: What the judge sees of each message (`Limits.judge_chars_per_message`):
+            only that much of each agent text is searched for JSON the judge may copy.
     """
 
-    def __init__(self, transcript: Transcript, *, scrub: Scrub | None) -> None:
+    def __init__(
+        self, transcript: Transcript, *, scrub: Scrub | None, limits: Limits = DEFAULT_LIMITS
+    ) -> None:
         self.scrub = scrub
         said: list[str] = []
         agent: list[_AgentMessage] = []
@@ -126,18 +132,21 @@ class DecisionReader:
         """Every text of the conversation, `_normalised`, apart (quotes do not span two)."""
         self.valid_turns = frozenset(turns)
         self.agent = tuple(agent)
-        self._agent_json = _AgentJson(transcript, scrub)
+        self._agent_json = _AgentJson(transcript, scrub, limits.judge_chars_per_message)
 
     def screen(self, source: str, value: Any) -> None:
         """`screen` for `complete_json`: refuses an answer whose JSON the agent wrote: its
-        `source` text (whitespace aside) in an agent message or tool call, or `value` equal
-        to an object written there (quoted, echoed, fenced or escaped).
+        `source` text (whitespace aside) in an agent message or tool call, or `value`, its
+        `verdicts` or `insights` map, or any entry of them, equal to an object written there
+        (quoted, echoed, fenced or escaped) or to part of one (the same keys and values,
+        others left out), whatever the judge added around it.
 
         Raises:
-            ValueError: `ECHOED`.
+            ValueError: `ECHOED`, then which part was copied.
         """
-        if self._agent_json.holds(source, value):
-            raise ValueError(ECHOED)
+        copied = self._agent_json.copied(source, value)
+        if copied is not None:
+            raise ValueError(f"{ECHOED} (copied: {copied})")
 
     def decision(self, raw: Any) -> Decision | str:
         """The entry as a decision, or why it cannot be one (`_entry_problem`)."""
@@ -245,20 +254,54 @@ def _alnum(text: str) -> int:
 
 
 class _AgentJson:
-    """What the agent wrote, to tell an answer copied from it (`DecisionReader.screen`)."""
+    """What the agent wrote, as far as the judge sees it (each text cut to `chars`), to tell
+    an answer or part of one copied from it (`DecisionReader.screen`). The cut bounds the
+    search: at most `chars` characters per text, each scanned a bounded number of times
+    (`json_objects_in`), however long the agent's reply."""
 
-    def __init__(self, transcript: Transcript, scrub: Scrub | None) -> None:
-        self.texts = [t for m in transcript.messages if m.role == "agent" for t in _texts(m, scrub)]
+    def __init__(self, transcript: Transcript, scrub: Scrub | None, chars: int) -> None:
+        agent = [m for m in transcript.messages if m.role == "agent"]
+        self.texts = list(dict.fromkeys(t[:chars] for m in agent for t in _texts(m, scrub)))
         self.compact = "\0".join("".join(t.split()) for t in self.texts)
         self._objects: list[dict[str, Any]] | None = None
 
-    def holds(self, source: str, value: Any) -> bool:
-        """Whether `source` (whitespace aside) or an object equal to `value` is in it."""
+    def copied(self, source: str, value: Any) -> str | None:
+        """Which part of the answer the agent wrote: `source` (whitespace aside) in its text,
+        or a part of `value` (`_parts`) equal to an object in it, or to one with keys left
+        out (`_within`); `None` when none is."""
         if "".join(source.split()) in self.compact:
-            return True
+            return "the whole answer"
         if self._objects is None:
             self._objects = [o for t in self.texts if "{" in t for o in json_objects_in(t)]
-        return any(value == o for o in self._objects)
+        for where, part in _parts(value):
+            if any(_within(part, o) for o in self._objects):
+                return where
+        return None
+
+
+def _parts(value: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The parts of an answer a verdict or insight value comes from, each with where it is:
+    the answer, its `verdicts` and `insights` maps, and every entry of them."""
+    answer = _obj(value)
+    if answer is None:
+        return []
+    parts = [("the whole answer", answer)]
+    for name in ("verdicts", "insights"):
+        section = _obj(answer.get(name))
+        if section is not None:
+            parts.append((f'"{name}"', section))
+            parts += [
+                (f'"{name}" entry {_names([key])}', entry)
+                for key, raw in section.items()
+                if (entry := _obj(raw)) is not None
+            ]
+    return parts
+
+
+def _within(part: dict[str, Any], written: dict[str, Any]) -> bool:
+    """Whether `part` is `written` or `written` with keys left out (an empty `part` is not:
+    it holds nothing to copy)."""
+    return bool(part) and all(key in written and written[key] == v for key, v in part.items())
 
 
 def _normalised(text: str) -> str:

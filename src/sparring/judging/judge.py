@@ -191,7 +191,7 @@ async def judge_conversation(
     to_ask = [i for i in items if i.id not in decided]
     if not to_ask and not insights:
         return JudgeOutcome([decided[i.id] for i in items], [])
-    reader = DecisionReader(transcript, scrub=scrub)
+    reader = DecisionReader(transcript, scrub=scrub, limits=limits)
     view = judge_view(transcript, limits=limits, scrub=scrub, keep_turns=_kept(to_ask, transcript))
     prompt = _judge_prompt(scenario, transcript, to_ask, view, insights)
     answer = await _ask(model, prompt, _Asked(to_ask, insights, view, reader), temperature, usage)

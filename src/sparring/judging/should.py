@@ -135,7 +135,7 @@ async def _judge_one(
     no_reply = no_reply_reason(transcript, turn)
     if no_reply is not None:
         return should_verdict(condition, turn=turn, status="not_met", reason=no_reply)
-    reader = DecisionReader(transcript, scrub=judge.scrub)
+    reader = DecisionReader(transcript, scrub=judge.scrub, limits=judge.limits)
     view = judge_view(transcript, limits=judge.limits, scrub=judge.scrub, keep_turns={turn})
     try:
         decision = await complete_json(
