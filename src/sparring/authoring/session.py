@@ -13,7 +13,7 @@ model=...)` makes a context of its own (`TrialLog`).
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -257,7 +257,7 @@ class Session:
         self._connection: TargetSession | None = None
 
     async def __aenter__(self) -> Session:
-        self._connection = await self.target.open_session()
+        self._connection = await self._kept(self.target.open_session())
         if isinstance(self._connection, EvidenceSession) and self.trial.evidence is None:
             self._connection.plan(max_turns=UNKNOWN_TURNS)  # a browser: its step budget
             self.trial.evidence = self._connection  # screenshots and page URL, kept
@@ -278,6 +278,15 @@ class Session:
         forgotten = self.trial.unawaited() if current_trial() is None else None
         if forgotten and exc[0] is None:
             raise UserError(forgotten)
+
+    async def _kept(self, call: Awaitable[T]) -> T:
+        """`await call`; a `TargetError` it raises is kept on the trial first (the trial is
+        `error` even when the test body catches it)."""
+        try:
+            return await call
+        except TargetError as e:
+            self.trial.target_failed(e)
+            raise
 
     def _open(self) -> TargetSession:
         if self._connection is None:
@@ -308,7 +317,7 @@ class Session:
         user = Message(role="user", content=text, files=attached, audio=heard)
         self.trial.recorder.add_message(user)
         wire = self.transcript.with_message(user)
-        reply = await self.trial.send(connection, wire, target=self.target.name)
+        reply = await self._kept(self.trial.send(connection, wire, target=self.target.name))
         self.transcript = wire.with_message(reply)
         self.trial.recorder.add_message(reply)
         return Response(reply, self.transcript.user_turns, self.transcript, self.trial)
@@ -414,7 +423,7 @@ class Session:
                     "or `checks`, but add_events only loads history and tests nothing; to "
                     "test written steps use `await session.unfold(steps)`, else drop them"
                 )
-        loaded = await connection.preload(transcript_of(history))
+        loaded = await self._kept(connection.preload(transcript_of(history)))
         self.transcript = loaded
         for message in loaded.messages:
             self.trial.recorder.add_message(message)

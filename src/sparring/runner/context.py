@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 
-from sparring.errors import RunError, TargetTimeout
+from sparring.errors import RunError, TargetError, TargetTimeout
 from sparring.judging.should import NO_MODEL_HINT, JudgeSettings
 from sparring.models.base import Model
 from sparring.prompts import DEFAULT_LIMITS, Limits
@@ -148,6 +148,9 @@ class TrialContext:
     evidence: EvidenceSession | None = None
     """The first session of the trial that keeps evidence (a browser's screenshots and
     page URL), kept with the trial's result."""
+    target_failure: TargetError | None = None
+    """The trial's first target failure (`target_failed`): the trial is `error` with it
+    even when the test body caught it, as an error is never a pass."""
     _ids: Counter[str] = field(default_factory=Counter[str])
     _asserts: list[tuple[str, Coroutine[Any, Any, Any]]] = field(
         default_factory=list[tuple[str, Coroutine[Any, Any, Any]]]
@@ -189,6 +192,10 @@ class TrialContext:
             f"{forgotten[0]}(...) was not awaited{count}, so it checked nothing; write "
             f"`await {forgotten[0]}(...)`"
         )
+
+    def target_failed(self, error: TargetError) -> None:
+        """Keep `error` as the trial's `target_failure`, unless it already has one."""
+        self.target_failure = self.target_failure or error
 
     async def send(self, connection: TargetSession, wire: Transcript, *, target: str) -> Message:
         """Send the last message of `wire` on `connection` within `reply_timeout_s`.
