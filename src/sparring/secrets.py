@@ -17,8 +17,16 @@ too: each character as typed, percent-encoded (its UTF-8 bytes as `%XX`, hex dig
 either case, `%` itself encoded again any number of times, a space as `+`: whatever an
 HTTP client leaves raw in a URL's path, query or userinfo), escaped any number of times
 as a JSON or Python string literal shows it (`\"`, `\\`, `\u00e9`, `\xe9`), as an HTML
-character reference (`&quot;`, `&#34;`, `&#x22;`), and an accented letter composed or
-decomposed (NFC or NFD).
+character reference (`&quot;`, `&#34;`, `&#x22;`), an accented letter composed or
+decomposed (NFC or NFD), and in another case or compatibility form (upper-case, full-width
+`ｓ`: what NFKC and case folding make the same); every character may be `\u`-, `\U`- or
+`\x`-escaped, and a line break (with indentation) or an invisible format character (soft
+hyphen, zero-width space) may sit between two of them. The value's UTF-8 bytes are masked as
+hex digits (either case) and as base64 (standard or URL-safe) at each of the three byte
+alignments, where the whole base64 run holding them is masked (`_encoded_pattern`; only when
+the value fills at least 8 base64 characters at each alignment, so a short value cannot mask
+an unrelated attachment by chance). A fragment of a value is not masked (a prefix such as
+`sk-proj-` is shared by many keys and texts), but for a piece cut short (below).
 
 Trade-off: values shorter than `MIN_SCRUB_CHARS` (4) characters are not scrubbed, so such
 a value does show in reports and errors. Matching is by substring, and masking every `1`,
@@ -31,11 +39,13 @@ otherwise show all but its last characters.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
+from functools import cache
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, quote_plus, unquote
 
@@ -130,17 +140,72 @@ def _escapes(text: str) -> set[str]:
 
 
 _NAMED_ESCAPES = {"\n": "n", "\r": "r", "\t": "t", "\b": "b", "\f": "f"}
-_BACKSLASHES = r"\\+"
+_BACKSLASHES = r"\\\\*"
+"""One or more backslashes, written to begin with a plain one (see `_char_forms`)."""
+
+
+# What may break a secret up without changing it: a line break (raw or escaped, with the
+# next line's indentation) or an invisible format character (Unicode category Cf: soft
+# hyphen, zero-width space and joiners, direction marks, BOM, tag characters), raw or
+# escaped as in JSON or HTML.
+_BREAK = (
+    r"(?:(?:[\n\r\x0b\x0c\x85\u2028\u2029]|\\\\*[nr])[ \t]*"
+    r"|[\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+    r"\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    r"\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+    r"|\\\\*u(?i:00ad|061c|180e|200[b-f]|202[a-e]|206[0-46-9a-f]|feff)|&shy;)*"
+)
 
 
 def _secret_pattern(value: str) -> str:
     r"""A regex matching `value` with each character in any of its forms (the module
-    docstring): as typed, percent-encoded (`%5C`, `%5c`, `%255C`), escaped any number of
-    times as a JSON or Python string literal (`"` as `\"`, `\\\"`, ...; `é` as `\u00e9`,
-    `\\u00e9`, `\xe9`, ...), as an HTML character reference, composed or decomposed. JSON
-    inside JSON inside a quoted error stays masked however deep it is nested, and a URL an
-    HTTP client encoded part by part is masked whichever characters it left raw."""
-    return "".join(_composed_char(char) for char in unicodedata.normalize("NFC", value))
+    docstring): as typed in any case or compatibility form (`S`, `Ｓ`), percent-encoded
+    (`%5C`, `%5c`, `%255C`), escaped any number of times as a JSON or Python string literal
+    (`"` as `\"`, `\\\"`, ...; any character as `\u0073`, `\\u0073`, `\x73`, ...), as an
+    HTML character reference, composed or decomposed; line breaks and invisible characters
+    between them (`_BREAK`). JSON inside JSON inside a quoted error stays masked however
+    deep it is nested, and a URL an HTTP client encoded part by part is masked whichever
+    characters it left raw."""
+    return _BREAK.join(_composed_char(char) for char in unicodedata.normalize("NFC", value))
+
+
+_BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_")
+_MIN_BASE64_CORE = 8
+"""Base64 characters a value's bytes must fill at an alignment for it to be looked for:
+fewer would mask runs of unrelated base64 data (an attached image) by chance."""
+
+
+def _encoded_pattern(values: list[str]) -> str:
+    """A regex matching each value's UTF-8 bytes as hex digits (either case; group `hex`)
+    or base64 (standard or URL-safe) at each of the three byte alignments in a longer
+    base64 text: the characters only its own bytes determine, when at least
+    `_MIN_BASE64_CORE` (`_base64_run` widens a match to the base64 run holding the rest)."""
+    hex_forms = ["".join(_hex(byte, 2) for byte in value.encode("utf-8")) for value in values]
+    base64_forms = sorted({form for value in values for form in _base64_forms(value)})
+    return "|".join([f"(?P<hex>{'|'.join(hex_forms)})", *map(re.escape, base64_forms)])
+
+
+def _base64_forms(value: str) -> set[str]:
+    """`value`'s bytes in base64 (`_encoded_pattern`), standard and URL-safe."""
+    data = value.encode("utf-8")
+    forms: set[str] = set()
+    for skip in range(3):
+        whole = data[skip:][: (len(data) - skip) // 3 * 3]
+        core = base64.b64encode(whole).decode("ascii")
+        if len(core) >= _MIN_BASE64_CORE:
+            forms |= {core, core.replace("+", "-").replace("/", "_")}
+    return forms
+
+
+def _base64_run(text: str, start: int, end: int) -> tuple[int, int]:
+    """`(start, end)` widened to the base64 run around `text[start:end]`, padding included."""
+    while start and text[start - 1] in _BASE64_CHARS:
+        start -= 1
+    while end < len(text) and text[end] in _BASE64_CHARS:
+        end += 1
+    while end < len(text) and text[end] == "=":
+        end += 1
+    return start, end
 
 
 def _composed_char(char: str) -> str:
@@ -151,38 +216,96 @@ def _composed_char(char: str) -> str:
     return f"(?:{_char_forms(char)}|{''.join(map(_char_forms, decomposed))})"
 
 
+# Where characters that fold (NFKC, case-folded) to a letter, digit or sign of a typical
+# secret live: Latin, Greek and Cyrillic with their case pairs, phonetic and modifier
+# letters, letterlike symbols, enclosed and circled alphanumerics, CJK compatibility,
+# presentation forms, full-width forms, mathematical alphanumerics. Scanned once, lazily.
+_FOLD_RANGES = (
+    (0x0000, 0x05FF),
+    (0x1D00, 0x24FF),
+    (0x2A00, 0x2CFF),
+    (0x3000, 0x33FF),
+    (0xA700, 0xA7FF),
+    (0xFB00, 0xFFFF),
+    (0x10700, 0x107FF),
+    (0x1D400, 0x1D7FF),
+    (0x1F100, 0x1F1FF),
+    (0x1FB00, 0x1FBFF),
+)
+
+
+def _fold(text: str) -> str:
+    """NFKC, case-folded, NFKC again: `Ｓ`, `𝐬`, `ⓢ` and `S` all fold to `s`."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
+@cache
+def _fold_table() -> dict[str, frozenset[str]]:
+    """Each folded text, to the characters in `_FOLD_RANGES` that fold to it."""
+    table: dict[str, set[str]] = {}
+    for first, last in _FOLD_RANGES:
+        for char in map(chr, range(first, last + 1)):
+            table.setdefault(_fold(char), set()).add(char)
+    return {folded: frozenset(chars) for folded, chars in table.items()}
+
+
+def _variants(char: str) -> list[str]:
+    """`char` and the characters that are it in another case or compatibility form
+    (upper-case `S`, full-width `ｓ`, mathematical `𝐬`, ...), sorted."""
+    same = {char, char.upper(), char.lower(), _fold(char)}
+    same = {c for c in same if len(c) == 1} | _fold_table().get(_fold(char), frozenset())
+    return sorted(same)
+
+
+def _any_of(chars: list[str]) -> str:
+    """A regex matching one of `chars`: a class, its characters beyond U+FFFF (a slow list
+    to look through) only looked at on such a character."""
+    if len(chars) == 1:
+        return re.escape(chars[0])
+    basic = "".join(re.escape(c) for c in chars if c <= "\uffff")
+    astral = "".join(re.escape(c) for c in chars if c > "\uffff")
+    if not astral:
+        return f"[{basic}]"
+    return rf"(?:[{basic}]|[\U00010000-\U0010ffff](?<=[{astral}]))"
+
+
 _HTML_NAMES = {'"': "quot", "&": "amp", "'": "apos", "<": "lt", ">": "gt"}
 
 
 def _char_forms(char: str) -> str:
-    """A regex matching `char` in each of its forms, but decomposed (`_secret_pattern`)."""
+    """A regex matching `char` in each of its forms, but decomposed (`_secret_pattern`).
+
+    Every branch begins with one character or class, so the regex engine leaves a position
+    that matches none after one look at each branch: one regex runs over all kept text."""
     code = ord(char)
-    options = [r"\\*" + re.escape(char) if char in "\"'\\/" else re.escape(char)]
+    variants = _variants(char)
+    typed = _any_of(variants)
+    escaped = [escape for variant in variants for escape in _escapes_of(ord(variant))]
+    if char in "\"'\\/":  # `\"`, `\\\"`: escaped by one backslash or more
+        escaped.append(typed)
+    options = [typed, _BACKSLASHES + "(?:" + "|".join(escaped) + ")"]
     options.append("".join(rf"%(?:25)*{_hex(byte, 2)}" for byte in char.encode("utf-8")))
     if char == " ":
         options.append(r"\+")
-    options.append(rf"&#(?:0*{code}|[xX]0*{_hex(code, len(f'{code:x}'))});")
+    html = [rf"#(?:0*{code}|[xX]0*{_hex(code, len(f'{code:x}'))})"]
     if char in _HTML_NAMES:
-        options.append(f"&{_HTML_NAMES[char]};")
-    if char in _NAMED_ESCAPES:
-        options.append(_BACKSLASHES + _NAMED_ESCAPES[char])
-    if not 0x20 <= code < 0x7F or char in "&<>":
-        if code < 0x100:
-            options.append(_BACKSLASHES + "x" + _hex(code, 2))
-        if code <= 0xFFFF:
-            options.append(_BACKSLASHES + "u" + _hex(code, 4))
-        else:
-            high, low = divmod(code - 0x10000, 0x400)
-            options.append(_BACKSLASHES + "U" + _hex(code, 8))
-            options.append(
-                _BACKSLASHES
-                + "u"
-                + _hex(0xD800 + high, 4)
-                + _BACKSLASHES
-                + "u"
-                + _hex(0xDC00 + low, 4)
-            )
+        html.append(_HTML_NAMES[char])
+    options.append(f"&(?:{'|'.join(html)});")
     return "(?:" + "|".join(options) + ")"
+
+
+def _escapes_of(code: int) -> list[str]:
+    r"""Regexes for what follows the backslash(es) of the character `code` escaped as in a
+    JSON or Python string literal: `n`, `x73`, `u0073`, `ud83d\\+ude00`, `U00000073`."""
+    escapes = [_NAMED_ESCAPES[chr(code)]] if chr(code) in _NAMED_ESCAPES else []
+    if code < 0x100:
+        escapes.append("x" + _hex(code, 2))
+    if code <= 0xFFFF:
+        escapes.append("u" + _hex(code, 4))
+    else:
+        high, low = divmod(code - 0x10000, 0x400)
+        escapes.append(f"u{_hex(0xD800 + high, 4)}{_BACKSLASHES}u{_hex(0xDC00 + low, 4)}")
+    return [*escapes, "U" + _hex(code, 8)]
 
 
 def _hex(code: int, width: int) -> str:
@@ -213,6 +336,7 @@ class Scrubber:
         self._values: set[str] = set()
         self._parent = parent
         self._pattern = re.compile("(?!)")
+        self._encoded = re.compile("(?!)")
         self._pieces: frozenset[str] = frozenset()
         self._longest_piece = 0
         self._built_for = 0
@@ -233,7 +357,21 @@ class Scrubber:
             for i, part in enumerate(parts[:-1]):
                 parts[i] = self._mask_cut_end(part, shortest=MIN_SCRUB_CHARS)
             text = CUT.join(parts)
-        return self._pattern.sub(MASK, text)
+        return self._mask_encoded(self._pattern.sub(MASK, text))
+
+    def _mask_encoded(self, text: str) -> str:
+        """`text` with each value's hex digits masked, and each base64 run holding a value."""
+        spans: list[tuple[int, int]] = []
+        for match in self._encoded.finditer(text):
+            start, end = match.span()
+            if match.group("hex") is None:
+                start, end = _base64_run(text, start, end)
+            if spans and start <= spans[-1][1]:  # runs widened into each other
+                start = spans.pop()[0]
+            spans.append((start, end))
+        for start, end in reversed(spans):
+            text = text[:start] + MASK + text[end:]
+        return text
 
     def excerpt(self, text: str, limit: int, *, truncated: bool = False) -> str:
         """`text` scrubbed whole, then cut to its first `limit` characters.
@@ -264,6 +402,7 @@ class Scrubber:
         if size and self._built_for != size:
             values = sorted(self._all_values(), key=len, reverse=True)
             self._pattern = re.compile("|".join(map(_secret_pattern, values)))
+            self._encoded = re.compile(_encoded_pattern(values))
             forms = {f for v in values for f in _forms(v)}
             self._pieces = frozenset(f[:k] for f in forms for k in range(1, len(f) + 1))
             self._longest_piece = max((len(p) for p in self._pieces), default=0)
