@@ -19,12 +19,18 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from sparring.dashboard.app import create_app
 from sparring.dashboard.state import Dashboard
+from sparring.demo.server import DemoServer
 from sparring.store.accounts import add_account
 from sparring.store.database import Store, open_store
 from sparring.store.writer import RunRecord, RunWriter
-from tests.support.dashboard_platform import EVALUATION, USER, platform_dashboard
+from tests.support.dashboard_platform import (
+    EVALUATION,
+    LOCAL,
+    USER,
+    dashboard_client,
+    platform_dashboard,
+)
 from tests.support.dashboard_store import CARD_REQUEST, keep_run, sample_run
 
 PATHS = ["tests/conversations/"]
@@ -39,8 +45,20 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 @pytest.fixture
 def client(store: Store) -> Iterator[TestClient]:
-    with TestClient(create_app(platform_dashboard(store))) as opened:
+    with dashboard_client(platform_dashboard(store)) as opened:
         yield opened
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[str]:
+    with DemoServer(port=0) as server:
+        yield server.url
+
+
+def demo_agent(demo: str) -> dict[str, Any]:
+    """The demo agent over HTTP, as an agent's content."""
+    body = {"message": "{{input}}", "history": "{{history}}"}
+    return {"type": "http", "url": f"{demo}/chat", "body_template": body, "response_path": "reply"}
 
 
 def two_runs(store: Store) -> None:
@@ -74,16 +92,14 @@ def published(client: TestClient, kind: str, name: str, content: dict[str, Any])
     return asset_id
 
 
-def the_three(client: TestClient) -> tuple[int, int]:
-    """A published agent evaluation, simulated user attaching it, and the demo agent (a
-    callable target): the agent's and the simulated user's ids."""
+def the_three(client: TestClient, demo: str) -> tuple[int, int]:
+    """A published agent evaluation, simulated user attaching it, and the demo agent (over
+    HTTP at `demo`): the agent's and the simulated user's ids."""
     published(client, "evaluation", "Delivery info", EVALUATION)
     user = published(
         client, "simulated_user", "Late parcel", {**USER, "evaluations": ["Delivery info"]}
     )
-    agent = published(
-        client, "agent", "Demo agent", {"type": "callable", "ref": "sparring.demo.agent:chat"}
-    )
+    agent = published(client, "agent", "Demo agent", demo_agent(demo))
     return agent, user
 
 
@@ -249,8 +265,10 @@ def test_a_suite_in_progress_refreshes_itself_until_it_ends(
 # --- the platform: assets, suites, runs in the server --------------------------------------
 
 
-def test_assets_have_revisions_clones_and_an_irreversible_archive(client: TestClient) -> None:
-    agent, user = the_three(client)
+def test_assets_have_revisions_clones_and_an_irreversible_archive(
+    client: TestClient, demo: str
+) -> None:
+    agent, user = the_three(client, demo)
     clone = client.post(f"/api/assets/simulated_user/{user}/clone", json={}).json()
     assert clone["name"] == "Late parcel - clone" and clone["revisions"][0]["state"] == "draft"
     assert clone["revisions"][0]["content"]["evaluations"] == ["Delivery info"]
@@ -258,7 +276,7 @@ def test_assets_have_revisions_clones_and_an_irreversible_archive(client: TestCl
     assert re.search(r'class="using">Late parcel, Late parcel - clone<', using)
     draft = client.post(
         f"/api/assets/agent/{agent}/drafts",
-        json={"name": "Demo agent", "content": {"type": "callable", "ref": "x.y:z"}},
+        json={"name": "Demo agent", "content": demo_agent(demo) | {"timeout_s": 5}},
     ).json()
     assert [r["label"] for r in draft["revisions"]] == ["Published:1", "Draft:2"]
     page = client.get(f"/agents/{agent}").text
@@ -306,9 +324,9 @@ def test_the_asset_pages_save_drafts_move_revisions_clone_and_archive(
 
 
 def test_a_suite_without_a_published_revision_fails_to_save_with_the_fix(
-    client: TestClient,
+    client: TestClient, demo: str
 ) -> None:
-    agent, _ = the_three(client)
+    agent, _ = the_three(client, demo)
     draft_user = client.post(
         "/api/assets/simulated_user", json={"name": "New persona", "content": USER}
     ).json()["id"]
@@ -329,9 +347,9 @@ def test_a_suite_without_a_published_revision_fails_to_save_with_the_fix(
 
 
 def test_save_and_run_runs_in_the_server_kept_and_linked_one_at_a_time(
-    client: TestClient,
+    client: TestClient, demo: str
 ) -> None:
-    agent, user = the_three(client)
+    agent, user = the_three(client, demo)
     body = {"name": "Smoke", "cases": [{"agent_id": agent, "user_id": user, "max_turns": 3}]}
     saved = client.post("/api/suites", json=body).json()
     assert saved["status"] == "not_run" and saved["status_label"] == "Not run"
@@ -348,9 +366,9 @@ def test_save_and_run_runs_in_the_server_kept_and_linked_one_at_a_time(
 
 
 def test_the_suite_editor_adds_cases_saves_edits_and_deletes_after_asking(
-    client: TestClient,
+    client: TestClient, demo: str
 ) -> None:
-    agent, user = the_three(client)
+    agent, user = the_three(client, demo)
     token = csrf(client)
     form = {
         "csrf_token": token,
@@ -383,11 +401,11 @@ def test_the_suite_editor_adds_cases_saves_edits_and_deletes_after_asking(
 
 
 def test_one_run_at_a_time_and_one_going_when_the_server_stops_is_kept_interrupted(
-    store: Store,
+    store: Store, demo: str
 ) -> None:
     dashboard = platform_dashboard(store, latency_seconds=0.3)
-    with TestClient(create_app(dashboard)) as client:
-        agent, user = the_three(client)
+    with dashboard_client(dashboard) as client:
+        agent, user = the_three(client, demo)
         case = {"agent_id": agent, "user_id": user, "max_turns": 3, "sessions": 3}
         suite = client.post("/api/suites", json={"name": "Slow", "cases": [case], "run": True})
         suite_id = suite.json()["id"]
@@ -395,7 +413,7 @@ def test_one_run_at_a_time_and_one_going_when_the_server_stops_is_kept_interrupt
         assert again.status_code == 422 and "In progress" in again.json()["detail"]
         page = client.get("/suites").text
         assert re.search(r'class="rerun" disabled title="Still running"', page)
-    with TestClient(create_app(Dashboard(store=store))) as client:
+    with dashboard_client(Dashboard(store=store)) as client:
         (run,) = client.get(f"/api/suites/{suite_id}").json()["runs"]
         assert run["status"] == "interrupted"
 
@@ -430,32 +448,29 @@ def test_an_override_changes_the_status_and_is_marked(store: Store, client: Test
 
 
 def test_a_test_file_sent_to_the_api_runs_and_is_listed_as_its_suite(
-    client: TestClient,
+    client: TestClient, demo: str
 ) -> None:
-    from sparring.demo.server import DemoServer
-
-    with DemoServer(port=0) as demo:
-        plainwright = {
-            "name": "Late order",
-            "kind": "conversation",
-            "trials": 2,
-            "config": {
-                "target": {
-                    "type": "http",
-                    "url": f"{demo.url}/chat",
-                    "response_path": "reply",
-                    "body_template": {"message": "{{input}}"},
-                },
-                "persona": "A customer whose order is late.",
-                "goal": "Learn when the order arrives.",
-                "opening_message": "My order 10234 is late.",
-                "success_criteria": ["The assistant says when the order arrives"],
-                "max_turns": 2,
+    plainwright = {
+        "name": "Late order",
+        "kind": "conversation",
+        "trials": 2,
+        "config": {
+            "target": {
+                "type": "http",
+                "url": f"{demo}/chat",
+                "response_path": "reply",
+                "body_template": {"message": "{{input}}"},
             },
-        }
-        started = client.post("/api/tests", json={"name": "late-order", "file": plainwright})
-        assert started.status_code == 202, started.text
-        suite = finished(client, started.json()["suite_id"])
+            "persona": "A customer whose order is late.",
+            "goal": "Learn when the order arrives.",
+            "opening_message": "My order 10234 is late.",
+            "success_criteria": ["The assistant says when the order arrives"],
+            "max_turns": 2,
+        },
+    }
+    started = client.post("/api/tests", json={"name": "late-order", "file": plainwright})
+    assert started.status_code == 202, started.text
+    suite = finished(client, started.json()["suite_id"])
     assert suite["name"] == "api:late-order" and suite["status"] == "passed"
     assert suite["runs"][0]["id"] == started.json()["run_id"]
     assert suite["runs"][0]["trial_counts"] == {"passed": 2}
@@ -487,7 +502,7 @@ def test_a_test_file_sent_to_the_api_may_not_use_the_servers_code_or_files(
 
 def signed_in(store: Store, role: str) -> TestClient:
     add_account(store, role, "correct horse battery", role=role)
-    client = TestClient(create_app(platform_dashboard(store, local_owner=False)))
+    client = dashboard_client(platform_dashboard(store, local_owner=False))
     answer = client.post("/api/session", json={"name": role, "password": "correct horse battery"})
     assert answer.status_code == 200 and answer.json()["role"] == role
     return client
@@ -531,7 +546,7 @@ def test_a_viewer_reads_and_exports_but_every_write_is_refused(store: Store) -> 
 
 def test_accounts_sign_in_with_a_session_cookie_and_out(store: Store) -> None:
     add_account(store, "ann", "correct horse battery", role="editor")
-    with TestClient(create_app(Dashboard(store=store, local_owner=False))) as client:
+    with dashboard_client(Dashboard(store=store, local_owner=False)) as client:
         assert client.get("/api/suites").status_code == 401
         login = client.get("/suites", follow_redirects=False)
         assert login.status_code == 303 and login.headers["location"] == "/login?next=/suites"
@@ -548,7 +563,7 @@ def test_forms_without_their_csrf_token_are_refused(client: TestClient) -> None:
     assert refused.status_code == 403 and "CSRF" in refused.text
     stale = client.post("/evaluations/new", data={"csrf_token": "guess", "name": "x"})
     assert stale.status_code == 403
-    other = TestClient(client.app)  # another browser: its own session and token
+    other = TestClient(client.app, LOCAL)  # another browser: its own session and token
     assert other.post("/suites/new", data={"csrf_token": csrf(client)}).status_code == 403
 
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from fastapi.testclient import TestClient
+
 from sparring.dashboard.app import create_app
+from sparring.dashboard.origins import allowed_hosts
 from sparring.dashboard.runs import SuiteRunner
 from sparring.dashboard.state import Dashboard
 from sparring.models.base import ChatMessage
@@ -20,7 +23,7 @@ from sparring.store.database import Store
 from tests.support.judging import agent_quote
 
 OPENING = "My order 10234 has not arrived yet."
-EVALUATION = {
+EVALUATION: dict[str, Any] = {
     "description": "Did the agent say where the order is?",
     "prompt": "Assess the user: did it say where the order is and when it arrives?",
     "insights": [
@@ -28,7 +31,7 @@ EVALUATION = {
         {"name": "tone", "type": "score", "description": "How polite, 0-1"},
     ],
 }
-USER = {
+USER: dict[str, Any] = {
     "job_title": "Customer",
     "description": "A customer whose parcel is late",
     "system_prompt": 'Open the conversation by saying: "My order 10234 has not arrived yet."',
@@ -41,7 +44,8 @@ class PlatformModels:
     """One scripted model playing both sides: the simulated user says `OPENING`, then ends
     (goal achieved) once the agent answered; the judge gives insight `located` true when
     the agent's last reply names a delivery date, `tone` 0.9, and every criterion met,
-    quoting the reply. Each answer waits `latency_seconds` (a run can then be caught In progress)."""
+    quoting the reply. Each answer waits `latency_seconds` (a run can then be caught In
+    progress)."""
 
     def __init__(self, *, latency_seconds: float = 0.0) -> None:
         self.latency_seconds = latency_seconds
@@ -86,6 +90,16 @@ def platform_dashboard(
     return Dashboard(store=store, local_owner=local_owner, runner=runner)
 
 
+LOCAL = "http://127.0.0.1:8790"
+"""Where the test client's dashboard is said to be served (its `Host`)."""
+
+
+def dashboard_client(dashboard: Dashboard) -> TestClient:
+    """A test client of `dashboard` as `sparring serve` serves it on 127.0.0.1:8790 (its
+    Host and Origin checks on); use it as a context manager to run its lifespan."""
+    return TestClient(create_app(dashboard, hosts=allowed_hosts("127.0.0.1", 8790)), LOCAL)
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -93,14 +107,18 @@ def free_port() -> int:
 
 
 @contextmanager
-def served(dashboard: Dashboard) -> Iterator[str]:
+def served(dashboard: Dashboard) -> Generator[str]:
     """`dashboard` served by uvicorn on a free loopback port (in a thread) while inside;
     yields its base URL."""
     import uvicorn
 
     port = free_port()
     config = uvicorn.Config(
-        create_app(dashboard), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+        create_app(dashboard, hosts=allowed_hosts("127.0.0.1", port)),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

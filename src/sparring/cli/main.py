@@ -320,7 +320,12 @@ def demo_agent(host: str, port: int, vulnerable: bool, command: tuple[str, ...])
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8790, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--store", metavar="URL", help=history.STORE_HELP)
-def serve(host: str, port: int, store: str | None) -> None:
+@click.option(
+    "--secrets-file",
+    type=click.Path(),
+    help="NAME=value file for {{secrets.NAME}} (the only source: not the environment).",
+)
+def serve(host: str, port: int, store: str | None, secrets_file: str | None) -> None:
     """Serve the dashboard: test suites, runs, transcripts, metrics, exports, overrides,
     simulated users, agent evaluations and agents, with a JSON API under /api.
 
@@ -329,7 +334,7 @@ def serve(host: str, port: int, store: str | None) -> None:
     """
     from sparring.cli.serve import serve_command
 
-    sys.exit(serve_command(host=host, port=port, store=store))
+    sys.exit(serve_command(host=host, port=port, store=store, secrets_file=secrets_file))
 
 
 cli.add_command(history.runs)

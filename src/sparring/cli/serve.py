@@ -11,10 +11,14 @@ DASHBOARD_INSTALL = 'pip install "sparring[dashboard]"'
 _NEEDS = ("fastapi", "uvicorn", "multipart", "argon2")
 
 
-def serve_command(*, host: str, port: int, store: str | None) -> int:
-    """Serve the dashboard on `host:port` over the store (`--store`, else the settings');
-    0 when stopped with Ctrl-C, 2 when it cannot start (a missing extra, no accounts on a
-    non-loopback address, a store or port that cannot be used)."""
+def serve_command(
+    *, host: str, port: int, store: str | None, secrets_file: str | None = None
+) -> int:
+    """Serve the dashboard on `host:port` over the store (`--store`, else the settings'),
+    its runs' `{{secrets.NAME}}` from `secrets_file` (`--secrets-file`, else the
+    `secrets_file` setting) only; 0 when stopped with Ctrl-C, 2 when it cannot start (a
+    missing extra, no accounts on a non-loopback address, a store or port that cannot be
+    used)."""
     missing = [m for m in _NEEDS if not _importable(m)]
     if missing:
         click.secho(
@@ -27,7 +31,8 @@ def serve_command(*, host: str, port: int, store: str | None) -> int:
     from sparring.config import load_settings
     from sparring.dashboard.server import prepare, serve
 
-    served = prepare(load_settings({}), host=host, port=port, store=store, cwd=Path.cwd())
+    settings = load_settings({"secrets_file": secrets_file})
+    served = prepare(settings, host=host, port=port, store=store, cwd=Path.cwd())
     click.echo(served.banner, err=True)
     try:
         serve(served, host=host, port=port)

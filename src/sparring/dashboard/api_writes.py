@@ -17,6 +17,7 @@ from sparring.dashboard.access import allowed
 from sparring.dashboard.api import SuiteOut, suite_out
 from sparring.dashboard.auth import Principal
 from sparring.dashboard.catalog import file_suite_id
+from sparring.dashboard.guards import check_agent
 from sparring.dashboard.state import Dashboard
 from sparring.store.assets import (
     Asset,
@@ -167,8 +168,11 @@ async def get_one(request: Request, who: Viewer, kind: AssetKind, asset_id: int)
 
 @router.post("/assets/{kind}", status_code=201)
 async def create(request: Request, who: AssetEditor, kind: AssetKind, body: AssetIn) -> AssetOut:
-    """Create an asset: revision 1 is a Draft with `content`."""
+    """Create an asset: revision 1 is a Draft with `content` (an agent's target must be
+    one the dashboard runs: http, openai_chat, a2a, parlant or browser)."""
     store = _dashboard(request).store
+    if kind == "agent":
+        check_agent(body.name, body.content)
     return asset_out(create_asset(store, kind, body.name, body.content, author=who.name))
 
 
@@ -179,6 +183,8 @@ async def draft(
     """Save Draft: `content` as a new Draft revision (renaming the asset to `name`)."""
     dashboard = _dashboard(request)
     dashboard.asset(kind, asset_id)
+    if kind == "agent":
+        check_agent(body.name, body.content)
     save_draft(dashboard.store, asset_id, body.content, author=who.name, name=body.name)
     return asset_out(get_asset(dashboard.store, asset_id))
 

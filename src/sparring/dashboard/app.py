@@ -2,23 +2,26 @@
 under `/api` (its OpenAPI document at `/api/openapi.json`; no docs page, whose viewer would
 come from a CDN).
 
-`create_app(dashboard)` builds it; `sparring serve` runs it with uvicorn. Every request
-gets a session (see `sparring.dashboard.auth`): a cookie set on the first response.
+`create_app(dashboard, hosts=...)` builds it; `sparring serve` runs it with uvicorn. A
+request naming another host, or a write from another site, is refused first (see
+`sparring.dashboard.origins`); every other request gets a session (see
+`sparring.dashboard.auth`): a cookie set on the first response.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection
 from contextlib import asynccontextmanager
 from importlib.resources import files
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from sparring.dashboard.access import Refused, SignInNeeded
 from sparring.dashboard.auth import SESSION_COOKIE
+from sparring.dashboard.origins import refusal
 from sparring.dashboard.state import Dashboard, NotFound
 from sparring.errors import UserError
 from sparring.store.assets import AssetNotFound
@@ -34,8 +37,10 @@ SECURITY_HEADERS = {
 inline script runs, whatever a transcript holds), and no other site may frame them."""
 
 
-def create_app(dashboard: Dashboard) -> FastAPI:
-    """The dashboard app over `dashboard` (its store, sessions and suite runner).
+def create_app(dashboard: Dashboard, *, hosts: Collection[str] | None) -> FastAPI:
+    """The dashboard app over `dashboard` (its store, sessions and suite runner), answering
+    requests whose `Host` is one of `hosts` (`origins.allowed_hosts` of the address it is
+    bound to; `None`: any) and writes from no other site.
 
     Suite runs started from it run inside the app's lifespan; when the server stops, a
     run still going is cancelled and stored `interrupted`.
@@ -61,8 +66,29 @@ def create_app(dashboard: Dashboard) -> FastAPI:
     for module in (api, api_writes, suite_pages, pages, asset_pages):  # first match wins
         app.include_router(module.router)
     app.middleware("http")(_with_session)
+    app.middleware("http")(_same_origin(hosts))  # added last: runs first
     _handle_errors(app)
     return app
+
+
+def _same_origin(
+    hosts: Collection[str] | None,
+) -> Callable[[Request, Callable[[Request], Awaitable[Response]]], Awaitable[Response]]:
+    """A middleware refusing a request for another host, or a write from another site
+    (`origins.refusal`), before anything else (no session is opened for it)."""
+
+    async def check(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        refused = refusal(request.method, request.headers, hosts)
+        if refused is None:
+            return await call_next(request)
+        status, message = refused
+        if request.url.path.startswith("/api"):
+            return JSONResponse({"detail": message}, status_code=status, headers=SECURITY_HEADERS)
+        return PlainTextResponse(message, status_code=status, headers=SECURITY_HEADERS)
+
+    return check
 
 
 async def _with_session(

@@ -24,6 +24,7 @@ from sparring.dashboard.forms import (
     target_yaml,
     user_content,
 )
+from sparring.dashboard.guards import check_agent
 from sparring.dashboard.pages import render
 from sparring.dashboard.state import Dashboard
 from sparring.errors import UserError
@@ -208,7 +209,9 @@ async def archive(request: Request, who: Editor, slug: Slug, asset_id: int) -> R
 
 def _content(kind: AssetKind, form: FormData) -> tuple[str, dict[str, Any]]:
     if kind == "agent":
-        return agent_content(form)
+        name, content = agent_content(form)
+        check_agent(name, content)
+        return name, content
     if kind == "simulated_user":
         return user_content(form)
     return evaluation_content(form)

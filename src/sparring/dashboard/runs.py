@@ -11,6 +11,7 @@ suite at a time, `start_suite_run`); a run that cannot start records why
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from sparring.dashboard.guards import check_scenarios
 from sparring.errors import UserError
 from sparring.events import Event, RunFinished, RunStarted
 from sparring.models.base import Model
@@ -27,7 +29,7 @@ from sparring.results import RunResult
 from sparring.runner import RunSettings, run_scenarios
 from sparring.runner.run import TargetPool
 from sparring.scenario import AnyScenario
-from sparring.secrets import Secrets
+from sparring.secrets import MODEL_KEY_VARIABLES, Secrets
 from sparring.store.database import Store, open_store
 from sparring.store.provenance import current_provenance
 from sparring.store.recorder import Recorder
@@ -68,14 +70,16 @@ class SuiteRunner:
         models: Makes each run's models (`None` for a role leaves its steps skipped).
         settings: How to run (concurrency, limits, temperatures); each test case's own
             timeout, max turns and session count are kept.
-        secrets: Fill `{{secrets.NAME}}` in agent configs and mask them in what is kept.
+        secrets: Fill `{{secrets.NAME}}` in agent configs and mask them in what is kept:
+            the server's secrets file only (`server_secrets`), never its environment. The
+            models' API keys in the environment are masked too.
         cwd: Where runs are said to run (git provenance).
     """
 
     store: Store
     models: Models
     settings: RunSettings = field(default_factory=RunSettings)
-    secrets: Secrets = field(default_factory=Secrets.load)
+    secrets: Secrets = field(default_factory=lambda: server_secrets(None))
     cwd: Path = field(default_factory=Path.cwd)
     _group: TaskGroup | None = None
 
@@ -100,10 +104,12 @@ class SuiteRunner:
             SuiteNotFound: no such suite.
             SuiteError: a test case cannot run (e.g. no Published revision).
             SuiteBusy: the suite is In progress.
-            UserError: the server is not serving (no run can start).
+            UserError: the server is not serving (no run can start), or an agent's target
+                is not one the dashboard runs (`sparring.dashboard.guards`).
         """
         group = self._serving()
         resolved = resolve_suite(self.store, suite_id)
+        check_scenarios(resolved.scenarios)
         claim = start_suite_run(self.store, resolved, author=author)
         launch = _Launch(
             scenarios=list(resolved.scenarios),
@@ -119,10 +125,12 @@ class SuiteRunner:
         so it is listed as the suite `api:<name>`; returns the run's id.
 
         Raises:
-            UserError: the server is not serving, or the run could not start (e.g. a
-                target cannot be built), saying why.
+            UserError: the server is not serving, a target is not one the dashboard runs
+                (`sparring.dashboard.guards`), or the run could not start (e.g. a target
+                cannot be built), saying why.
         """
         group = self._serving()
+        check_scenarios(scenarios)
         reasons: list[str] = []
         launch = _Launch(
             scenarios=list(scenarios),
@@ -187,6 +195,7 @@ class SuiteRunner:
         self, scenarios: Sequence[AnyScenario], observer: Callable[[Event], None]
     ) -> None:
         user, judge = self.models()
+        scrub = self.secrets.scrubber_with(os.environ.get(n, "") for n in MODEL_KEY_VARIABLES)
         try:
             async with TargetPool(secrets=self.secrets) as pool:
                 await run_scenarios(
@@ -196,9 +205,37 @@ class SuiteRunner:
                     judge_model=judge,
                     settings=self.settings,
                     observer=observer,
-                    scrub=self.secrets.scrub,
+                    scrub=scrub.scrub,
                 )
         finally:
             with anyio.CancelScope(shield=True):
                 for model in {id(m): m for m in (user, judge) if m}.values():
                     await model.aclose()
+
+
+def server_secrets(file: str | Path | None, *, api_key: str | None = None) -> Secrets:
+    """The secrets of the dashboard's runs: `{{secrets.NAME}}` filled from the server's
+    secrets `file` only (`secrets_file` setting, `sparring serve --secrets-file`), never
+    from its environment, which a test sent to the API could otherwise send to an agent of
+    its choosing (`{{secrets.OPENAI_API_KEY}}` in a header); `api_key` (the setting) is
+    masked in what is kept.
+
+    Raises:
+        ConfigError: `file` cannot be read or has a malformed line.
+    """
+    return _ServerSecrets.load(env={}, file=file, api_key=api_key)
+
+
+class _ServerSecrets(Secrets):
+    """`Secrets` from the server's secrets file only; a missing one says where to add it
+    (not `export`, which the server never reads, nor the file's path)."""
+
+    def get(self, name: str) -> str:
+        if name not in self:
+            raise UserError(
+                f"secret {name!r} (used as {{{{secrets.{name}}}}}) is not in the dashboard's "
+                f"secrets file (the server's environment is never used): add `{name}=...` to "
+                "the file given to `sparring serve --secrets-file` (or the `secrets_file` "
+                "setting) and start the server again"
+            )
+        return super().get(name)

@@ -12,11 +12,11 @@ from pathlib import Path
 from sparring.config import Settings
 from sparring.dashboard.app import create_app
 from sparring.dashboard.auth import refusal_to_start
-from sparring.dashboard.runs import SuiteRunner
+from sparring.dashboard.origins import allowed_hosts
+from sparring.dashboard.runs import SuiteRunner, server_secrets
 from sparring.dashboard.state import Dashboard
 from sparring.errors import UserError
 from sparring.runner import RunSettings
-from sparring.secrets import Secrets
 from sparring.store.accounts import has_accounts
 from sparring.store.database import open_store
 from sparring.store.location import shown_url, store_url
@@ -53,7 +53,7 @@ def prepare(settings: Settings, *, host: str, port: int, store: str | None, cwd:
         store=opened,
         models=lambda: models_from_settings(settings),
         settings=run_settings,
-        secrets=Secrets.load(file=settings.secrets_file, api_key=settings.api_key),
+        secrets=server_secrets(settings.secrets_file, api_key=settings.api_key),
         cwd=cwd,
     )
     dashboard = Dashboard(store=opened, local_owner=not accounts, runner=runner)
@@ -82,7 +82,11 @@ def serve(served: Served, *, host: str, port: int) -> None:
     import uvicorn
 
     config = uvicorn.Config(
-        create_app(served.dashboard), host=host, port=port, log_level="warning", lifespan="on"
+        create_app(served.dashboard, hosts=allowed_hosts(host, port)),
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
     )
     server = uvicorn.Server(config)
     try:

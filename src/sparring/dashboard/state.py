@@ -9,14 +9,12 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from sparring.dashboard.auth import Principal, Sessions
 from sparring.dashboard.catalog import Filters, SuiteRow, file_suites, saved_suite
 from sparring.dashboard.runs import SuiteRunner
 from sparring.errors import UserError
 from sparring.results import RunResult
-from sparring.scenario import AnyScenario
 from sparring.store.accounts import verify_password
 from sparring.store.assets import (
     KIND_LABELS,
@@ -140,22 +138,27 @@ class Dashboard:
         to the API, kept as a run of paths `api:<name>`; its run id.
 
         A file sent over the network may not make the server read its own files
-        (`files:`, `audio:`) or call its Python functions (`callable` targets): run such
-        tests with `sparring run` where they live.
+        (`cases_from:`, `files:`, `audio:`) or call its Python functions (targets other
+        than `SERVER_TARGETS`): run such tests with `sparring run` where they live (see
+        `sparring.dashboard.guards`). Its `{{secrets.NAME}}` come from the server's
+        secrets file only.
 
         Raises:
-            ConfigError: the file is invalid (with `api:<name>:line:column`).
+            ConfigError: the file is invalid, or uses `cases_from:` (with
+                `api:<name>:line:column`).
             UserError: one of the above, `who` may not run tests, or it could not start.
         """
+        from sparring.dashboard.guards import check_no_server_files, check_test_file
         from sparring.loaders.yaml import load_text
 
         if not who.may("run_suites"):
             raise UserError(f"{who.name} is a {who.role} and may not run tests")
         if self.runner is None:
             raise UserError("this dashboard runs no tests (it was started without a runner)")
-        scenarios = load_text(text, path=f"api:{name}")
-        for scenario in scenarios:
-            _refuse_server_access(scenario)
+        path = f"api:{name}"
+        check_test_file(text, path=path)
+        scenarios = load_text(text, path=path)
+        check_no_server_files(scenarios)
         return await self.runner.start_tests(scenarios, name=name, author=who.name)
 
     def run(self, run_id: str) -> RunResult:
@@ -173,25 +176,3 @@ class Dashboard:
         """The results of `suite`'s latest `RUNS_SHOWN` runs, newest first (the older ones
         stay in its run history)."""
         return [self.run(s.id) for s in suite.runs[:RUNS_SHOWN]]
-
-
-def _refuse_server_access(scenario: AnyScenario) -> None:
-    """Refuse a scenario sent over the network that would read the server's files or call
-    its Python functions.
-
-    Raises:
-        UserError: it has a `callable` target, or a message with `files` or `audio`.
-    """
-    if scenario.target is not None and scenario.target.type == "callable":
-        raise UserError(
-            f"scenario {scenario.id!r}: a test sent to the API cannot use a `callable` "
-            "target (it would run a function of the server); use an http, openai_chat or "
-            "a2a target, or `sparring run` where the code lives"
-        )
-    turns: list[Any] = getattr(scenario, "turns", None) or []
-    attached = [getattr(t, "files", None) or getattr(t, "audio", None) for t in turns]
-    if getattr(scenario, "files", None) or any(attached):
-        raise UserError(
-            f"scenario {scenario.id!r}: a test sent to the API cannot attach files or "
-            "audio (they would be read from the server's disk); run it with `sparring run`"
-        )
