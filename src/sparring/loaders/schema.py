@@ -4,7 +4,8 @@ Pydantic's schema of `TestFile` describes the validated shape; test files may al
 loader's shorthands, so the schema is widened to accept them: checks written as
 `{contains: "x"}`, criteria as plain text, `should` and `end_reason` as one string,
 thresholds as `80` or `"80%"`, and a whole file that is one scenario. A library file
-(`evaluations:` and `simulated_users:` only, `sparring.loaders.library`) is accepted too.
+(`evaluations:` and `simulated_users:` only, `sparring.loaders.library`) is accepted too, and
+so is a `sparring redteam` file (`target:` and `redteam:`, no `scenarios:`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from typing import Any
 
 from sparring.loaders._library_file import LibraryFile
 from sparring.loaders.cases import case_properties
-from sparring.scenario import CHECK_TYPES, TestFile, expand_check_shorthand
+from sparring.scenario import CHECK_TYPES, RedTeamSettings, TestFile, expand_check_shorthand
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
-_SCENARIO_DEFS = ("SimulatedScenario", "ScriptedScenario", "SingleTurnScenario")
+_SCENARIO_DEFS = ("SimulatedScenario", "ScriptedScenario", "SingleTurnScenario", "RedTeamScenario")
 _CRITERIA = ("criteria", "restrictions")
 
 
@@ -26,8 +27,9 @@ def test_file_json_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of a sparring test file.
 
     Returns:
-        A fresh dict: a file is a test set (`target` + `scenarios`), one scenario, or a
-        library file; check, criterion, `should` and threshold shorthands are included.
+        A fresh dict: a file is a test set (`target` + `scenarios`), one scenario, a
+        library file or a red-team file; check, criterion, `should` and threshold
+        shorthands are included.
     """
     return copy.deepcopy(_schema())
 
@@ -43,6 +45,9 @@ def _schema() -> dict[str, Any]:
     defs["TestSet"] = test_set
     check_names = _check_def_names(defs)
     _one_or_many(defs[check_names[CHECK_TYPES.index("end_reason")]]["properties"], "value")
+    tool_called = defs[check_names[CHECK_TYPES.index("tool_called")]]["properties"]
+    for key in ("include", "exclude"):  # `tool_called: lookup_order`
+        _one_or_many(tool_called, key)
     check_refs = [f"#/$defs/{name}" for name in check_names]
     defs["Check"] = _check_schema(defs, check_refs)
     defs["Scenario"] = {"oneOf": [{"$ref": f"#/$defs/{n}"} for n in _SCENARIO_DEFS]}
@@ -55,18 +60,37 @@ def _schema() -> dict[str, Any]:
     for name, definition in library.pop("$defs").items():
         defs.setdefault(name, definition)  # Evaluation and Insight: as in scenarios
     defs["Library"] = {**library, "title": "Library file", "minProperties": 1}
+    defs["RedTeamSettings"] = RedTeamSettings.model_json_schema()
+    for key in ("plugins", "strategies"):  # `strategies: plain`, as the loader takes
+        _one_or_many(defs["RedTeamSettings"]["properties"], key)
+    for key in ("plugins", "strategy"):
+        _one_or_many(defs["RedTeamScenario"]["properties"], key)
+    defs["RedTeamFile"] = _red_team_file(test_set["properties"]["target"])
     return {
         "$schema": DIALECT,
         "title": "sparring test file",
         "description": "A test set (`target` + `scenarios`), one scenario with its own "
-        "`target`, or a library file of `evaluations` and `simulated_users` used by name. "
+        "`target`, a library file of `evaluations` and `simulated_users` used by name, "
+        "or a `sparring redteam` file (`target` + `redteam`). "
         "Written in YAML or JSON.",
         "anyOf": [
             {"$ref": "#/$defs/TestSet"},
             {"$ref": "#/$defs/Scenario"},
             {"$ref": "#/$defs/Library"},
+            {"$ref": "#/$defs/RedTeamFile"},
         ],
         "$defs": defs,
+    }
+
+
+def _red_team_file(target: dict[str, Any]) -> dict[str, Any]:
+    """A `sparring redteam` file: `target:` and the `redteam:` settings, no scenarios."""
+    return {
+        "type": "object",
+        "title": "Red-team file",
+        "properties": {"target": target, "redteam": {"$ref": "#/$defs/RedTeamSettings"}},
+        "required": ["target"],
+        "additionalProperties": False,
     }
 
 

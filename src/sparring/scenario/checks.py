@@ -227,12 +227,20 @@ def _ref_problem(ref: str, root: dict[str, Any]) -> str | None:
 
 
 class ToolCalledCheck(_Check):
-    """Tools called: every `include` name, no `exclude` name; `ordered` keeps `include` order."""
+    """Tools called: every `include` name, no `exclude` name; `ordered` keeps `include` order.
+
+    `include` and `exclude` take a list of tool names or one name (`tool_called: lookup_order`).
+    """
 
     type: Literal["tool_called"] = "tool_called"
     include: list[str] = Field(default_factory=list)
     exclude: list[str] = Field(default_factory=list)
     ordered: bool = False
+
+    @field_validator("include", "exclude", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _names_a_tool(self) -> ToolCalledCheck:

@@ -1,0 +1,75 @@
+"""What a new user walking through the README found: the voice example's one-tool
+`tool_called`, the schema of red-team files, unjudged evaluation gates, rejudging expected
+outputs, `--base-url` on calibrate and rejudge, `sparring diff` defaults, overridden trials
+in `show` and `runs`, red-team wording, loader hints, `.gitignore`, and message wording."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from sparring.loaders import load_paths, test_file_json_schema
+from sparring.loaders._parse import parse_documents
+from sparring.scenario import ScriptedScenario, ToolCalledCheck
+
+ROOT = Path(__file__).parent.parent
+README = ROOT / "README.md"
+
+
+def readme_yaml_after(line: str) -> str:
+    """The first ```yaml block of README.md after the line `line`."""
+    text = README.read_text(encoding="utf-8").split(f"\n{line}\n", 1)[1]
+    found = re.search(r"```yaml\n(.*?)```", text, re.S)
+    assert found is not None, f"README has no yaml block after {line!r}"
+    return found.group(1)
+
+
+# --- 1. `tool_called: one_tool` ----------------------------------------------------------
+
+
+def test_the_readme_voice_example_loads_with_one_tool_named_in_tool_called(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "booking_t1.wav").write_bytes(b"RIFF")
+    test_file = tmp_path / "voice.yaml"
+    test_file.write_text(readme_yaml_after("#### Voice agents"), encoding="utf-8")
+    (scenario,) = load_paths([test_file])
+    assert isinstance(scenario, ScriptedScenario)
+    check = scenario.turns[0].checks[0]
+    assert isinstance(check, ToolCalledCheck)
+    assert check.include == ["create_booking"]
+    data = parse_documents(test_file.read_text(encoding="utf-8"), path=str(test_file))[0].data
+    jsonschema.validate(data, test_file_json_schema())
+
+
+def test_tool_called_exclude_takes_one_tool_too() -> None:
+    assert ToolCalledCheck.model_validate({"exclude": "refund"}).exclude == ["refund"]
+
+
+# --- 5. the schema accepts what the loader accepts -----------------------------------------
+
+
+def _example_files() -> list[Path]:
+    return sorted(
+        p for p in (ROOT / "examples").rglob("*") if p.suffix in (".yaml", ".yml", ".json")
+    )
+
+
+@pytest.mark.parametrize("path", _example_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_example_file_is_valid_against_the_json_schema(path: Path) -> None:
+    for document in parse_documents(path.read_text(encoding="utf-8"), path=str(path)):
+        jsonschema.validate(document.data, test_file_json_schema())
+
+
+def test_the_readme_red_team_file_is_valid_against_the_json_schema() -> None:
+    text = readme_yaml_after("## Red teaming")
+    data = parse_documents(text, path="redteam.yaml")[0].data
+    assert "redteam" in data and "scenarios" not in data
+    schema = test_file_json_schema()
+    jsonschema.validate(data, schema)
+    jsonschema.validate({**data, "redteam": {"strategies": "plain"}}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**data, "redteam": {"plugins": ["no_such_plugin"]}}, schema)
