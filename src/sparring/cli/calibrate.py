@@ -97,7 +97,8 @@ def calibrate_command(
         UserError: neither or both of LABELS and `run_id`, no judge model configured, a
             model spec that cannot be used, a labels file that cannot be read, no such run,
             or a run without verdict overrides.
-        ConfigError: a labels line that is not a valid case (at file:line).
+        ConfigError: a labels line that is not a valid case (at file:line), or a
+            secrets file that cannot be read.
     """
     from sparring.config import load_settings
     from sparring.errors import UserError
@@ -126,19 +127,23 @@ def calibrate_command(
 
 def _judged(cases: list[LabelledCase], spec: str, settings: Settings, repeat: int) -> Calibration:
     """The judge `spec` names (connected with `settings`) graded every case `repeat` times,
-    with the run's parallelism, judge temperature and limits.
+    with the run's parallelism, judge temperature and limits, and its secret scrubbing (the
+    models' API keys and the `api_key` setting are masked in what the judge sees and says).
 
     Raises:
         UserError: the model spec cannot be used.
+        ConfigError: the `secrets_file` setting names a file that cannot be read.
     """
     import anyio
 
     from sparring.judging.calibration import calibrate
     from sparring.models.registry import model_from_settings
     from sparring.runner.settings import RunSettings
+    from sparring.secrets import Secrets
 
     judge = model_from_settings(spec, settings)
     limits = RunSettings.from_settings(settings).limits
+    secrets = Secrets.load(file=settings.secrets_file, api_key=settings.api_key)
 
     async def work() -> Calibration:
         try:
@@ -149,6 +154,7 @@ def _judged(cases: list[LabelledCase], spec: str, settings: Settings, repeat: in
                 parallel=settings.parallel,
                 temperature=settings.judge_temperature,
                 limits=limits,
+                scrub=secrets.scrub,
             )
         finally:
             await judge.aclose()

@@ -27,7 +27,7 @@ import anyio
 
 from sparring.judging.judge import ShouldItem, judge_conversation
 from sparring.models.base import Model
-from sparring.prompts import DEFAULT_LIMITS, Limits
+from sparring.prompts import DEFAULT_LIMITS, Limits, Scrub
 from sparring.results import RunResult, Usage, Verdict
 from sparring.scenario import Criterion, ScriptedScenario, ScriptedTurn
 from sparring.transcript import Transcript
@@ -260,6 +260,7 @@ async def calibrate(
     parallel: int = 8,
     temperature: float = 0.0,
     limits: Limits = DEFAULT_LIMITS,
+    scrub: Scrub | None = None,
 ) -> Calibration:
     """Have the judge grade every case `repeat` times, at most `parallel` calls at once.
 
@@ -272,6 +273,8 @@ async def calibrate(
         parallel: Judge calls in flight at once (>= 1).
         temperature: Judge sampling temperature.
         limits: What the judge sees of each conversation, as in a run.
+        scrub: Masks secrets (`sparring.secrets.Secrets.scrub`) in what the judge is shown
+            and in the verdicts' reasons and evidence, as in a run.
 
     Returns:
         The calibration, its results in case order.
@@ -283,7 +286,12 @@ async def calibrate(
     async def one(index: int, attempt: int) -> None:
         async with limiter:
             answers[index, attempt] = await judge_case(
-                model, cases[index], temperature=temperature, limits=limits, usage=usage
+                model,
+                cases[index],
+                temperature=temperature,
+                limits=limits,
+                usage=usage,
+                scrub=scrub,
             )
 
     async with anyio.create_task_group() as group:
@@ -304,10 +312,12 @@ async def judge_case(
     temperature: float = 0.0,
     limits: Limits = DEFAULT_LIMITS,
     usage: Usage | None = None,
+    scrub: Scrub | None = None,
 ) -> Verdict:
     """One judge answer on `case`, from the judge call a run makes (`judge_conversation`):
     the conversation is a scripted scenario with the case's criterion, or with its `should`
-    on the reply at its turn."""
+    on the reply at its turn; `scrub` masks secrets in what the judge is shown and in the
+    verdict's reason and evidence."""
     turns = [ScriptedTurn(user=m.content) for m in case.transcript.messages if m.role == "user"]
     criteria = (
         []
@@ -337,8 +347,13 @@ async def judge_case(
         limits=limits,
         temperature=temperature,
         usage=usage,
+        scrub=scrub,
     )
-    return outcome.verdicts[0]
+    verdict = outcome.verdicts[0]
+    if scrub is None:
+        return verdict
+    evidence = tuple(scrub(e) for e in verdict.evidence)
+    return verdict.model_copy(update={"reason": scrub(verdict.reason), "evidence": evidence})
 
 
 _DESCRIBED = {"should": "should ", "restriction": "restriction (must not happen): "}
