@@ -7,10 +7,9 @@ from typing import Any
 import pytest
 
 from sparring.errors import ModelError, UserError
-from sparring.judging.evaluations import trial_score
 from sparring.judging.judge import judge_conversation
 from sparring.models.scripted import ScriptedModel
-from sparring.results import InsightResult, Verdict
+from sparring.results import InsightResult, Verdict, trial_score
 from sparring.scenario import SimulatedScenario
 from sparring.scenario.evaluations import Evaluation
 from sparring.transcript import Message, Transcript

@@ -8,8 +8,9 @@ is an `error` insight, never a default. A gating insight that passes (`pass_when
 quote the agent like a `met` criterion, unless passing means something did not happen (a
 boolean that passes when false).
 
-A trial's **score** (`trial_score`) is the weighted average of its insights' scores, or
-with none, the share of its judged criteria, restrictions and `should`s that were met.
+A trial's **score** (`sparring.results.trial_score`) is the weighted average of its
+insights' scores, or with none, the share of its judged criteria, restrictions and
+`should`s that were met.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 from sparring.errors import UserError
 from sparring.judging.answers import EVIDENCE_SCHEMA, DecisionReader, Valued
-from sparring.results import InsightResult, Verdict
+from sparring.results import InsightResult
 from sparring.scenario.evaluations import Evaluation, Insight, parse_comparison
 
 _TEXT_CHARS = 1000
@@ -33,7 +34,6 @@ _COMPARE: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
     "==": lambda a, b: math.isclose(a, b, abs_tol=1e-9),
 }
-_JUDGED = ("criterion", "restriction", "should")
 """Verdict kinds the judge decides: what a trial's score counts without insights."""
 
 
@@ -218,17 +218,3 @@ def evaluations_prompt(items: Sequence[InsightItem]) -> str:
             parts.append(f"### {current.name}: {current.prompt}")
         parts.append(item.line())
     return "\n".join(parts)
-
-
-def trial_score(insights: Sequence[InsightResult], verdicts: Sequence[Verdict]) -> float | None:
-    """A trial's 0-1 score: the `weight`-weighted average of its insights' scores (those
-    that have one, weight above 0); without any, the share of its judged criteria,
-    restrictions and `should`s that were `met` (an `error` counts as not met, a skipped one
-    not at all); `None` when neither has anything to count."""
-    scored = [(i.score, i.weight) for i in insights if i.score is not None and i.weight > 0]
-    if scored:
-        return sum(s * w for s, w in scored) / sum(w for _, w in scored)
-    judged = [v for v in verdicts if v.kind in _JUDGED and v.status != "skipped"]
-    if not judged:
-        return None
-    return sum(v.status == "met" for v in judged) / len(judged)

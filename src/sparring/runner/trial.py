@@ -27,7 +27,6 @@ from sparring.events import (
     VerdictAdded,
 )
 from sparring.judging.checks import empty_reply_verdict, run_check
-from sparring.judging.evaluations import trial_score
 from sparring.judging.judge import ShouldItem, judge_conversation, skipped_verdicts
 from sparring.judging.should import NO_MODEL_HINT, JudgeSettings
 from sparring.models.base import Model
@@ -41,6 +40,7 @@ from sparring.results import (
     Usage,
     Verdict,
     evaluations_passed,
+    trial_score,
     trial_status,
     undecided_text,
 )

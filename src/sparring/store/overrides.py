@@ -34,6 +34,7 @@ from sparring.results import (
     TrialResult,
     Verdict,
     evaluations_passed,
+    trial_score,
     trial_status,
     undecided_text,
 )
@@ -336,20 +337,6 @@ def _insight(insight: InsightResult, found: StoredOverride | None) -> InsightRes
             "override": found.override,
         }
     )
-
-
-_JUDGED = ("criterion", "restriction", "should")
-
-
-def trial_score(insights: Sequence[InsightResult], verdicts: Sequence[Verdict]) -> float | None:
-    """A trial's 0-1 score as the judge computes it (`sparring.judging.evaluations`): the
-    weighted average of its insights' scores; without any, the share of its judged
-    criteria, restrictions and `should`s that are `met`; `None` when nothing counts."""
-    scored = [(i.score, i.weight) for i in insights if i.score is not None and i.weight > 0]
-    if scored:
-        return sum(s * w for s, w in scored) / sum(w for _, w in scored)
-    judged = [v for v in verdicts if v.kind in _JUDGED and v.status != "skipped"]
-    return sum(v.status == "met" for v in judged) / len(judged) if judged else None
 
 
 def trial_overridden(trial: TrialResult) -> bool:

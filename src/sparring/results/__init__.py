@@ -2,18 +2,20 @@
 
 This is the canonical, versioned report schema (DESIGN.md section 6): the JSON report is
 `RunResult.model_dump_json()`, and every other report is rendered from these models.
-Status rules live here so every report and the CLI agree on them.
+Status rules live here so every report and the CLI agree on them; `usage.py` holds the
+model-call counts and costs (`Usage`, `UsageTotals`), re-exported here.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from math import ceil, comb
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from sparring.results.usage import Usage, UsageTotals, add_tokens, usage_totals
 from sparring.transcript import Record, Transcript
 
 SCHEMA_VERSION = "1"
@@ -144,72 +146,6 @@ class ReplyNote(Record):
     turn: int
     note: str
     score: float | None = Field(default=None, ge=0, le=1)
-
-
-class Usage(BaseModel):
-    """Model calls, tokens and cost of sparring's own models (user simulator and judge).
-
-    Token counts are what the providers reported; a call without counts adds 0 tokens.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-    model_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0
-    """Cost of the calls whose price is known, in USD."""
-    unpriced_calls: int = 0
-    """Calls left out of `cost_usd`: their model has no known price (set one under
-    `[tool.sparring.prices]`), or the provider reported no token counts."""
-
-    def add_call(
-        self, *, input_tokens: int | None, output_tokens: int | None, cost_usd: float | None
-    ) -> None:
-        """Count one model call; `cost_usd` is `None` when its price is unknown."""
-        self.model_calls += 1
-        self.input_tokens += input_tokens or 0
-        self.output_tokens += output_tokens or 0
-        if cost_usd is None:
-            self.unpriced_calls += 1
-        else:
-            self.cost_usd += cost_usd
-
-    def add(self, other: Usage) -> None:
-        """Add `other`'s counts and cost into this one."""
-        self.model_calls += other.model_calls
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.cost_usd += other.cost_usd
-        self.unpriced_calls += other.unpriced_calls
-
-
-class UsageTotals(Usage):
-    """`Usage` summed over trials, with the target's own token counts beside it (what the
-    agent under test reported on its replies; `None` when it reported none)."""
-
-    target_input_tokens: int | None = None
-    target_output_tokens: int | None = None
-
-    def add_totals(self, other: UsageTotals) -> None:
-        """Add `other` into this one; a target count stays `None` only if both are."""
-        self.add(other)
-        self.target_input_tokens = add_tokens(self.target_input_tokens, other.target_input_tokens)
-        self.target_output_tokens = add_tokens(
-            self.target_output_tokens, other.target_output_tokens
-        )
-
-
-def add_tokens(total: int | None, more: int | None) -> int | None:
-    """Sum token counts where `None` means "not reported": `None` only if both are."""
-    return total if more is None else more if total is None else total + more
-
-
-def usage_totals(trials: Iterable[TrialResult]) -> UsageTotals:
-    """The usage of `trials` added up (see `TrialResult.usage_totals`)."""
-    total = UsageTotals()
-    for trial in trials:
-        total.add_totals(trial.usage_totals())
-    return total
 
 
 def trial_status(
@@ -598,3 +534,19 @@ class RunResult(Record):
         data["usage_totals"] = self.usage_totals().model_dump()
         data["exit_code"] = self.exit_code
         return data
+
+
+_JUDGED = ("criterion", "restriction", "should")
+
+
+def trial_score(insights: Sequence[InsightResult], verdicts: Sequence[Verdict]) -> float | None:
+    """A trial's 0-1 score: the `weight`-weighted average of its insights' scores (those
+    that have one, weight above 0); without any, the share of its judged criteria,
+    restrictions and `should`s that were `met` (an `error` counts as not met, a skipped one
+    not at all); `None` when neither has anything to count. The runner scores each trial
+    with it, and the store again after a person overrides a verdict or insight."""
+    scored = [(i.score, i.weight) for i in insights if i.score is not None and i.weight > 0]
+    if scored:
+        return sum(s * w for s, w in scored) / sum(w for _, w in scored)
+    judged = [v for v in verdicts if v.kind in _JUDGED and v.status != "skipped"]
+    return sum(v.status == "met" for v in judged) / len(judged) if judged else None
