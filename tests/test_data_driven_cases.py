@@ -186,7 +186,7 @@ def test_bad_csv_files_are_errors_at_their_line(tmp_path: Path, rows: str, expec
         ("cases: []", "`cases:` must be a non-empty list of rows"),
         ("cases: [1]", "row 1 of `cases` is not a mapping"),
         ("cases: [{order: 1}]\n    cases_from: r.csv", "not both; remove one"),
-        ("cases_from: missing.csv", "does not exist (relative to the test file)"),
+        ("cases_from: missing.csv", "does not exist; check the path (relative to the test file)"),
         ("cases_from: rows.txt", "is not a .csv or .jsonl file"),
     ],
 )

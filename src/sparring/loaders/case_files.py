@@ -2,8 +2,8 @@
 
 CSV: the first non-blank line names the columns, every later non-blank line is a row with as
 many values (all text). JSONL: one JSON object per non-blank line (values keep their types).
-Both are read as UTF-8 (a byte-order mark is skipped). Every problem names the file, the
-row and its line.
+Both are read as UTF-8 (a byte-order mark is skipped), from a regular file of at most
+`MAX_ROWS_FILE_BYTES`. Every problem names the file, the row and its line.
 """
 
 from __future__ import annotations
@@ -17,8 +17,11 @@ from typing import Any
 
 from sparring.loaders._parse import Document, Loc, is_mapping
 from sparring.loaders.errors import Problem
+from sparring.targets.attachments import file_problem
 
 ROW_SUFFIXES = (".csv", ".jsonl")
+MAX_ROWS_FILE_BYTES = 5 * 1024 * 1024
+"""Largest `cases_from:` file, in bytes (5 MiB: tens of thousands of rows, each a trial)."""
 
 
 @dataclass(frozen=True)
@@ -101,16 +104,27 @@ def _from_file(
         return [], [
             _say(here, f"`cases_from: {value}` is not a .csv or .jsonl file; rename or convert it")
         ]
+    problem = file_problem(
+        file, limit=MAX_ROWS_FILE_BYTES, what="a rows file", kinds="a .csv or .jsonl file"
+    )
+    if problem is not None:  # checked first: a pipe or a device could block or never end
+        return [], [_say(here, f"rows file {str(file)!r} {problem}")]
     try:
-        text = file.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        return [], [
-            _say(here, f"rows file {str(file)!r} does not exist (relative to the test file)")
-        ]
+        with file.open("rb") as opened:
+            data = opened.read(MAX_ROWS_FILE_BYTES + 1)
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         return [], [Problem(str(file), None, None, f"not UTF-8 text ({e.reason}); save as UTF-8")]
     except OSError as e:
         return [], [_say(here, f"cannot read rows file {str(file)!r}: {e.strerror or e}")]
+    if len(data) > MAX_ROWS_FILE_BYTES:  # it grew after it was checked
+        return [], [
+            _say(
+                here,
+                f"rows file {str(file)!r} grew over the {MAX_ROWS_FILE_BYTES:,}-byte limit "
+                "for a rows file as it was read; use a smaller file",
+            )
+        ]
     read = _csv if file.suffix.lower() == ".csv" else _jsonl
     rows, problems = read(text, str(file))
     if not rows and not problems:

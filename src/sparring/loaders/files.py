@@ -3,7 +3,8 @@
 In directories, `*.yaml`, `*.yml` and `*.json` files are YAML/JSON test files and (where
 Python tests are looked for) `test_*.py` and `*_test.py` files are Python test files;
 hidden files and directories and `__pycache__` are skipped. A file named as a path is a
-test file whatever its name.
+test file whatever its name. A YAML/JSON test file is read only when it is a regular file of
+at most `MAX_TEST_FILE_BYTES` (`read_test_file`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,39 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from sparring.errors import UserError
+from sparring.targets.attachments import file_problem
 
 TEST_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 """YAML/JSON test file names searched for in directories."""
+MAX_TEST_FILE_BYTES = 10 * 1024 * 1024
+"""Largest YAML/JSON test file, in bytes (10 MiB): parsing takes many times a file's size
+in memory, and a test file needs far less."""
+
+
+def read_test_file(file: Path) -> str:
+    """The text of the YAML/JSON test file `file`, checked before it is read: a readable
+    regular file (a pipe or a device could block or never end) of at most
+    `MAX_TEST_FILE_BYTES`.
+
+    Raises:
+        UserError: it is missing, not a regular file, unreadable or over the limit (the
+            message names the file, its size and the limit).
+        UnicodeDecodeError: it is not UTF-8 text.
+    """
+    limit = MAX_TEST_FILE_BYTES
+    problem = file_problem(file, limit=limit, what="a test file", kinds="a YAML or JSON file")
+    data = b""
+    if problem is None:
+        try:
+            with file.open("rb") as opened:
+                data = opened.read(limit + 1)
+        except OSError as e:
+            problem = f"cannot be read ({e.strerror or e}); check its permissions"
+    if problem is None and len(data) > limit:
+        problem = f"grew over the {limit:,}-byte limit for a test file as it was read"
+    if problem is not None:
+        raise UserError(f"test file {str(file)!r} {problem}")
+    return data.decode("utf-8")
 
 
 def discover_files(paths: Sequence[str | Path], *, python: bool = False) -> list[Path]:

@@ -42,7 +42,7 @@ from sparring.loaders._library_file import LibraryFile, is_library
 from sparring.loaders._parse import Document, Loc, parse_documents
 from sparring.loaders._places import closest
 from sparring.loaders.errors import Problem, validation_problems
-from sparring.loaders.files import TEST_FILE_SUFFIXES, discover_files
+from sparring.loaders.files import TEST_FILE_SUFFIXES, discover_files, read_test_file
 from sparring.scenario import AnyScenario, ScriptedScenario, SimulatedScenario
 from sparring.scenario.evaluations import Evaluation, SimulatedUser
 
@@ -108,11 +108,11 @@ class Library:
         is reported in `problems`."""
         path = str(file)
         try:
-            documents = parse_documents(file.read_text(encoding="utf-8"), path=path)
+            documents = parse_documents(read_test_file(file), path=path)
         except ConfigError as e:
             self.problems.append(Problem(path, e.line, e.column, e.message))
             return
-        except (OSError, UnicodeDecodeError):
+        except (UserError, UnicodeDecodeError):
             return  # unreadable: not part of this run (neighbour_files read it a moment ago)
         for doc in documents:
             if is_library(doc.data):
@@ -325,8 +325,8 @@ def neighbour_files(paths: Sequence[str | Path], *, taken: Sequence[Path]) -> li
                 continue
             seen.add(resolved)
             try:
-                text = sibling.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                text = read_test_file(sibling)
+            except (UserError, UnicodeDecodeError):
                 continue
             if _LIBRARY_LINE.search(text):
                 found.append(sibling)

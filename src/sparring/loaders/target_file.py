@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from sparring.errors import ConfigError, UserError
 from sparring.loaders._parse import Document, Loc, is_mapping, parse_documents
 from sparring.loaders.errors import config_error, validation_problems
+from sparring.loaders.files import read_test_file
 from sparring.loaders.yaml import load_text
 from sparring.scenario import AnyScenario
 from sparring.target_specs import FROZEN, TargetSpec
@@ -60,8 +61,8 @@ def load_target(file: str, *, scenario_id: str | None) -> tuple[AnyTargetSpec, s
             "give that file"
         )
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_test_file(path)
+    except UnicodeDecodeError as e:
         raise UserError(f"cannot read {file!r} ({e}); save it as UTF-8 text") from None
     documents = parse_documents(text, path=file)
     data = documents[0].data if len(documents) == 1 else None

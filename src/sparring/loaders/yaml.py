@@ -27,7 +27,7 @@ from sparring.loaders.attachments import resolve_file_paths
 from sparring.loaders.cases import expand_cases
 from sparring.loaders.dialects import to_native
 from sparring.loaders.errors import Problem, config_error, validation_problems
-from sparring.loaders.files import discover_files
+from sparring.loaders.files import discover_files, read_test_file
 from sparring.loaders.library import (
     Library,
     configured_library,
@@ -210,7 +210,7 @@ def _compile(pattern: str | None) -> re.Pattern[str] | None:
 def _load_file(file: Path, library: Library) -> tuple[list[_Loaded], list[Problem]]:
     path = str(file)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_test_file(file)
     except UnicodeDecodeError as e:
         return [], [
             Problem(
@@ -220,8 +220,6 @@ def _load_file(file: Path, library: Library) -> tuple[list[_Loaded], list[Proble
                 f"not UTF-8 text ({e.reason} at byte {e.start}); save the file as UTF-8",
             )
         ]
-    except OSError as e:
-        raise UserError(f"cannot read test file {path!r}: {e.strerror or e}") from None
     return _load_documents(text, path=path, library=library)
 
 

@@ -44,24 +44,31 @@ FileEntry = dict[str, str]
 """`{"name": str, "mime_type": str, "data": base64 str}`: one file as targets receive it."""
 
 
-def file_problem(path: Path) -> str | None:
-    """What keeps `path` from being sent, with how to fix it (e.g. "does not exist; check
-    the path"); `None` when it can be sent (a readable file of at most `MAX_FILE_BYTES`)."""
+def file_problem(
+    path: Path,
+    *,
+    limit: int | None = None,
+    what: str = "a file sent with a message",
+    kinds: str = "an image, a PDF, a text file",
+) -> str | None:
+    """What keeps `path` from being read as `what`, with how to fix it (e.g. "does not
+    exist; check the path"); `None` when it can be: a readable regular file (not a
+    directory, pipe or device: reading one could block or never end) of at most `limit`
+    bytes (`None`: `MAX_FILE_BYTES`). `kinds` says which files are meant (the hint when
+    `path` is not a file)."""
+    limit = MAX_FILE_BYTES if limit is None else limit
     if not path.exists():
         return "does not exist; check the path (relative to the test file)"
     if not path.is_file():
-        return "is not a file; name a file (an image, a PDF, a text file)"
+        return f"is not a file; name a file ({kinds})"
     try:
         size = path.stat().st_size
         with path.open("rb"):
             pass
     except OSError as e:
         return f"cannot be read ({e.strerror or e}); check its permissions"
-    if size > MAX_FILE_BYTES:
-        return (
-            f"is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit for a file sent "
-            "with a message; send a smaller file"
-        )
+    if size > limit:
+        return f"is {size:,} bytes, over the {limit:,}-byte limit for {what}; use a smaller file"
     return None
 
 
