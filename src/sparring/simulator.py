@@ -13,6 +13,7 @@ ends the conversation (`simulator_failed`) without sending it.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import unicodedata
@@ -249,13 +250,18 @@ an AI language model", "How can I help you?", an assistant's refusal."""
 _LEAK = re.compile(
     r"(?i)</?\s*(?:think|thinking|reasoning|reflection|scratchpad)\s*>"  # reasoning tags
     r"|<\|[a-z_]+\|>"  # chat template tokens: <|im_start|>, <|channel|>
+    r"|\[/?inst\]|<</?sys>>|<(?:start|end)_of_turn>"  # Llama's [INST], Gemma's turns
+    r"|(?m:^\s*#{2,}\s*(?:instruction|response)\b)"  # Alpaca's "### Instruction:"
     r"|(?m:^\s*(?:thoughts?|reasoning|(?:inner|internal) monologue)\s*:)"
     r"|\b(?:who you are|your goal|how to go about it|your situation)\s*:"  # the profile
     r"|\bsimulated user\b|\bstay(?:ing)? in character\b|\bin character\s*:"
     r"|<<<\s*(?:begin|end)\b|\[turn \d+\]"  # the transcript's fences and turn markers
-    r'|"done(?:_reason)?"\s*:'  # the answer's own keys
+    r"""|["']done(?:_reason)?["']\s*:"""  # the answer's own keys, JSON or Python
+    r"|(?m:^\s*done(?:_reason)?\s*[:=]\s*(?:true|false|null|none|goal_achieved|user_gave_up)\b)"
 )
-"""Instructions or reasoning the user would never send."""
+"""Instructions or reasoning the user would never send: reasoning tags and lines, chat
+template tokens (`<|im_start|>`, `[INST]`, `<start_of_turn>`, `### Instruction:`), the
+profile's labels, the transcript's fences, the answer's own keys (`"done":`, `done: false`)."""
 
 
 def guard_problem(
@@ -265,11 +271,15 @@ def guard_problem(
 
     The rules (cheap, no model call), in order: the message is empty or holds only
     invisible characters (whitespace, zero-width and other format characters, lone
-    combining marks); it is a JSON object or array (also in a code fence); it is written
+    combining marks); it is a JSON object or array (also in a code fence, or written as a
+    Python literal); it is written
     as the assistant (`_ASSISTANT`); it leaks instructions or reasoning (`_LEAK`, or the
     whole persona or instructions text of at least six words); it repeats word for word
     the previous user message or the assistant's last reply (messages of four words or
     more: "yes" may come twice).
+
+    The message is matched as NFKC makes it, so full-width or other compatibility forms
+    (`ＡＳＳＩＳＴＡＮＴ:`) are caught as their plain letters.
 
     Args:
         message: The message the simulated user wrote.
@@ -283,6 +293,7 @@ def guard_problem(
     if not any(_visible(ch) for ch in message):
         what = "is empty" if not message.strip() else "holds only invisible characters"
         return f'"message" {what}: write your next message to the assistant, in words'
+    message = unicodedata.normalize("NFKC", message)
     if _is_json(message):
         return (
             '"message" is JSON, not something this person would type: put only their '
@@ -312,6 +323,8 @@ def _visible(ch: str) -> bool:
 
 
 def _is_json(message: str) -> bool:
+    """Whether `message` (maybe in a code fence) is a JSON object or array, or one written
+    as a Python literal (`{'message': 'hi', 'done': False}`)."""
     body = message.strip()
     fenced = _FENCED.fullmatch(body)
     if fenced:
@@ -321,6 +334,10 @@ def _is_json(message: str) -> bool:
     try:
         return isinstance(json.loads(body), dict | list)
     except ValueError:
+        pass
+    try:
+        return isinstance(ast.literal_eval(body), dict | list)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False
 
 
