@@ -5,7 +5,9 @@ in `show` and `runs`, red-team wording, loader hints, `.gitignore`, and message 
 
 from __future__ import annotations
 
+import json
 import re
+import wave
 from pathlib import Path
 
 import jsonschema
@@ -14,6 +16,7 @@ import pytest
 from sparring.loaders import load_paths, test_file_json_schema
 from sparring.loaders._parse import parse_documents
 from sparring.scenario import ScriptedScenario, ToolCalledCheck
+from tests import test_store_rejudge as rejudging
 
 ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
@@ -33,7 +36,11 @@ def readme_yaml_after(line: str) -> str:
 def test_the_readme_voice_example_loads_with_one_tool_named_in_tool_called(
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "booking_t1.wav").write_bytes(b"RIFF")
+    with wave.open(str(tmp_path / "booking_t1.wav"), "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(16000)
+        wav.writeframes(b"\0\0" * 1600)
     test_file = tmp_path / "voice.yaml"
     test_file.write_text(readme_yaml_after("#### Voice agents"), encoding="utf-8")
     (scenario,) = load_paths([test_file])
@@ -73,3 +80,30 @@ def test_the_readme_red_team_file_is_valid_against_the_json_schema() -> None:
     jsonschema.validate({**data, "redteam": {"strategies": "plain"}}, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**data, "redteam": {"plugins": ["no_such_plugin"]}}, schema)
+
+
+# --- 3. rejudge grades a single-turn scenario's expected_output ---------------------------
+
+EXPECTED = """target: {type: callable, ref: 'rejudge_agent:agent'}
+scenarios:
+  - id: booking
+    prompt: Book me a slot at 10am
+    expected_output: The slot is booked for 10am.
+"""
+
+
+project = rejudging.project  # the fixture: a project with a callable agent, models scripted
+rejudge_cli = rejudging._sparring  # pyright: ignore[reportPrivateUsage]
+
+
+def test_rejudge_grades_a_single_turn_scenario_against_its_expected_output(
+    project: Path,
+) -> None:
+    (project / "suite.yaml").write_text(EXPECTED, encoding="utf-8")
+    run_id = rejudging._stored_run(project)  # pyright: ignore[reportPrivateUsage]
+    done = rejudge_cli("rejudge", run_id, "--judge-model", "scripted:not_met")
+    assert done.exit_code == 1, done.output
+    new_id = done.output.split("as run ")[1].split()[0]
+    assert rejudge_cli("report", new_id, "-o", "new.json").exit_code == 0
+    (trial,) = json.loads((project / "new.json").read_text())["scenarios"][0]["trials"]
+    assert [(v["id"], v["status"]) for v in trial["verdicts"]] == [("expected_output", "not_met")]

@@ -35,6 +35,7 @@ from sparring.results import (
     trial_status,
     undecided_text,
 )
+from sparring.runner.run import with_expected_output
 from sparring.runner.script import script_steps
 from sparring.runner.settings import RunSettings
 from sparring.scenario import AnyScenario, ScriptedScenario, SingleTurnScenario
@@ -126,7 +127,7 @@ def _specs_by_id(
 
     yaml_files, _ = split_paths(paths)
     loaded = expand_red_team(load_paths(yaml_files, pattern=pattern) if yaml_files else [])
-    by_id = {s.id: s for s in loaded}
+    by_id = {s.id: with_expected_output(s) for s in loaded}  # as the runner judged them
     wanted = [s.scenario_id for s in original.scenarios if s.kind != "python"]
     return {i: by_id[i] for i in wanted if i in by_id}, [i for i in wanted if i not in by_id]
 

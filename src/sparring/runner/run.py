@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -48,9 +48,13 @@ from sparring.scenario import EXPECTED_OUTPUT_ID, Criterion, SingleTurnScenario
 from sparring.scenario.base import TrialRange
 from sparring.targets.base import Target, TargetSession
 
+Runnable = TypeVar("Runnable", bound=AnyRunnable)
 
-def _with_expected_output(scenario: AnyRunnable) -> AnyRunnable:
-    """Give a single-turn scenario's `expected_output` an explicit criterion for the judge."""
+
+def with_expected_output(scenario: Runnable) -> Runnable:
+    """Give a single-turn scenario's `expected_output` an explicit criterion for the judge
+    (id `expected_output`); any other scenario is returned as it is. `sparring rejudge`
+    grades stored transcripts against the same criteria."""
     if not isinstance(scenario, SingleTurnScenario) or not scenario.expected_output:
         return scenario
     criterion = Criterion(
@@ -209,7 +213,7 @@ async def run_scenarios(
 
 
 def _prepared(scenarios: Sequence[AnyRunnable], settings: RunSettings) -> list[AnyRunnable]:
-    """`scenarios` ready to run (`_with_expected_output`).
+    """`scenarios` ready to run (`with_expected_output`).
 
     Raises:
         UserError: `settings.parallel < 1`, or duplicate scenario ids.
@@ -220,7 +224,7 @@ def _prepared(scenarios: Sequence[AnyRunnable], settings: RunSettings) -> list[A
     if len(set(ids)) != len(ids):
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         raise UserError(f"scenario ids must be unique; repeated: {', '.join(repeated)}")
-    return [_with_expected_output(s) for s in scenarios]
+    return [with_expected_output(s) for s in scenarios]
 
 
 def _target_of(scenario: AnyRunnable, targets: Callable[[AnyRunnable], Target]) -> Target | None:
