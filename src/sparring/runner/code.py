@@ -7,6 +7,7 @@ import contextvars
 import functools
 import inspect
 import threading
+import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -112,6 +113,17 @@ async def call_body(body: Callable[..., Any], *args: Any) -> None:
     result = await _in_thread(functools.partial(body, *args))
     if inspect.isawaitable(result):
         await result
+
+
+def assertion_text(error: AssertionError) -> str:
+    """The assertion's message, else where it failed (file:line and the source line)."""
+    if str(error):
+        return str(error)
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return "assertion failed"
+    last = frames[-1]
+    return f"assertion failed at {last.filename}:{last.lineno}: {last.line or ''}".rstrip(": ")
 
 
 def raised_text(error: BaseException) -> str:

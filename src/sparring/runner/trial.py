@@ -12,13 +12,7 @@ from dataclasses import dataclass, replace
 import anyio
 from pydantic import BaseModel
 
-from sparring.errors import (
-    MissingPart,
-    ModelError,
-    ModelOutputError,
-    TargetError,
-    TargetTimeout,
-)
+from sparring.errors import MissingPart, ModelError, ModelOutputError, TargetError, TargetTimeout
 from sparring.events import (
     MessageAdded,
     Observer,
@@ -48,6 +42,7 @@ from sparring.runner.code import (
     CodeScenario,
     HookError,
     as_expected_failure,
+    assertion_text,
     call_body,
     raised_text,
 )
@@ -364,7 +359,7 @@ async def _run_code(state: _TrialState, scenario: CodeScenario, target: Target |
                     kind="check",
                     description="assert in the test body",
                     status="not_met",
-                    reason=_scrubbed(_assertion_text(e), ctx.scrub),
+                    reason=_scrubbed(assertion_text(e), ctx.scrub),
                 )
             ]
         )
@@ -453,17 +448,6 @@ async def _hook(
         raise _TestRaised(_scrubbed(str(e), scrub)) from e
     except BaseException as e:
         raise _TestRaised(_scrubbed(f"{what} raised {raised_text(e)}", scrub)) from e
-
-
-def _assertion_text(error: AssertionError) -> str:
-    """The assertion's message, else where it failed (file:line and the source line)."""
-    if str(error):
-        return str(error)
-    frames = traceback.extract_tb(error.__traceback__)
-    if not frames:
-        return "assertion failed"
-    last = frames[-1]
-    return f"assertion failed at {last.filename}:{last.lineno}: {last.line or ''}".rstrip(": ")
 
 
 def _scrubbed(text: str, scrub: Callable[[str], str] | None) -> str:
