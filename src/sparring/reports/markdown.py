@@ -13,9 +13,12 @@ and the judge's note on the reply). Passed trials get one line. A report longer 
 only then is cut, so it fits a GitHub comment.
 
 Text from agents and judges is data: control characters are removed, `<` is escaped so a
-reply cannot open HTML, `|` is escaped inside tables, a line of a reply or a quote cannot
-start a Markdown block (`_line`), and a tool call is one inline code span with a fence
-longer than any run of backticks in it (`_code`).
+reply cannot open HTML, `](`, `][`, `]:` and `![` are escaped (and a backslash that could
+undo that) and a zero-width space follows each `@`, so a reply cannot show an image (which
+a PR comment would load), a link under other text or an @mention (which would notify a
+team), `|` is escaped inside tables, a line of a reply or a quote cannot start a Markdown
+block (`_line`), and a tool call is one inline code span with a fence longer than any run of
+backticks in it (`_code`).
 """
 
 from __future__ import annotations
@@ -486,9 +489,22 @@ def _status(status: str) -> str:
     return f"{STATUS_ICON.get(status, '')} {_STATUS_TEXT.get(status, status)}".strip()
 
 
+_MARKUP = re.compile(r"[&<@]|\\(?=[!-/:-@\[-`{-~])|\](?=[(\[:])|!(?=\[)")
+_MARKUP_AS_TEXT = {"&": "&amp;", "<": "&lt;", "@": "@&#8203;"}
+
+
 def _text(text: str) -> str:
-    """Free text in Markdown: controls removed, `<` escaped (no HTML from agents)."""
-    return strip_control(text).replace("&", "&amp;").replace("<", "&lt;")
+    r"""Free text in Markdown: controls removed, `<` escaped (no HTML from agents), a `]`
+    before `(`, `[` or `:`, a `!` before `[` and a `\` before punctuation escaped (no
+    link, image or link reference definition; `[0%, 56%]` stays as it is), and a zero-width
+    space after each `@` (no @mention or e-mail link). A bare URL stays a link: it shows
+    where it goes, and a zero-width space in it would break it when copied."""
+    return _MARKUP.sub(_as_text, strip_control(text))
+
+
+def _as_text(match: re.Match[str]) -> str:
+    found = match.group()
+    return _MARKUP_AS_TEXT.get(found, "\\" + found)
 
 
 def _cell(text: str) -> str:
