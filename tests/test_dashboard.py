@@ -447,6 +447,22 @@ def test_an_override_changes_the_status_and_is_marked(store: Store, client: Test
     assert suite["overridden"] and 'id="suite-overridden"' in client.get(f"/suites/{suite_id}").text
 
 
+def test_a_suite_failed_by_an_override_gives_the_persons_reason(
+    store: Store, client: TestClient
+) -> None:
+    keep_run(store, sample_run(passes=(True,)), paths=PATHS, run_id="r1", started_at="2026-12-01")
+    body = {
+        "scenario_id": "refund-delay",
+        "trial": 1,
+        "target": "criterion1",
+        "value": "not_met",
+        "reason": "It apologised for another order.",
+    }
+    assert client.post("/api/runs/r1/overrides", json=body).status_code == 201
+    suite = file_suite(client)
+    assert suite["reason"] == "criterion1: It apologised for another order."
+
+
 def test_a_test_file_sent_to_the_api_runs_and_is_listed_as_its_suite(
     client: TestClient, demo: str
 ) -> None:

@@ -128,13 +128,16 @@ def _scored(trial: TrialResult) -> bool:
 
 
 def _failure_reason(trial: TrialResult) -> str | None:
-    """The first failed insight or verdict of a failed trial, as `id: why`."""
+    """The first failed insight or verdict of a failed trial, as `id: why` (the person's
+    reason when they overrode it)."""
     insight = next((i for i in trial.insights if i.passed is False), None)
     if insight is not None:
-        return f"{insight.id}: {insight.reasoning or insight.value}"
+        why = insight.override.reason if insight.override else insight.reasoning
+        return f"{insight.id}: {why or insight.value}"
     verdict = next(iter(trial.failures), None)
     if verdict is not None:
-        return f"{verdict.id}: {verdict.reason or verdict.description}"
+        why = verdict.override.reason if verdict.override else verdict.reason
+        return f"{verdict.id}: {why or verdict.description}"
     return trial.error
 
 
