@@ -272,8 +272,9 @@ async def run_suite(request: Request, who: SuiteRunner, suite_id: str) -> Starte
 async def run_tests(request: Request, who: SuiteRunner, body: TestsIn) -> StartedOut:
     """Run a test file sent in the request (work from the API): loaded as `sparring run`
     loads files, run in the server, kept as suite `api:<name>` with its results pages.
-    A `callable` target or attached files are refused (they would use the server's code
-    or disk)."""
+    Refused: a target other than http, openai_chat, a2a, parlant or browser, `cases_from:`
+    and attached files (they would use the server's code or disk); `{{secrets.NAME}}`
+    come from the server's secrets file only."""
     text = body.file if isinstance(body.file, str) else json.dumps(body.file)
     name = body.name.strip()
     run_id = await _dashboard(request).run_tests(text, name=name, who=who)
