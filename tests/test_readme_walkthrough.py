@@ -17,6 +17,8 @@ from sparring.loaders import load_paths, test_file_json_schema
 from sparring.loaders._parse import parse_documents
 from sparring.scenario import ScriptedScenario, ToolCalledCheck
 from tests import test_store_rejudge as rejudging
+from tests.support.openai_server import Reply, ScriptedOpenAIServer
+from tests.test_calibration import case_line
 
 ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
@@ -107,3 +109,36 @@ def test_rejudge_grades_a_single_turn_scenario_against_its_expected_output(
     assert rejudge_cli("report", new_id, "-o", "new.json").exit_code == 0
     (trial,) = json.loads((project / "new.json").read_text())["scenarios"][0]["trials"]
     assert [(v["id"], v["status"]) for v in trial["verdicts"]] == [("expected_output", "not_met")]
+
+
+# --- 4. --base-url on calibrate and rejudge -----------------------------------------------
+
+UNREADABLE = [Reply("no idea") for _ in range(20)]
+"""A judge endpoint whose every answer is unreadable: each case or verdict is an `error`."""
+
+
+def test_calibrate_takes_base_url_for_an_openai_compatible_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "labels.jsonl").write_text(case_line("met", "I can refund it.") + "\n")
+    monkeypatch.chdir(tmp_path)
+    for key in ("SPARRING_MODEL", "SPARRING_JUDGE_MODEL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+    with ScriptedOpenAIServer(UNREADABLE) as server:
+        args = ["--judge-model", "openai-compatible:local-judge", "--base-url", server.base_url]
+        done = rejudge_cli("calibrate", "labels.jsonl", *args)
+    assert done.exit_code == 3, done.output
+    assert server.requests and server.requests[0]["model"] == "local-judge"
+
+
+def test_rejudge_takes_base_url_for_an_openai_compatible_judge(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    run_id = rejudging._stored_run(project)  # pyright: ignore[reportPrivateUsage]
+    with ScriptedOpenAIServer(UNREADABLE) as server:
+        args = ["--judge-model", "openai-compatible:local-judge", "--base-url", server.base_url]
+        done = rejudge_cli("rejudge", run_id, *args)
+    assert done.exit_code == 3, done.output
+    assert server.requests and server.requests[0]["model"] == "local-judge"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sparring.cli.history import STORE_HELP
+from sparring.cli.history import BASE_URL_HELP, STORE_HELP
 
 if TYPE_CHECKING:
     from sparring.config import Settings
@@ -48,6 +48,7 @@ _SHOWN_WRONG = 20
     metavar="SPEC",
     help="Calibrate this judge (default: the configured judge model).",
 )
+@click.option("--base-url", metavar="URL", help=BASE_URL_HELP)
 @click.option(
     "--repeat",
     type=click.IntRange(min=1, max=20),
@@ -62,6 +63,7 @@ def calibrate(
     store: str | None,
     output: str | None,
     judge_model: str | None,
+    base_url: str | None,
     repeat: int,
 ) -> None:
     """Measure the judge against people: LABELS is a JSONL file of labelled cases (a
@@ -75,6 +77,7 @@ def calibrate(
             run_id=run_id,
             store=store,
             judge_model=judge_model,
+            base_url=base_url,
             repeat=repeat,
             output=output,
         )
@@ -89,9 +92,11 @@ def calibrate_command(
     run_id: str | None = None,
     store: str | None = None,
     output: str | None = None,
+    base_url: str | None = None,
 ) -> int:
     """Body of `sparring calibrate`; returns the exit code: 0 when the judge answered, 3
-    when none of its answers could be used (every case `error`).
+    when none of its answers could be used (every case `error`). `base_url`: the endpoint
+    of an `openai-compatible:` judge (`--base-url`).
 
     Raises:
         UserError: neither or both of LABELS and `run_id`, no judge model configured, a
@@ -108,7 +113,7 @@ def calibrate_command(
             "give LABELS (a JSONL file of labelled cases) or --run RUN (a stored run's "
             "verdict overrides), one of them"
         )
-    settings = load_settings({"judge_model": judge_model})
+    settings = load_settings({"judge_model": judge_model, "base_url": base_url})
     spec = settings.resolved_judge_model
     if spec is None:
         raise UserError(_NO_MODEL)

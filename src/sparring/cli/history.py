@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from sparring.store.reading import RunSummary
 
 STORE_HELP = "The results store (default: the `store` setting, else .sparring/sparring.db)."
+BASE_URL_HELP = "Endpoint of openai-compatible: models (openai: and ollama: keep their own)."
 _RUN_STATUSES = ("running", "finished", "interrupted")
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sparring.cli.history import STORE_HELP, open_named
+from sparring.cli.history import BASE_URL_HELP, STORE_HELP, open_named
 
 if TYPE_CHECKING:
     from sparring.cli.rejudging import Rejudged
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 @click.command("rejudge")
 @click.argument("run_id", metavar="RUN")
 @click.option("--judge-model", metavar="SPEC", help="Judge with this model (default: the run's).")
+@click.option("--base-url", metavar="URL", help=BASE_URL_HELP)
 @click.option(
     "--repeat",
     type=click.IntRange(min=1),
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 def rejudge(
     run_id: str,
     judge_model: str | None,
+    base_url: str | None,
     repeat: int,
     criteria_from: tuple[str, ...],
     store: str | None,
@@ -59,6 +61,7 @@ def rejudge(
             repeat=repeat,
             store=store,
             criteria_from=criteria_from,
+            base_url=base_url,
         )
     )
 
@@ -70,9 +73,11 @@ def rejudge_command(
     repeat: int,
     store: str | None,
     criteria_from: Sequence[str] = (),
+    base_url: str | None = None,
 ) -> int:
     """Body of `sparring rejudge`; returns the exit code (as `sparring run`'s).
-    `criteria_from`: test files whose scenarios (by id) replace the run's own.
+    `criteria_from`: test files whose scenarios (by id) replace the run's own; `base_url`:
+    the endpoint of an `openai-compatible:` judge (`--base-url`, else the run's setting).
 
     Raises:
         UserError: no such run, a run still running, another working directory, changed
@@ -90,7 +95,7 @@ def rejudge_command(
     if found.status == "running":
         raise UserError(f"run {found.id} is still running; rejudge it when it has ended")
     invocation = run_invocation(opened, found.id)
-    settings = _settings(invocation, judge_model)
+    settings = _settings(invocation, {"judge_model": judge_model, "base_url": base_url})
     spec = settings.resolved_judge_model
     if spec is None:
         raise UserError("no judge model: give --judge-model SPEC (or set `judge_model`)")
@@ -133,9 +138,9 @@ def _specs(
     return stored_specs(original, paths=paths, pattern=invocation.get("pattern"))
 
 
-def _settings(invocation: dict[str, Any], judge_model: str | None) -> Settings:
+def _settings(invocation: dict[str, Any], given: dict[str, str | None]) -> Settings:
     """The settings the run was given (URL options kept masked left out: the current
-    settings give them), with `judge_model` when given."""
+    settings give them), with the options `given` on this command line (`None`: not given)."""
     from sparring.config import load_settings
     from sparring.secrets import MASK
 
@@ -144,7 +149,7 @@ def _settings(invocation: dict[str, Any], judge_model: str | None) -> Settings:
         for k, v in invocation.get("options", {}).items()
         if k != "store" and MASK not in str(v)
     }
-    return load_settings(options | ({"judge_model": judge_model} if judge_model else {}))
+    return load_settings(options | {k: v for k, v in given.items() if v})
 
 
 def _conclude(
