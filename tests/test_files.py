@@ -20,6 +20,7 @@ from sparring.demo import DemoServer
 from sparring.demo.agent import respond
 from sparring.errors import ConfigError, UserError
 from sparring.loaders import load_paths
+from sparring.models.speech import Audio, write_wav
 from sparring.prompts import Limits, judge_view, render_for_user
 from sparring.reports.html import render_html
 from sparring.reports.markdown import render_markdown
@@ -45,7 +46,7 @@ def folder(tmp_path: Path) -> Path:
     (here / "voice").mkdir(parents=True)
     (here / "receipt.txt").write_text(RECEIPT)
     (here / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00binary")
-    (here / "voice" / "hello.wav").write_bytes(b"RIFF....WAVE")
+    (here / "voice" / "hello.wav").write_bytes(write_wav(Audio(b"\0\0" * 160, 16000, 1, 2)))
     return here
 
 

@@ -2,7 +2,8 @@
 
 - `audio: PATH` (relative to the test file): that file. Missing, it is a load error saying
   to record it or run `sparring synthesize`; generated (it has a `.wav.hash`) from text other
-  than the turn's `user:`, it is a load error saying to synthesize it again.
+  than the turn's `user:`, it is a load error saying to synthesize it again; not a WAV a
+  voice target can play (no RIFF/WAVE header, not integer PCM: `read_wav`), a load error.
 - No `audio:`: the WAV `sparring synthesize` made for the turn
   (`sparring.models.speech_files.generated_path`) when it exists and was made from the
   turn's current text; otherwise none, and a voice target speaks the text itself.
@@ -18,8 +19,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
+from sparring.models.speech import read_wav
 from sparring.models.speech_files import WavState, generated_path, wav_state
 
+_HEAD_BYTES = 1024 * 1024
+"""How much of an `audio:` file is read at load to check it is a WAV: its RIFF/WAVE header,
+`fmt ` chunk and the start of its `data`."""
 _MAY_BE_MISSING: ContextVar[bool] = ContextVar("sparring_audio_may_be_missing", default=False)
 
 
@@ -69,4 +74,23 @@ def turn_audio(
             f"`sparring synthesize {test_file}` to generate it again (or delete "
             f"{resolved.name}.hash to keep the file as a recording)"
         )
-    return str(resolved), None
+    problem = _wav_problem(resolved)
+    return str(resolved), None if problem is None else f"audio: {shown} {problem}"
+
+
+def _wav_problem(wav: Path) -> str | None:
+    """What keeps the file `wav` from being played by a voice target (its first
+    `_HEAD_BYTES` checked as `read_wav` reads it), with how to fix it; `None`: nothing."""
+    try:
+        with wav.open("rb") as opened:
+            head = opened.read(_HEAD_BYTES)
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e}); check its permissions"
+    try:
+        read_wav(head)  # a WAV cut short is read as far as it goes
+    except ValueError as e:
+        return (
+            f"is not a WAV a voice target can play: {e}; record the turn as a 16-bit PCM "
+            "WAV there, or delete the file and run `sparring synthesize`"
+        )
+    return None
