@@ -41,6 +41,19 @@ def parse_comparison(rule: str) -> tuple[str, float]:
     return match.group(1), float(match.group(2))
 
 
+def comparison_problem(op: str, bound: float) -> str | None:
+    """Why a score's pass rule `op bound` (`parse_comparison`) is no gate: a score is 0-1,
+    so a bound outside 0-1 makes it always pass or never, as do `> 1` and `< 0`; `None`
+    when some scores pass it and others do not (or `== bound` within 0-1)."""
+    if 0 <= bound <= 1:
+        if (op, bound) in ((">", 1), ("<", 0)):
+            return f"no score (0 to 1) is {op} {bound:g}, so it can never pass"
+        return None
+    never = op == "==" or op.startswith(">" if bound > 1 else "<")
+    outcome = "it can never pass" if never else "every score passes it"
+    return f"a score is 0 to 1 and {bound:g} is not, so {outcome}"
+
+
 class Insight(BaseModel):
     """One typed value an evaluation asks for.
 
@@ -69,6 +82,14 @@ class Insight(BaseModel):
     def _consistent(self) -> Insight:
         if self.type == "category" and not self.options:
             raise ValueError(f"insight {self.name!r} is a category: list its `options`")
+        folded = [o.strip().casefold() for o in self.options]
+        repeated = [o for i, o in enumerate(self.options) if folded[i] in folded[:i]]
+        if repeated:
+            raise ValueError(
+                f"insight {self.name!r}: options {repeated} repeat another option (letter "
+                "case and spaces aside, the judge's answer cannot tell them apart); list "
+                "each option once"
+            )
         if self.type != "category" and (self.options or self.score_map):
             raise ValueError(
                 f"insight {self.name!r}: `options` and `score_map` belong to category insights"
@@ -94,7 +115,12 @@ class Insight(BaseModel):
         if self.type == "score":
             if not isinstance(rule, str):
                 raise ValueError(f"insight {self.name!r}: a score's pass_when is like '>= 0.7'")
-            parse_comparison(rule)
+            problem = comparison_problem(*parse_comparison(rule))
+            if problem is not None:
+                raise ValueError(
+                    f"insight {self.name!r}: pass_when {rule!r}: {problem}; compare with a "
+                    "number from 0 to 1, e.g. '>= 0.7'"
+                )
         if self.type == "category":
             accepted = [rule] if isinstance(rule, str) else rule
             if not isinstance(accepted, list) or not accepted:
