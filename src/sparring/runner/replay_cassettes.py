@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -82,6 +83,26 @@ def entry_digest(entry: dict[str, Any]) -> str:
     """The `digest` of a cassette line: `request_key` of all of `entry` but its digest (the
     request, the answer, who asked), so a line changed after it was recorded is told."""
     return request_key({k: v for k, v in entry.items() if k != "digest"})
+
+
+def _finite(value: Any) -> Any:
+    """`value` (JSON values) with every non-finite number (a tool argument `1e999` parsed
+    as infinity, a NaN) as `None`, as the JSON report has it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in cast(dict[str, Any], value).items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in cast(list[Any], value)]
+    return value
+
+
+def _strict_line(entry: dict[str, Any]) -> str:
+    """`entry` (JSON values, no digest) as a cassette line with its digest: strict JSON,
+    so a cassette holds no `Infinity` or `NaN` that other JSON readers reject."""
+    finite: dict[str, Any] = _finite(entry)
+    line = {**finite, "digest": entry_digest(finite)}
+    return json.dumps(line, ensure_ascii=False, allow_nan=False)
 
 
 class Cassette:
@@ -252,15 +273,15 @@ class CassetteWriter:
                 f"cannot record to {self.path}: {e.strerror or e}; give a writable --record DIR"
             ) from None
         self._line(json.dumps({"cassette": role, "version": CASSETTE_VERSION}))
-        for entry in kept:  # as read: masked, with their digest
-            self._line(json.dumps(entry, ensure_ascii=False))
+        for entry in kept:  # as read: masked and checked
+            self._line(_strict_line({k: v for k, v in entry.items() if k != "digest"}))
 
     def write(self, entry: dict[str, Any]) -> None:
         """Append `entry` (JSON values, already masked) as one line, with its digest."""
         # every part is masked where it is built; the whole line once more, for any form
         # a part's masking could not see (a secret split across two strings is not one)
-        masked: dict[str, Any] = json.loads(self._scrub(json.dumps(entry, ensure_ascii=False)))
-        self._line(json.dumps({**masked, "digest": entry_digest(masked)}, ensure_ascii=False))
+        text = json.dumps(_finite(entry), ensure_ascii=False, allow_nan=False)
+        self._line(_strict_line(json.loads(self._scrub(text))))
 
     def _line(self, line: str) -> None:
         with self._lock:
