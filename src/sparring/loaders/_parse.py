@@ -9,6 +9,8 @@ ruamel is imported inside the functions so `import sparring.loaders` stays cheap
 from __future__ import annotations
 
 import datetime
+import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard, cast
 
@@ -71,8 +73,10 @@ def parse_documents(text: str, *, path: str) -> list[Document]:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
     from ruamel.yaml.reader import ReaderError
 
+    yaml = YAML(typ="rt")
+    yaml.Constructor = _constructor()
     try:
-        raw_docs: list[Any] = list(YAML(typ="rt").load_all(text))  # pyright: ignore[reportUnknownMemberType]
+        raw_docs: list[Any] = list(yaml.load_all(text))  # pyright: ignore[reportUnknownMemberType]
     except MarkedYAMLError as e:
         raise _syntax_error(e, path=path) from None
     except ReaderError as e:
@@ -82,12 +86,49 @@ def parse_documents(text: str, *, path: str) -> list[Document]:
     except RecursionError:
         raise ConfigError(_TOO_DEEP, path=path) from None
     except ValueError as e:  # `!!int abc`, an integer of more than 4300 digits
+        line, column = _value_error_position(text)
+        why = str(e).split("; use sys.")[0]  # Python's own advice is not the author's
         raise ConfigError(
-            f"invalid YAML: {e}; check values written with a tag such as "
+            f"invalid YAML: {why}; check values written with a tag such as "
             "`!!int` or `!!float`, and quote long numbers",
             path=path,
+            line=line,
+            column=column,
         ) from None
     return [_Copier(path=path).document(raw) for raw in raw_docs]
+
+
+def _constructor() -> type:
+    """The round-trip constructor of ruamel, refusing an alias used inside its own anchor's data
+    (`scenarios: &s [{description: *s}]`), which ruamel would silently make `None`."""
+    from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
+
+    class NoRecursion(RoundTripConstructor):
+        def construct_object(self, node: Any, deep: bool = False) -> Any:
+            building: Any = getattr(self, "recursive_objects")  # noqa: B009 (untyped)
+            if node in building:  # being built further up: it would hold itself
+                raise ConstructorError(
+                    problem="an alias (`*name`) is used inside the data of its own anchor "
+                    "(`&name`), which starts here",
+                    problem_mark=node.start_mark,
+                )
+            construct: Any = super().construct_object  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            return construct(node, deep=deep)
+
+    return NoRecursion
+
+
+def _value_error_position(text: str) -> tuple[int | None, int | None]:
+    """Where a value Python cannot convert probably is: the first integer longer than
+    Python converts (`sys.get_int_max_str_digits`), else the first `!!int` or `!!float`
+    tag; `(None, None)` when neither is found."""
+    digits = sys.get_int_max_str_digits()
+    longest = rf"\d[\d_]{{{digits},}}" if digits else r"(?!)"
+    found = re.search(rf"{longest}|!!(?:int|float)\b", text)
+    if found is None:
+        return None, None
+    start = found.start()
+    return text.count("\n", 0, start) + 1, start - text.rfind("\n", 0, start)
 
 
 _TOO_DEEP = (
@@ -221,6 +262,7 @@ _SYNTAX_HINTS = (
         "check the indentation: keys of one mapping and the `-` items of one list must line up",
     ),
     ("undefined alias", "define the anchor (`&name`) before using `*name`"),
+    ("inside the data of its own anchor", "data cannot contain itself: write the data out"),
     ("found unexpected end of stream", "close the quote or bracket opened here"),
 )
 
