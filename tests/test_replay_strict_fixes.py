@@ -167,3 +167,16 @@ def test_resume_into_the_record_directory_keeps_the_trials_recorded_before_a_kil
                 for t in s["trials"]}  # fmt: skip
     assert statuses.pop(("broken", 1)) == "failed"
     assert set(statuses.values()) == {"passed"} and len(statuses) == 7
+
+
+def test_a_last_cassette_line_cut_short_by_a_kill_is_no_answer(project: Path) -> None:
+    assert _run("--record", "tapes").exit_code == 1
+    path = Path("tapes/agent.jsonl")
+    whole = path.read_text()
+    last = whole.splitlines()[-1]
+    path.write_text(whole + last[: len(last) // 2])  # the kill came as it wrote this line
+    _run("--replay", "tapes", "--replay-strict")
+    assert {k: v[0] for k, v in _statuses().items()} == {"a-first": "failed", "b-second": "passed"}
+    path.write_text(whole + last[: len(last) // 2] + "\n")  # ended: damaged, not cut short
+    with pytest.raises(UserError, match=r"agent.jsonl:4: not a JSON line"):
+        _run("--replay", "tapes", "--replay-strict")

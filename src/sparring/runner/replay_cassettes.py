@@ -123,7 +123,8 @@ class Cassette:
     @classmethod
     def load(cls, role: Role, directory: Path) -> Cassette:
         """The cassette of `role` in `directory`; an empty one when it has no such file
-        (every request then misses, and a miss names the file).
+        (every request then misses, and a miss names the file). A last line cut short (no
+        newline, not JSON: a run killed as it wrote it) is no answer.
 
         Raises:
             UserError: the file cannot be read, or a line is not a cassette entry (with
@@ -133,10 +134,11 @@ class Cassette:
         if not path.exists():
             return cls(role, path, [])
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise UserError(f"{path}: cannot read the cassette: {e}; record it again") from None
-        return cls(role, path, list(_entries(path, lines, role)))
+        torn = not text.endswith("\n")
+        return cls(role, path, list(_entries(path, text.splitlines(), role, torn=torn)))
 
     @property
     def model_name(self) -> str | None:
@@ -183,8 +185,9 @@ def _shared(entry: dict[str, Any], wanted: tuple[str | None, int | None, int]) -
     return next((n for n in range(3) if got[n] != wanted[n]), 3)
 
 
-def _entries(path: Path, lines: list[str], role: Role) -> Iterator[dict[str, Any]]:
-    """The entries of a cassette file's `lines`, after its header (checked).
+def _entries(path: Path, lines: list[str], role: Role, *, torn: bool) -> Iterator[dict[str, Any]]:
+    """The entries of a cassette file's `lines`, after its header (checked); with `torn`
+    (no newline at the end), a last line that is not JSON is left out.
 
     Raises:
         UserError: a line that is not a JSON object with a `key` string, whose `digest` does
@@ -198,6 +201,8 @@ def _entries(path: Path, lines: list[str], role: Role) -> Iterator[dict[str, Any
         try:
             value: Any = json.loads(line)
         except ValueError as e:
+            if torn and number == len(lines):
+                return
             raise UserError(
                 f"{path}:{number}: not a JSON line ({e}); the file is damaged, record it again"
             ) from None
