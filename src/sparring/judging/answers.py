@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, cast
 
+import anyio
+
 from sparring.models.structured import json_objects_in
 from sparring.prompts import DEFAULT_LIMITS, Limits, Scrub, message_text
 from sparring.results import ReplyNote
@@ -133,6 +135,13 @@ class DecisionReader:
         self.valid_turns = frozenset(turns)
         self.agent = tuple(agent)
         self._agent_json = _AgentJson(transcript, scrub, limits.judge_chars_per_message)
+
+    async def prepare(self) -> None:
+        """Find the JSON the agent wrote, which `screen` compares answers with, in a worker
+        thread: the search never holds up the event loop, so other trials and a deadline
+        around the judge call (the conversation's timeout) go on; cancelled, the search is
+        abandoned (`screen` would do it again)."""
+        await anyio.to_thread.run_sync(self._agent_json.objects, abandon_on_cancel=True)
 
     def screen(self, source: str, value: Any) -> None:
         """`screen` for `complete_json`: refuses an answer whose JSON the agent wrote: its
@@ -271,12 +280,17 @@ class _AgentJson:
         out (`_within`); `None` when none is."""
         if "".join(source.split()) in self.compact:
             return "the whole answer"
-        if self._objects is None:
-            self._objects = [o for t in self.texts if "{" in t for o in json_objects_in(t)]
+        objects = self.objects()
         for where, part in _parts(value):
-            if any(_within(part, o) for o in self._objects):
+            if any(_within(part, o) for o in objects):
                 return where
         return None
+
+    def objects(self) -> list[dict[str, Any]]:
+        """Every JSON object in the texts (`json_objects_in`), found once."""
+        if self._objects is None:
+            self._objects = [o for t in self.texts if "{" in t for o in json_objects_in(t)]
+        return self._objects
 
 
 def _parts(value: Any) -> list[tuple[str, dict[str, Any]]]:

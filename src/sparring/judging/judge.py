@@ -262,6 +262,7 @@ async def _ask(
     """The judge's answer to `prompt`, read; or why there is none, for `error` verdicts."""
     counted = _CountingModel(model)
     ids, reader, turns = [i.id for i in asked.items], asked.reader, asked.view.reply_turns
+    await reader.prepare()
     try:
         return await complete_json(
             counted,

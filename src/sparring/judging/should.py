@@ -137,6 +137,7 @@ async def _judge_one(
         return should_verdict(condition, turn=turn, status="not_met", reason=no_reply)
     reader = DecisionReader(transcript, scrub=judge.scrub, limits=judge.limits)
     view = judge_view(transcript, limits=judge.limits, scrub=judge.scrub, keep_turns={turn})
+    await reader.prepare()
     try:
         decision = await complete_json(
             judge.model,
