@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import wave
 from pathlib import Path
 
@@ -15,10 +16,13 @@ import pytest
 
 from sparring.loaders import load_paths, test_file_json_schema
 from sparring.loaders._parse import parse_documents
+from sparring.reports.diff import diff_runs, render_diff
 from sparring.scenario import ScriptedScenario, ToolCalledCheck
+from tests import test_store_diff as diffing
 from tests import test_store_rejudge as rejudging
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
 from tests.test_calibration import case_line
+from tests.test_cli import sparring
 
 ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
@@ -142,3 +146,73 @@ def test_rejudge_takes_base_url_for_an_openai_compatible_judge(
         done = rejudge_cli("rejudge", run_id, *args)
     assert done.exit_code == 3, done.output
     assert server.requests and server.requests[0]["model"] == "local-judge"
+
+
+# --- 6. sparring diff: the previous run of the same paths; unrelated runs ----------------
+
+OTHER_SUITE = """target: {type: callable, ref: 'agent_module:agent'}
+scenarios:
+  - {id: unrelated, prompt: hi, checks: [{contains: fine}]}
+"""
+
+
+def _run_other(tmp_path: Path) -> str:
+    done = sparring("run", "other.yaml", "--no-live", "-o", "other.json", cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads((tmp_path / "other.json").read_text())["run_id"]
+
+
+def _in_order(tmp_path: Path, *run_ids: str) -> None:
+    """Start times one second apart, in this order (runs started within a second tie)."""
+    with sqlite3.connect(tmp_path / ".sparring" / "sparring.db") as conn:
+        for second, run_id in enumerate(run_ids):
+            at = f"2026-01-01T00:00:{second:02d}+00:00"
+            conn.execute("UPDATE runs SET started_at = ? WHERE id = ?", (at, run_id))
+
+
+def test_diff_defaults_to_the_previous_run_of_the_same_paths(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "suite.yaml").write_text(diffing.SUITE)
+    (tmp_path / "other.yaml").write_text(OTHER_SUITE)
+    first = diffing._run_suite(tmp_path, "fine")  # pyright: ignore[reportPrivateUsage]
+    other = _run_other(tmp_path)
+    second = diffing._run_suite(tmp_path, "nope")  # pyright: ignore[reportPrivateUsage]
+    _in_order(tmp_path, first, other, second)
+    compared = sparring("diff", "--fail-on-regression", cwd=tmp_path)
+    assert compared.returncode == 1, compared.stdout + compared.stderr
+    assert f"Diff: base {first} -> run {second}" in compared.stdout
+    again = _run_other(tmp_path)  # the agent now says "nope"
+    _in_order(tmp_path, first, other, second, again)
+    last = sparring("diff", cwd=tmp_path)
+    assert f"Diff: base {other} -> run {again}" in last.stdout, last.stdout + last.stderr
+
+
+def test_a_diff_of_runs_sharing_no_scenario_says_so_and_exits_2_when_gating(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "suite.yaml").write_text(diffing.SUITE)
+    base = diffing._run_suite(tmp_path, "fine")  # pyright: ignore[reportPrivateUsage]
+    (tmp_path / "suite.yaml").write_text(OTHER_SUITE)
+    run = diffing._run_suite(tmp_path, "fine")  # pyright: ignore[reportPrivateUsage]
+    compared = sparring("diff", base, run, "--fail-on-regression", cwd=tmp_path)
+    assert compared.returncode == 2, compared.stdout + compared.stderr
+    last = compared.stdout.splitlines()[-1]
+    assert last.startswith("Nothing compared: the two runs share no scenario"), last
+    assert "No regressions" not in compared.stdout
+    assert sparring("diff", base, run, cwd=tmp_path).returncode == 0  # reported only
+
+
+def test_a_criterion_newly_failing_in_a_scenario_that_did_not_regress_is_named() -> None:
+    base = diffing._run("b", s=[False, False])  # pyright: ignore[reportPrivateUsage]
+    run = diffing._run("r", s=[False, False])  # pyright: ignore[reportPrivateUsage]
+    for trial in base.scenarios[0].trials:  # failed on something else, `polite` met
+        trial.verdicts[0] = trial.verdicts[0].model_copy(update={"status": "met"})
+    compared = diff_runs(base, run)
+    assert not compared.regressions  # failed before, failed now
+    text = render_diff(compared)
+    assert "    newly failing criteria: polite" in text
+    assert text[-1] == (
+        "No scenario regressed (none newly fails or dropped significantly), but criteria "
+        "newly fail: s polite"
+    )

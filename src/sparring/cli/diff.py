@@ -11,10 +11,13 @@ import click
 from sparring.cli.history import STORE_HELP
 
 EXIT_REGRESSED = 1
+EXIT_NOTHING_COMPARED = 2
 
 
 @click.command(
-    "diff", epilog="Exit codes: 0 compared, 1 regressed (--fail-on-regression), 2 usage."
+    "diff",
+    epilog="Exit codes: 0 compared, 1 regressed (--fail-on-regression), 2 usage, or the runs "
+    "share no scenario (--fail-on-regression).",
 )
 @click.argument("base_id", metavar="[BASE]", required=False)
 @click.argument("run_id", metavar="[RUN]", required=False)
@@ -28,9 +31,10 @@ def diff(
     base_id: str | None, run_id: str | None, fail_on_regression: bool, store: str | None
 ) -> None:
     """Compare stored run RUN (default: the last one) with BASE (default: the run marked
-    with `sparring baseline`, else the previous run on RUN's git branch): per scenario the
-    pass-rate change and whether it is significant (the 95% intervals do not overlap),
-    newly failing and newly passing scenarios and criteria, cost and reply latency."""
+    with `sparring baseline`, else the previous run of RUN's test paths on its git branch):
+    per scenario the pass-rate change and whether it is significant (the 95% intervals do
+    not overlap), newly failing and newly passing scenarios and criteria, cost and reply
+    latency."""
     from sparring.cli.history import open_named
     from sparring.reports.diff import diff_runs, render_diff
     from sparring.store.reading import diff_pair, load_run
@@ -45,6 +49,8 @@ def diff(
         click.echo(line)
     if fail_on_regression and compared.regressions:
         sys.exit(EXIT_REGRESSED)
+    if fail_on_regression and not compared.shared:  # nothing compared is not "no regression"
+        sys.exit(EXIT_NOTHING_COMPARED)
 
 
 @click.command("baseline")

@@ -90,6 +90,11 @@ class RunDiff:
         """The scenarios that regressed (see `ScenarioChange.regressed`)."""
         return [s for s in self.scenarios if s.regressed]
 
+    @property
+    def shared(self) -> list[ScenarioChange]:
+        """The scenarios in both runs: all that was compared (none: unrelated runs)."""
+        return [s for s in self.scenarios if s.base_status and s.run_status]
+
 
 def diff_runs(base: RunResult, run: RunResult) -> RunDiff:
     """Compare `run` with `base` (see the module docstring)."""
@@ -152,7 +157,8 @@ def _mean_latency(result: RunResult) -> float | None:
 def render_diff(diff: RunDiff) -> list[str]:
     """The diff as text lines: one per scenario with its rates, intervals and whether the
     change is significant; its criteria that changed; newly failing and newly passing
-    scenarios; cost and latency; the regressions (or that there are none)."""
+    scenarios; cost and latency; the regressions, or that there are none, or that the runs
+    share no scenario (`NOTHING_SHARED`)."""
     lines = [f"Diff: base {diff.base.run_id} -> run {diff.run.run_id}", "Scenarios:"]
     for change in diff.scenarios:
         lines.append(f"  {change.scenario_id}: {_rate_change(change)}")
@@ -166,11 +172,35 @@ def render_diff(diff: RunDiff) -> list[str]:
     lines.append(f"Newly passing scenarios: {', '.join(passing) or 'none'}")
     lines.append(f"Cost: {_money_change(diff.base_cost_usd, diff.run_cost_usd)}")
     lines.append(f"Mean reply latency: {_ms_change(diff.base_latency_ms, diff.run_latency_ms)}")
+    return [*lines, _conclusion(diff)]
+
+
+NOTHING_SHARED = "Nothing compared: the two runs share no scenario"
+"""Starts the last line of a diff of unrelated runs (`RunDiff.shared` empty)."""
+
+
+def _conclusion(diff: RunDiff) -> str:
+    """The last line: the regressions, that the runs share nothing, or that nothing
+    regressed (naming the criteria that newly fail in scenarios that did not)."""
     regressed = [c.scenario_id for c in diff.regressions]
-    lines.append(
-        f"Regressions: {', '.join(regressed)}" if regressed else "No regressions against the base."
-    )
-    return lines
+    if regressed:
+        return f"Regressions: {', '.join(regressed)}"
+    if not diff.shared:
+        return (
+            f"{NOTHING_SHARED} (different test files?); give a BASE run of the same tests "
+            "(`sparring runs` lists them): `sparring diff BASE RUN`"
+        )
+    criteria = [
+        f"{c.scenario_id} {criterion}"
+        for c in diff.scenarios
+        for criterion in c.newly_failing_criteria
+    ]
+    if criteria:
+        return (
+            "No scenario regressed (none newly fails or dropped significantly), but criteria "
+            f"newly fail: {', '.join(criteria)}"
+        )
+    return "No regressions against the base."
 
 
 def _rate(passed: int, counted: int) -> str:

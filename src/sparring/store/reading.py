@@ -201,7 +201,7 @@ def diff_pair(
 ) -> tuple[RunSummary, RunSummary]:
     """The runs `sparring diff [BASE] [RUN]` compares: RUN as named, else the newest run
     not running; BASE as named, else the run marked baseline, else the newest run before
-    RUN on RUN's git branch (both not running, and not RUN itself).
+    RUN of the same test paths on RUN's git branch (both not running, and not RUN itself).
 
     Raises:
         UserError: a named run is missing or ambiguous, the store holds no finished run,
@@ -219,6 +219,7 @@ def diff_pair(
         for r in stored
         if r.started_at < run.started_at
         and r.git_branch == run.git_branch
+        and sorted(r.paths) == sorted(run.paths)
         and r.status != "running"
     )
     base = next(earlier, None)
@@ -226,8 +227,8 @@ def diff_pair(
         branch = f" on branch {run.git_branch}" if run.git_branch else ""
         raise UserError(
             f"nothing to compare run {run.id} with: no run is marked baseline and no earlier "
-            f"run{branch} is stored; give BASE (`sparring diff BASE RUN`) or mark one with "
-            "`sparring baseline RUN`"
+            f"run of {' '.join(run.paths) or 'the same paths'}{branch} is stored; give BASE "
+            "(`sparring diff BASE RUN`) or mark one with `sparring baseline RUN`"
         )
     return base, run
 
