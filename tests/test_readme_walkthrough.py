@@ -216,3 +216,31 @@ def test_a_criterion_newly_failing_in_a_scenario_that_did_not_regress_is_named()
         "No scenario regressed (none newly fails or dropped significantly), but criteria "
         "newly fail: s polite"
     )
+
+
+# --- 7. overridden trials in `show RUN` and `runs`; 12. `runs --status` with no match -----
+
+
+def test_show_and_runs_mark_the_trials_a_person_overrode(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "suite.yaml").write_text(diffing.SUITE)
+    run_id = diffing._run_suite(tmp_path, "fine")  # pyright: ignore[reportPrivateUsage]
+    args = ("override", run_id, "greet", "2", "check1", "--value", "not_met")
+    done = sparring(*args, "--reason", "it was rude", "--author", "ann", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    listed = sparring("runs", cwd=tmp_path).stdout
+    assert "4 trials: 1 failed, 3 passed (1 overridden)" in listed, listed
+    shown = sparring("show", run_id, cwd=tmp_path).stdout
+    assert "Overridden by a person (`sparring override`): greet trial 2;" in shown, shown
+    scenario = sparring("show", run_id, "--scenario", "greet", cwd=tmp_path).stdout
+    assert "  trial 2: failed (overridden) (" in scenario and "trial 1: passed (" in scenario
+
+
+def test_runs_with_a_status_no_run_has_says_none_matches(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "suite.yaml").write_text(diffing.SUITE)
+    diffing._run_suite(tmp_path, "fine")  # pyright: ignore[reportPrivateUsage]
+    done = sparring("runs", "--status", "interrupted", cwd=tmp_path)
+    assert done.stdout.strip() == (
+        "No stored run is interrupted: `sparring runs` without --status lists them all."
+    )

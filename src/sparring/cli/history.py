@@ -47,22 +47,33 @@ def open_named(store: str | None) -> Store:
 def runs(limit: int, status: str | None, tags: tuple[str, ...], store: str | None) -> None:
     """List the stored runs, newest first: id, start, duration, status, trials by status,
     pass rate, cost, git commit, paths and models."""
+    from sparring.store.overrides import run_overrides
     from sparring.store.reading import list_runs
 
-    found = list_runs(open_named(store), limit=limit, status=status, tags=tags)
-    if not found and tags:
-        which = f"{status} run" if status else "run"
-        click.echo(f"No stored {which} has a scenario tagged {' or '.join(map(repr, tags))}.")
-    elif not found:
-        click.echo("No stored runs yet: `sparring run` keeps every run.")
+    opened = open_named(store)
+    found = list_runs(opened, limit=limit, status=status, tags=tags)
+    if not found:
+        click.echo(_no_runs_text(status, tags))
     for run in found:
-        click.echo(run_line(run))
+        overridden = {(o.scenario_id, o.trial) for o in run_overrides(opened, run.id)}
+        click.echo(run_line(run, overridden=len(overridden)))
 
 
-def run_line(run: RunSummary) -> str:
+def _no_runs_text(status: str | None, tags: tuple[str, ...]) -> str:
+    """What `sparring runs` says when no stored run matches its filters (or none is stored)."""
+    which = f"{status} run" if status else "run"
+    if tags:
+        return f"No stored {which} has a scenario tagged {' or '.join(map(repr, tags))}."
+    if status:
+        return f"No stored run is {status}: `sparring runs` without --status lists them all."
+    return "No stored runs yet: `sparring run` keeps every run."
+
+
+def run_line(run: RunSummary, *, overridden: int = 0) -> str:
     """One line of `sparring runs`: e.g. `3f2a9c1b7d0e  2025-01-31 09:12:04  12.3 s
-    finished  6 trials: 4 passed, 2 failed  pass 67%  $0.0123  a1b2c3d (main)
-    examples/  user openai:gpt-4o-mini t=0.7, judge ...`."""
+    finished  6 trials: 4 passed, 2 failed (1 overridden)  pass 67%  $0.0123  a1b2c3d
+    (main)  examples/  user openai:gpt-4o-mini t=0.7, judge ...`; `overridden`: trials
+    whose verdicts a person overrode (`sparring override`)."""
     from sparring.reports import percent, usd
     from sparring.reports.outcome import model_text
 
@@ -77,7 +88,9 @@ def run_line(run: RunSummary) -> str:
         run.started_at[:19].replace("T", " "),
         duration,
         run.status + (" (baseline)" if run.baseline else ""),
-        f"{total} trial{'s' if total != 1 else ''}" + (f": {counts}" if counts else ""),
+        f"{total} trial{'s' if total != 1 else ''}"
+        + (f": {counts}" if counts else "")
+        + (f" ({overridden} overridden)" if overridden else ""),
         f"pass {percent(run.pass_rate)}",
         usd(run.cost_usd),
         commit,
@@ -108,6 +121,7 @@ def show(run_id: str, scenario_id: str | None, trial: int | None, store: str | N
         click.echo(f"Run {result.run_id}, started {result.started_at}")
         view = ConsoleView(console=default_console(), live=False, summary_at_exit=False)
         view.summary(result)
+        _print_overridden(result)
         return
     scenario = _scenario(result, scenario_id)
     if trial is None:
@@ -136,9 +150,27 @@ def _trial(scenario: ScenarioResult, number: int) -> TrialResult:
     raise UserError(f"scenario {scenario.scenario_id!r} has no trial {number} (it has: {have})")
 
 
+def _print_overridden(result: RunResult) -> None:
+    """After a run's summary, the trials whose verdicts a person overrode, if any."""
+    from sparring.store.overrides import trial_overridden
+
+    trials = [
+        f"{s.scenario_id} trial {t.trial}"
+        for s in result.scenarios
+        for t in s.trials
+        if trial_overridden(t)
+    ]
+    if trials:
+        click.echo(
+            f"Overridden by a person (`sparring override`): {', '.join(trials)}; "
+            f"`sparring show {result.run_id} --scenario ID --trial N` shows the verdicts"
+        )
+
+
 def _print_scenario(scenario: ScenarioResult) -> None:
     from sparring.reports import shown_pass_rate, shown_status
     from sparring.reports.console_summary import verdict_text
+    from sparring.store.overrides import trial_overridden
 
     click.echo(
         f"{scenario.scenario_id}: {shown_status(scenario)}, pass rate "
@@ -146,8 +178,9 @@ def _print_scenario(scenario: ScenarioResult) -> None:
     )
     for trial in scenario.trials:
         why = f": {trial.error}" if trial.error else ""
+        overridden = " (overridden)" if trial_overridden(trial) else ""
         click.echo(
-            f"  trial {trial.trial}: {trial.status} ({trial.end_reason}, "
+            f"  trial {trial.trial}: {trial.status}{overridden} ({trial.end_reason}, "
             f"{trial.duration_ms / 1000:.1f} s){why}"
         )
         for verdict in trial.failures:
