@@ -605,7 +605,7 @@ def test_serving_beyond_the_loopback_needs_accounts(store: Store, tmp_path: Path
         prepare(settings, host="0.0.0.0", port=8790, store=url, cwd=tmp_path)
     local = prepare(settings, host="127.0.0.1", port=8790, store=url, cwd=tmp_path)
     assert local.dashboard.local_owner and "as the local owner" in local.banner
-    assert "no model configured, so suite runs skip the simulated user" in local.banner
+    assert "no model configured for the dashboard's runs, so they skip" in local.banner
     add_account(store, "ann", "correct horse battery", role="owner")
     shared = prepare(settings, host="0.0.0.0", port=8790, store=url, cwd=tmp_path)
     assert not shared.dashboard.local_owner and "sign in" in shared.banner

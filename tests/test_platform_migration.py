@@ -111,7 +111,7 @@ def test_the_asset_lifecycle_and_a_suite_on_postgres(pg_url: str) -> None:
     planned.scenarios[0].trials.append(_trial(1))
     writer.add(planned.scenarios[0].trials[0])
     writer.finish(planned, exit_code=0)
-    assert suite_status.suite_summary(store, suite.id).status == "done"
+    assert suite_status.suite_summary(store, suite.id).status == "passed"
     assets.archive_asset(store, user.id)
     with pytest.raises(suites.SuiteError, match="is archived"):
         suites.resolve_suite(store, suite.id)

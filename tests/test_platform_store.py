@@ -521,8 +521,9 @@ def _trial(status: str, end: str = "goal_achieved", **extra: Any) -> TrialResult
 def test_conversation_statuses_follow_the_platform() -> None:
     status = suite_status.conversation_status
     passed_check = {"id": "check1", "kind": "check", "description": "ended", "status": "met"}
-    assert status(_trial("passed", verdicts=[passed_check])) == ("done", None)
+    assert status(_trial("passed", verdicts=[passed_check])) == ("passed", None)
     assert status(_trial("done")) == ("done", None)
+    assert status(_trial("skipped", "skipped", error="no model")) == ("skipped", "no model")
     assert status(_trial("passed", evaluations_passed="yes")) == ("passed", None)
     assert status(_trial("timed_out", "timeout", error="over 600 s")) == ("timed_out", "over 600 s")
     no_judge = _trial("error", "internal_error", error="boom", evaluations_passed="pending")
@@ -547,6 +548,8 @@ def test_conversation_statuses_follow_the_platform() -> None:
         (["passed", "timed_out"], "mixed"),
         (["timed_out", "timed_out"], "timed_out"),
         (["done", "done"], "done"),
+        (["skipped", "done"], "skipped"),
+        (["passed", "skipped"], "passed"),
         (["invalid"], "failed"),
     ],
 )
@@ -555,6 +558,7 @@ def test_suite_status_from_its_conversations(conversations: list[Any], expected:
     status, reason = suite_status._aggregate(statuses)  # pyright: ignore[reportPrivateUsage]
     assert status == expected
     assert (reason is None) == (expected in ("passed", "done"))
+    assert reason != "why skipped" or expected == "skipped"
 
 
 def test_one_run_at_a_time_and_a_run_that_could_not_start_fails_with_its_reason(

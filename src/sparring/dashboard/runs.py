@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,13 @@ Models = Callable[[], tuple[Model | None, Model | None]]
 """Makes the simulated user's and the judge's model for one run (closed after it)."""
 START_WAIT_S = 10.0
 """How long starting a run waits for the runner to name the run, in seconds."""
+NO_MODEL_REASON = (
+    "no model configured for the dashboard's runs, so they skip the simulated user and the "
+    'judge: set `model = "provider:name"` (e.g. "openai:gpt-4o-mini") in '
+    "sparring.toml, or export SPARRING_MODEL, where `sparring serve` starts, then start it "
+    "again"
+)
+"""Why a dashboard run without any model skips what needs one (its trials' reason)."""
 
 
 @dataclass
@@ -196,6 +203,9 @@ class SuiteRunner:
     ) -> None:
         user, judge = self.models()
         scrub = self.secrets.scrubber_with(os.environ.get(n, "") for n in MODEL_KEY_VARIABLES)
+        settings = self.settings
+        if user is None and judge is None:  # say how to configure one for the server
+            settings = replace(settings, no_model_reason=NO_MODEL_REASON)
         try:
             async with TargetPool(secrets=self.secrets) as pool:
                 await run_scenarios(
@@ -203,7 +213,7 @@ class SuiteRunner:
                     targets=pool.for_scenario,
                     user_model=user,
                     judge_model=judge,
-                    settings=self.settings,
+                    settings=settings,
                     observer=observer,
                     scrub=scrub.scrub,
                 )

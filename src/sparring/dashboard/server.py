@@ -13,7 +13,7 @@ from sparring.config import Settings
 from sparring.dashboard.app import create_app
 from sparring.dashboard.auth import refusal_to_start
 from sparring.dashboard.origins import allowed_hosts
-from sparring.dashboard.runs import SuiteRunner, server_secrets
+from sparring.dashboard.runs import NO_MODEL_REASON, SuiteRunner, server_secrets
 from sparring.dashboard.state import Dashboard
 from sparring.errors import UserError
 from sparring.runner import RunSettings
@@ -64,11 +64,7 @@ def prepare(settings: Settings, *, host: str, port: int, store: str | None, cwd:
         f"{shown_url(opened.url)}; API at /api (/api/openapi.json). Ctrl-C stops it."
     )
     if settings.resolved_user_model is None or settings.resolved_judge_model is None:
-        banner += (
-            "\nnote: no model configured, so suite runs skip the simulated user and the "
-            'judge: set `model = "provider:name"` in sparring.toml (or SPARRING_MODEL) and '
-            "start it again"
-        )
+        banner += f"\nnote: {NO_MODEL_REASON}"
     return Served(dashboard, banner)
 
 

@@ -3,16 +3,17 @@ verdict overrides applied).
 
 Conversation (one trial): **In progress** (no result yet: the dashboard shows the planned
 trials that have none), **Evaluating** (ended, agent evaluations still scoring), **Passed**
-/ **Failed** (the agent evaluations' or criteria's verdict; without either, Failed means
-the conversation did not end naturally, e.g. it reached Max turns, and an error of the
-target or a model is Failed with its reason), **Timed out**, **Done** (ended normally,
-nothing to judge it), **Invalid** (the simulated user could not play its part: says
-nothing about the agent).
+/ **Failed** (the trial's status: its agent evaluations, criteria, `should`s and checks;
+an error of the target or a model is Failed with its reason), **Timed out**, **Skipped**
+(what would judge it could not run, e.g. no model configured: the reason says how to
+configure one), **Done** (ended normally, nothing that could pass or fail it), **Invalid**
+(the simulated user could not play its part: says nothing about the agent).
 
 Suite (its latest run): **Not run**, **In progress**, **Passed** (every scored
 conversation passed), **Failed** (every scored conversation failed, or the run could not
-start or was interrupted), **Mixed**, **Timed out** (every conversation), **Done** (no
-verdict, e.g. no agent evaluation attached); a failure comes with its reason.
+start or was interrupted), **Mixed**, **Timed out** (every conversation), **Skipped** (no
+conversation scored, one skipped: with why), **Done** (no verdict, e.g. no agent
+evaluation attached); a failure comes with its reason.
 """
 
 from __future__ import annotations
@@ -40,9 +41,11 @@ from sparring.store.suites import (
 if TYPE_CHECKING:
     from sparring.results import RunResult, TrialResult
 
-SuiteStatus = Literal["not_run", "in_progress", "passed", "failed", "mixed", "timed_out", "done"]
+SuiteStatus = Literal[
+    "not_run", "in_progress", "passed", "failed", "mixed", "timed_out", "skipped", "done"
+]
 ConversationStatus = Literal[
-    "in_progress", "evaluating", "passed", "failed", "timed_out", "done", "invalid"
+    "in_progress", "evaluating", "passed", "failed", "timed_out", "skipped", "done", "invalid"
 ]
 STATUS_LABELS: dict[str, str] = {
     "not_run": "Not run",
@@ -52,6 +55,7 @@ STATUS_LABELS: dict[str, str] = {
     "failed": "Failed",
     "mixed": "Mixed",
     "timed_out": "Timed out",
+    "skipped": "Skipped",
     "done": "Done",
     "invalid": "Invalid",
 }
@@ -93,7 +97,7 @@ class SuiteSummary:
 
     @property
     def reason(self) -> str | None:
-        """Why the latest run failed (or timed out, or is mixed), if it did."""
+        """Why the latest run failed (or timed out, is mixed or was skipped), if it did."""
         return None if self.last_run is None else self.last_run.reason
 
     @property
@@ -104,27 +108,23 @@ class SuiteSummary:
 
 def conversation_status(trial: TrialResult) -> tuple[ConversationStatus, str | None]:
     """The status of a stored conversation (`trial`, judged, overrides applied) and the
-    reason shown above a failed, timed-out or invalid one (`None` otherwise). A stored
-    trial is never In progress or Evaluating: the dashboard shows those for trials of a
-    running run that have no result yet."""
+    reason shown above a failed, timed-out, skipped or invalid one (`None` otherwise). A
+    trial that passed (by its checks alone too) is Passed; Done is left for one that had
+    nothing that could pass or fail it. A stored trial is never In progress or Evaluating:
+    the dashboard shows those for trials of a running run that have no result yet."""
     if trial.status == "timed_out":
         return "timed_out", trial.error or "the conversation ran longer than its timeout"
     if trial.status == "invalid":
         return "invalid", trial.error
     if trial.status == "error":
         return "failed", trial.error
-    if trial.status in ("done", "skipped"):
+    if trial.status == "skipped":
+        return "skipped", trial.error or "what would judge it could not run"
+    if trial.status == "done":
         return "done", None
     if trial.status == "passed":
-        return ("passed" if _scored(trial) else "done"), None
+        return "passed", None
     return "failed", _failure_reason(trial)
-
-
-def _scored(trial: TrialResult) -> bool:
-    """Whether agent evaluations or criteria gave the trial a verdict."""
-    return trial.evaluations_passed in ("yes", "no") or any(
-        v.kind in ("criterion", "should") and v.status in ("met", "not_met") for v in trial.verdicts
-    )
 
 
 def _failure_reason(trial: TrialResult) -> str | None:
@@ -158,7 +158,7 @@ def _aggregate(
 ) -> tuple[SuiteStatus, str | None]:
     if not statuses:
         return "failed", "no conversation ran"
-    first_bad = next((r for s, r in statuses if s not in ("passed", "done")), None)
+    first_bad = next((r for s, r in statuses if s not in ("passed", "done", "skipped")), None)
     if all(s == "timed_out" for s, _ in statuses):
         return "timed_out", first_bad
     scored = [s for s, _ in statuses if s in ("passed", "failed", "timed_out")]
@@ -169,7 +169,8 @@ def _aggregate(
         return ("failed" if passed == 0 else "mixed"), first_bad
     if all(s == "invalid" for s, _ in statuses):
         return "failed", first_bad
-    return "done", None
+    skipped = next((r for s, r in statuses if s == "skipped"), None)
+    return ("skipped", skipped) if skipped is not None else ("done", None)
 
 
 def suite_summary(store: Store, suite_id: int) -> SuiteSummary:
