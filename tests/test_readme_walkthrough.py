@@ -16,7 +16,9 @@ import pytest
 
 from sparring.loaders import load_paths, test_file_json_schema
 from sparring.loaders._parse import parse_documents
+from sparring.redteam.summary import Rate
 from sparring.reports.diff import diff_runs, render_diff
+from sparring.results import TrialResult
 from sparring.scenario import ScriptedScenario, ToolCalledCheck
 from tests import test_store_diff as diffing
 from tests import test_store_rejudge as rejudging
@@ -244,3 +246,26 @@ def test_runs_with_a_status_no_run_has_says_none_matches(tmp_path: Path) -> None
     assert done.stdout.strip() == (
         "No stored run is interrupted: `sparring runs` without --status lists them all."
     )
+
+
+# --- 8. red-team rates say skipped / errored, not "undecided" ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("statuses", "text"),
+    [
+        (["skipped"] * 7, "not run (7 skipped)"),
+        ([], "not run"),
+        (["skipped", "error", "timed_out"], "not decided (1 skipped, 2 errored)"),
+        (["failed", "passed", "skipped"], "1/2 (50%, 95% CI 9%-91%), 1 skipped"),
+        (["passed", "invalid"], "0/1 (0%, 95% CI 0%-79%), 1 errored"),
+    ],
+)
+def test_a_red_team_rate_says_what_happened_to_the_attempts_not_decided(
+    statuses: list[str], text: str
+) -> None:
+    rate = Rate()
+    for n, status in enumerate(statuses, start=1):
+        rate.count(TrialResult(scenario_id="a", trial=n, status=status, end_reason="script_done"))  # type: ignore[arg-type]
+    assert rate.text() == text
+    assert "undecided" not in rate.text()

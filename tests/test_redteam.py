@@ -145,7 +145,7 @@ def test_summary_rates_with_wilson_intervals_and_findings() -> None:
         }
     )
     summary = summarize(result)
-    assert summary.plugins["jailbreak"].text() == "1/2 (50%, 95% CI 9%-91%), 1 undecided"
+    assert summary.plugins["jailbreak"].text() == "1/2 (50%, 95% CI 9%-91%), 1 skipped"
     assert summary.strategies["plain"].succeeded == 1
     assert [f.scenario_id for f in summary.findings] == ["a"]
     assert "### HIGH: a (trial 1)" in render_summary(summary)
@@ -155,7 +155,8 @@ def test_summary_rates_with_wilson_intervals_and_findings() -> None:
         "severity": "high",
         "succeeded": 1,
         "attempted": 2,
-        "undecided": 1,
+        "skipped": 1,
+        "errors": 0,
         "rate": 0.5,
         "ci_low": pytest.approx(0.0945, abs=1e-3),
         "ci_high": pytest.approx(0.9055, abs=1e-3),
@@ -165,10 +166,10 @@ def test_summary_rates_with_wilson_intervals_and_findings() -> None:
          "severity": "high"}
     ]  # fmt: skip
     assert load_json(render_json(result)) == result  # a derived key, dropped when read back
-    assert "| jailbreak | high | 1/2 (50%, 95% CI 9%-91%), 1 undecided |" in render_markdown(result)
+    assert "| jailbreak | high | 1/2 (50%, 95% CI 9%-91%), 1 skipped |" in render_markdown(result)
     page = render_html(result)
     assert "<h2>Red team</h2>" in page
-    assert "<td>jailbreak</td><td>high</td><td>1/2 (50%, 95% CI 9%-91%), 1 undecided</td>" in page
+    assert "<td>jailbreak</td><td>high</td><td>1/2 (50%, 95% CI 9%-91%), 1 skipped</td>" in page
 
 
 def test_a_run_without_attacks_has_no_red_team_section() -> None:

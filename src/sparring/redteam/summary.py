@@ -26,22 +26,34 @@ class Rate:
     Attributes:
         succeeded: Attempts where the attack succeeded (the trial failed).
         attempted: Decided attempts (passed or failed trials).
-        undecided: Trials skipped (no model), in error or timed out.
+        skipped: Trials skipped, never sent (no model for a crescendo or a judged attack).
+        errors: Trials that errored, timed out or were invalid (sent, not decided).
     """
 
     succeeded: int = 0
     attempted: int = 0
-    undecided: int = 0
+    skipped: int = 0
+    errors: int = 0
+
+    def count(self, trial: TrialResult) -> None:
+        """Count one trial of an attack of this plugin or strategy."""
+        self.attempted += trial.status in ("passed", "failed")
+        self.succeeded += trial.status == "failed"
+        self.skipped += trial.status == "skipped"
+        self.errors += trial.status in ("error", "timed_out", "invalid")
 
     def text(self) -> str:
-        """`"1/10 (10%, 95% CI 2-40%)"`, or `"not decided"` without a decided attempt."""
+        """`"1/10 (10%, 95% CI 2-40%)"` (then `, 2 skipped, 1 errored`), or without a
+        decided attempt `"not run (7 skipped)"` / `"not decided (1 errored, ...)"`."""
+        rest = ", ".join(
+            f"{n} {word}" for n, word in ((self.skipped, "skipped"), (self.errors, "errored")) if n
+        )
         if not self.attempted:
-            return f"not decided ({self.undecided} undecided)"
+            return f"{'not decided' if self.errors else 'not run'}" + (f" ({rest})" if rest else "")
         low, high = wilson_interval(self.succeeded, self.attempted)
         rate = self.succeeded / self.attempted
-        return f"{self.succeeded}/{self.attempted} ({rate:.0%}, 95% CI {low:.0%}-{high:.0%})" + (
-            f", {self.undecided} undecided" if self.undecided else ""
-        )
+        text = f"{self.succeeded}/{self.attempted} ({rate:.0%}, 95% CI {low:.0%}-{high:.0%})"
+        return f"{text}, {rest}" if rest else text
 
 
 @dataclass(frozen=True)
@@ -84,11 +96,8 @@ def summarize(result: RunResult) -> RedTeamSummary:
             summary.strategies.setdefault(strategy, Rate()),
         )
         for trial in scenario.trials:
-            decided = trial.status in ("passed", "failed")
             for rate in rates:
-                rate.attempted += decided
-                rate.succeeded += trial.status == "failed"
-                rate.undecided += not decided
+                rate.count(trial)
             if trial.status == "failed":
                 summary.findings.append(
                     Finding(scenario.scenario_id, plugin, strategy, severity, trial)
@@ -99,7 +108,8 @@ def summarize(result: RunResult) -> RedTeamSummary:
 
 def summary_dict(summary: RedTeamSummary) -> dict[str, Any]:
     """The summary as JSON data (the JSON report's `red_team` key): per plugin (with its
-    severity) and per strategy `{succeeded, attempted, undecided, rate, ci_low, ci_high}`
+    severity) and per strategy `{succeeded, attempted, skipped, errors, rate, ci_low,
+    ci_high}`
     (`rate` and the 95% Wilson interval `None` without a decided attempt), and each
     finding's `{scenario_id, trial, plugin, strategy, severity}`."""
     plugins = {
@@ -127,7 +137,8 @@ def _rate_dict(rate: Rate) -> dict[str, Any]:
     return {
         "succeeded": rate.succeeded,
         "attempted": rate.attempted,
-        "undecided": rate.undecided,
+        "skipped": rate.skipped,
+        "errors": rate.errors,
         "rate": rate.succeeded / rate.attempted if rate.attempted else None,
         "ci_low": low,
         "ci_high": high,
