@@ -78,25 +78,37 @@ def check_scenarios(scenarios: Sequence[AnyScenario]) -> None:
 
 
 def check_test_file(text: str, *, path: str) -> None:
-    """Refuse a test file sent to the API that reads rows from the server's disk
-    (`cases_from:`), before it is loaded (loading would read them).
+    """Refuse a test file sent to the API that names files on the server's disk: rows
+    (`cases_from:`), attachments (`files:`) or a turn's `audio:`, before it is loaded
+    (loading would read them, and say where they are). Keys so named inside a `target:`
+    (e.g. a body template's field) or a `cases:` row (data) attach nothing.
 
     Raises:
-        ConfigError: the text does not parse, or a `cases_from:` key, at `path:line:column`.
+        ConfigError: the text does not parse, or such a key, at `path:line:column`.
     """
     from sparring.loaders._parse import parse_documents
 
     for document in parse_documents(text, path=path):
         for loc, (line, column) in document.keys.items():
-            if loc and loc[-1] == "cases_from":
-                raise ConfigError(
-                    "a test file sent to the dashboard cannot use `cases_from:` (it would "
-                    "read a file on the server); write the rows inline under `cases:`, or "
-                    "run the file with `sparring run`",
-                    path=path,
-                    line=line,
-                    column=column,
-                )
+            key = loc[-1] if loc else None
+            if key in _SERVER_FILE_KEYS and not _DATA_KEYS.intersection(loc[:-1]):
+                raise ConfigError(_SERVER_FILE_KEYS[key], path=path, line=line, column=column)
+
+
+_SERVER_FILE_KEYS = {
+    "cases_from": "a test file sent to the dashboard cannot use `cases_from:` (it would read "
+    "a file on the server); write the rows inline under `cases:`, or run the file with "
+    "`sparring run`",
+    "files": "a test sent to the API cannot attach files (`files:` would be read from the "
+    "server's disk); run it with `sparring run` where the files are",
+    "audio": "a test sent to the API cannot attach files (a turn's `audio:` would be read from "
+    "the server's disk); leave it out for the voice target to speak the text, or run the "
+    "test with `sparring run` where the files are",
+}
+"""Keys of a test file that name files on the server, and why a file sent to the API may
+not use them."""
+_DATA_KEYS = frozenset({"target", "cases"})
+"""Where keys so named are data: a target's fields, rows filling `{{vars.NAME}}`."""
 
 
 def check_no_server_files(scenarios: Sequence[AnyScenario]) -> None:

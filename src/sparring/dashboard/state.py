@@ -144,8 +144,8 @@ class Dashboard:
         secrets file only.
 
         Raises:
-            ConfigError: the file is invalid, or uses `cases_from:` (with
-                `api:<name>:line:column`).
+            ConfigError: the file is invalid, or uses `cases_from:`, `files:` or `audio:`
+                (with `api:<name>:line:column`; refused before any path is resolved).
             UserError: one of the above, `who` may not run tests, or it could not start.
         """
         from sparring.dashboard.guards import check_no_server_files, check_test_file
