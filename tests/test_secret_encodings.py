@@ -85,6 +85,15 @@ def test_each_encoding_is_masked_inside_json(name: str) -> None:
     assert json.loads(_scrubbed(encoded)) == {"note": "token: ***", "n": 1}
 
 
+def test_a_secret_after_backslashes_is_masked_from_where_they_begin() -> None:
+    """Escaped forms of a secret's first character are matched from the start of a run of
+    backslashes only (so a long run takes time in proportion to its length)."""
+    escaped = ENCODINGS["u_escaped"](SECRET)
+    assert _scrubbed("x" + "\\" * 7 + escaped + " y") == "x*** y"
+    assert _scrubbed("line\\n" + SECRET + "\\nnext") == "line\\n***\\nnext"
+    assert _scrubbed("\\" * 5000 + "end") == "\\" * 5000 + "end"
+
+
 def test_a_base64_run_holding_the_secret_is_masked_whole_and_only_it() -> None:
     run = _base64_inside(b"\x01")
     text = f"data:text/plain;base64,{run}\nnext line"

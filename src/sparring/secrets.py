@@ -140,8 +140,9 @@ def _escapes(text: str) -> set[str]:
 
 
 _NAMED_ESCAPES = {"\n": "n", "\r": "r", "\t": "t", "\b": "b", "\f": "f"}
-_BACKSLASHES = r"\\\\*"
-"""One or more backslashes, written to begin with a plain one (see `_char_forms`)."""
+_BACKSLASHES = r"\\\\*+"
+"""One or more backslashes, all of them (possessive: a long run is not tried again with one
+less each time); written to begin with a plain one (see `_char_forms`)."""
 
 
 # What may break a secret up without changing it: a line break (raw or escaped, with the
@@ -149,11 +150,11 @@ _BACKSLASHES = r"\\\\*"
 # hyphen, zero-width space and joiners, direction marks, BOM, tag characters), raw or
 # escaped as in JSON or HTML.
 _BREAK = (
-    r"(?:(?:[\n\r\x0b\x0c\x85\u2028\u2029]|\\\\*[nr])[ \t]*"
+    r"(?:(?:[\n\r\x0b\x0c\x85\u2028\u2029]|\\\\*+[nr])[ \t]*"
     r"|[\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
     r"\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
     r"\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
-    r"|\\\\*u(?i:00ad|061c|180e|200[b-f]|202[a-e]|206[0-46-9a-f]|feff)|&shy;)*"
+    r"|\\\\*+u(?i:00ad|061c|180e|200[b-f]|202[a-e]|206[0-46-9a-f]|feff)|&shy;)*"
 )
 
 
@@ -166,7 +167,20 @@ def _secret_pattern(value: str) -> str:
     between them (`_BREAK`). JSON inside JSON inside a quoted error stays masked however
     deep it is nested, and a URL an HTTP client encoded part by part is masked whichever
     characters it left raw."""
-    return _BREAK.join(_composed_char(char) for char in unicodedata.normalize("NFC", value))
+    first, *rest = unicodedata.normalize("NFC", value)
+    return _BREAK.join([_composed_char(first, first=True), *map(_composed_char, rest)])
+
+
+def _scrub_pattern(values: list[str]) -> str:
+    """A regex matching each of `values` (`_secret_pattern`), led by a look at the character
+    where a match would begin: most positions of a text are left after that one look."""
+    starts = {"\\", "%", "&", "+"}  # an escape, a percent-encoding, an HTML reference, a space
+    for value in values:
+        first = unicodedata.normalize("NFC", value)[0]
+        starts |= {*_variants(first), *_variants(unicodedata.normalize("NFD", first)[0])}
+    basic = "".join(re.escape(c) for c in sorted(starts) if c <= "\uffff")
+    alternatives = "|".join(map(_secret_pattern, values))
+    return rf"(?=[{basic}\U00010000-\U0010ffff])(?:{alternatives})"
 
 
 _BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_")
@@ -179,10 +193,14 @@ def _encoded_pattern(values: list[str]) -> str:
     """A regex matching each value's UTF-8 bytes as hex digits (either case; group `hex`)
     or base64 (standard or URL-safe) at each of the three byte alignments in a longer
     base64 text: the characters only its own bytes determine, when at least
-    `_MIN_BASE64_CORE` (`_base64_run` widens a match to the base64 run holding the rest)."""
+    `_MIN_BASE64_CORE` (`_base64_run` widens a match to the base64 run holding the rest).
+    Led by a look at the character a match would begin with, as `_scrub_pattern`."""
     hex_forms = ["".join(_hex(byte, 2) for byte in value.encode("utf-8")) for value in values]
     base64_forms = sorted({form for value in values for form in _base64_forms(value)})
-    return "|".join([f"(?P<hex>{'|'.join(hex_forms)})", *map(re.escape, base64_forms)])
+    starts = {f"{value.encode('utf-8')[0]:02x}"[0] for value in values}
+    starts = {*starts, *map(str.upper, starts), *(form[0] for form in base64_forms)}
+    alternatives = "|".join([f"(?P<hex>{'|'.join(hex_forms)})", *map(re.escape, base64_forms)])
+    return f"(?=[{''.join(map(re.escape, sorted(starts)))}])(?:{alternatives})"
 
 
 def _base64_forms(value: str) -> set[str]:
@@ -208,12 +226,13 @@ def _base64_run(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _composed_char(char: str) -> str:
+def _composed_char(char: str, *, first: bool = False) -> str:
     """`_char_forms(char)`, or the forms of its NFD decomposition (`Ä` as `A` + U+0308)."""
     decomposed = unicodedata.normalize("NFD", char)
     if decomposed == char:
-        return _char_forms(char)
-    return f"(?:{_char_forms(char)}|{''.join(map(_char_forms, decomposed))})"
+        return _char_forms(char, first=first)
+    parts = [_char_forms(decomposed[0], first=first), *map(_char_forms, decomposed[1:])]
+    return f"(?:{_char_forms(char, first=first)}|{''.join(parts)})"
 
 
 # Where characters that fold (NFKC, case-folded) to a letter, digit or sign of a typical
@@ -257,33 +276,37 @@ def _variants(char: str) -> list[str]:
     return sorted(same)
 
 
-def _any_of(chars: list[str]) -> str:
-    """A regex matching one of `chars`: a class, its characters beyond U+FFFF (a slow list
-    to look through) only looked at on such a character."""
+def _any_of(chars: list[str]) -> list[str]:
+    """Regexes, one of which matches each of `chars`: a class, and one for its characters
+    beyond U+FFFF (a slow list to look through) that looks at such characters only."""
     if len(chars) == 1:
-        return re.escape(chars[0])
+        return [re.escape(chars[0])]
     basic = "".join(re.escape(c) for c in chars if c <= "\uffff")
     astral = "".join(re.escape(c) for c in chars if c > "\uffff")
-    if not astral:
-        return f"[{basic}]"
-    return rf"(?:[{basic}]|[\U00010000-\U0010ffff](?<=[{astral}]))"
+    return [f"[{basic}]"] + ([rf"[\U00010000-\U0010ffff](?<=[{astral}])"] if astral else [])
 
 
 _HTML_NAMES = {'"': "quot", "&": "amp", "'": "apos", "<": "lt", ">": "gt"}
 
 
-def _char_forms(char: str) -> str:
+def _char_forms(char: str, *, first: bool = False) -> str:
     """A regex matching `char` in each of its forms, but decomposed (`_secret_pattern`).
 
     Every branch begins with one character or class, so the regex engine leaves a position
-    that matches none after one look at each branch: one regex runs over all kept text."""
+    that matches none after one look at each branch: one regex runs over all kept text. As
+    the `first` character of a value, its escaped forms begin where a run of backslashes
+    does: tried from inside the run too, a long run would take time growing with the square
+    of its length, and from its start they match whatever they would match inside."""
+    run = r"\\(?<!\\\\)\\*+" if first else _BACKSLASHES  # a backslash not after one
     code = ord(char)
     variants = _variants(char)
     typed = _any_of(variants)
     escaped = [escape for variant in variants for escape in _escapes_of(ord(variant))]
-    if char in "\"'\\/":  # `\"`, `\\\"`: escaped by one backslash or more
-        escaped.append(typed)
-    options = [typed, _BACKSLASHES + "(?:" + "|".join(escaped) + ")"]
+    if char in "\"'/":  # `\"`, `\\\"`: escaped by one backslash or more
+        escaped += typed
+    options = [*typed, run + "(?:" + "|".join(escaped) + ")"]
+    if char == "\\":  # escaped any number of times: a run of backslashes, all of it
+        options.append(run)
     options.append("".join(rf"%(?:25)*{_hex(byte, 2)}" for byte in char.encode("utf-8")))
     if char == " ":
         options.append(r"\+")
@@ -401,7 +424,7 @@ class Scrubber:
         size = self._size()
         if size and self._built_for != size:
             values = sorted(self._all_values(), key=len, reverse=True)
-            self._pattern = re.compile("|".join(map(_secret_pattern, values)))
+            self._pattern = re.compile(_scrub_pattern(values))
             self._encoded = re.compile(_encoded_pattern(values))
             forms = {f for v in values for f in _forms(v)}
             self._pieces = frozenset(f[:k] for f in forms for k in range(1, len(f) + 1))
