@@ -14,6 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from sparring.errors import ConfigError
 from sparring.loaders import load_paths, test_file_json_schema
 from sparring.loaders._parse import parse_documents
 from sparring.redteam.summary import Rate
@@ -269,3 +270,27 @@ def test_a_red_team_rate_says_what_happened_to_the_attempts_not_decided(
         rate.count(TrialResult(scenario_id="a", trial=n, status=status, end_reason="script_done"))  # type: ignore[arg-type]
     assert rate.text() == text
     assert "undecided" not in rate.text()
+
+
+# --- 9. loader hints: a library file, a red-team file ----------------------------------
+
+
+def test_running_a_library_file_says_it_is_one_and_how_it_is_used(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "tests").mkdir()
+    library = (ROOT / "examples" / "library.yaml").read_text(encoding="utf-8")
+    (tmp_path / "tests" / "library.yaml").write_text(library, encoding="utf-8")
+    done = sparring("run", "tests/library.yaml", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "tests/library.yaml is a library file: evaluations and simulated users" in done.stderr
+    assert "only sparring reports?" not in done.stderr
+
+
+def test_running_a_red_team_file_points_to_sparring_redteam(tmp_path: Path) -> None:
+    red_team = tmp_path / "redteam.yaml"
+    red_team.write_text(readme_yaml_after("## Red teaming"), encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        load_paths([red_team])
+    message = str(raised.value)
+    assert f"a `redteam:` file is run by `sparring redteam {red_team}`" in message
+    assert "unknown key 'redteam'" not in message

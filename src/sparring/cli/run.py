@@ -87,10 +87,9 @@ def run_command(
     paths, pattern, tags, settings = call.paths, call.pattern, call.tags, call.settings
     files = {"JSON": output, "JUnit": junit, "Markdown": markdown, "HTML": html, "xlsx": xlsx}
     reports = report_paths(files | {"CSV zip": csv_zip})
-    scenarios, suites = _load(
-        paths or _default_paths(), pattern=pattern, settings=settings, given=given
-    )
-    scenarios, code = _select(scenarios, suites, pattern=pattern, tags=tags)
+    paths = paths or _default_paths()
+    scenarios, suites = _load(paths, pattern=pattern, settings=settings, given=given)
+    scenarios, code = _select(scenarios, suites, pattern=pattern, tags=tags, paths=paths)
     if options.get("list_only"):  # also given to `prepare_run`: a listing keeps nothing
         _print_list([*scenarios, *code], trials=settings.trials)
         return 0
@@ -166,7 +165,12 @@ class _Plan:
 
 
 def _select(
-    scenarios: list[AnyScenario], suites: SuiteRun, *, pattern: str | None, tags: tuple[str, ...]
+    scenarios: list[AnyScenario],
+    suites: SuiteRun,
+    *,
+    pattern: str | None,
+    tags: tuple[str, ...],
+    paths: tuple[str, ...],
 ) -> tuple[list[AnyScenario], list[CodeScenario]]:
     """The YAML scenarios and Python tests to run: those `pattern` matches (applied to the
     YAML ones when loading) and, with `tags`, only scenarios that have one of them (Python
@@ -174,7 +178,7 @@ def _select(
 
     Raises:
         UserError: a tag no scenario has (`_check_tags`), or nothing is left, with what was
-            asked for.
+            asked for (or what the files of `paths` hold instead of scenarios).
     """
     code = suites.scenarios(pattern=pattern)
     if tags:
@@ -190,9 +194,36 @@ def _select(
             f"no scenario matches {' and '.join(asked)}; run with --list to see the ids and "
             "tags (Python tests have no tags)"
         )
-    raise UserError(
-        "the test files hold no scenarios (only sparring reports?); give files with `scenarios:`"
-    )
+    raise UserError(_no_scenarios(paths))
+
+
+def _no_scenarios(paths: tuple[str, ...]) -> str:
+    """Why the test files of `paths` (which loaded) hold nothing to run: they are library
+    files of evaluations and simulated users, or sparring reports."""
+    from sparring.loaders._library_file import is_library
+    from sparring.loaders._parse import parse_documents
+    from sparring.loaders.files import read_test_file, split_paths
+
+    files, _ = split_paths(paths)
+    libraries = [
+        str(f)
+        for f in files
+        if all(
+            d.data is None or is_library(d.data)
+            for d in parse_documents(read_test_file(f), path=str(f))
+        )
+    ]
+    if libraries and len(libraries) == len(files):
+        what = "is a library file" if len(libraries) == 1 else "are library files"
+        return (
+            f"{', '.join(libraries)} {what}: "
+            "evaluations and simulated users that scenarios use by name, nothing to run by "
+            "itself; run the test files whose scenarios name them (`sparring run` reads the "
+            "library files among the paths it is given and next to a file named on its own), "
+            "or list it in the `library` setting"
+        )
+    kinds = "library files or sparring reports" if libraries else "sparring reports?"
+    return f"the test files hold no scenarios (only {kinds}); give files with `scenarios:`"
 
 
 def _check_tags(

@@ -328,7 +328,18 @@ _SCENARIO_KEYS = frozenset(
 
 
 def _no_scenarios(data: dict[str, Any], *, doc: Document, path: str) -> list[Problem]:
-    """A file with neither `scenarios:` nor any scenario key: say so, and check its keys."""
+    """A file with neither `scenarios:` nor any scenario key: say so, and check its keys
+    (a `sparring redteam` file: say which command runs it)."""
+    if "redteam" in data:
+        return [
+            Problem(
+                path,
+                *doc.position(("redteam",)),
+                f"a `redteam:` file is run by `sparring redteam {path}`, not `sparring run`; "
+                "or, to run the attacks with other tests, write them as a scenario under "
+                "`scenarios:` with `kind: red_team`",
+            )
+        ]
     problems = [
         Problem(
             path,
