@@ -5,6 +5,7 @@ in `show` and `runs`, red-team wording, loader hints, `.gitignore`, and message 
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sqlite3
@@ -13,13 +14,16 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from rich.console import Console
 
 from sparring.errors import ConfigError
 from sparring.loaders import load_paths, test_file_json_schema
 from sparring.loaders._parse import parse_documents
 from sparring.redteam.summary import Rate
+from sparring.reports.console import ConsoleView
 from sparring.reports.diff import diff_runs, render_diff
-from sparring.results import TrialResult
+from sparring.reports.insights import trial_facts
+from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict
 from sparring.scenario import ScriptedScenario, ToolCalledCheck
 from tests import test_store_diff as diffing
 from tests import test_store_rejudge as rejudging
@@ -294,3 +298,47 @@ def test_running_a_red_team_file_points_to_sparring_redteam(tmp_path: Path) -> N
     message = str(raised.value)
     assert f"a `redteam:` file is run by `sparring redteam {red_team}`" in message
     assert "unknown key 'redteam'" not in message
+
+
+# --- 2. evaluation gates never judged are "not judged", like a skipped `should` ----------
+
+
+def _gated_run(*, fail_on_skip: bool) -> RunResult:
+    """One passed trial: its check met, its evaluation gates never judged (no model)."""
+    check = Verdict(id="check1", kind="check", description="contains 10234", status="met")
+    trial = TrialResult(
+        scenario_id="gated",
+        trial=1,
+        status="passed",
+        end_reason="script_done",
+        verdicts=[check],
+        evaluations_passed="pending",
+    )
+    scenario = ScenarioResult(
+        scenario_id="gated", name="gated", kind="single_turn", threshold=1.0, trials=[trial]
+    )
+    return RunResult(
+        sparring_version="0",
+        run_id="r",
+        started_at="2026-01-01T00:00:00+00:00",
+        scenarios=[scenario],
+        fail_on_skip=fail_on_skip,
+    )
+
+
+def test_evaluation_gates_never_judged_are_not_judged_and_fail_on_skip_exits_3() -> None:
+    assert _gated_run(fail_on_skip=False).exit_code == 0
+    gated = _gated_run(fail_on_skip=True)
+    assert gated.exit_code == 3
+    out = io.StringIO()
+    view = ConsoleView(
+        console=Console(file=out, width=150, color_system=None),
+        live=False,
+        summary_at_exit=False,
+    )
+    view.summary(gated)
+    text = out.getvalue()
+    assert "passed (1 not judged)" in text, text
+    assert "not judged: the evaluation gates of 1 trial" in text
+    assert "exit code 3: steps were skipped under --fail-on-skip" in text
+    assert trial_facts(gated.scenarios[0].trials[0]) == ["evaluations not judged"]

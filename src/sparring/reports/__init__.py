@@ -97,12 +97,13 @@ def subtest_verdicts(trial: TrialResult, sub: SubtestResult) -> list[Verdict]:
     return [v for v in trial.verdicts if v.id.startswith(prefix)]
 
 
-def not_judged(status: str, verdicts: Iterable[Verdict]) -> str:
+def not_judged(status: str, verdicts: Iterable[Verdict], *, pending: int = 0) -> str:
     """` (2 not judged)` to follow `status` when some of `verdicts` were `skipped` (a
-    `should` with no judge model, a check after the trial had already failed), so a
-    `passed` never hides what went unchecked; `""` when none were, or `status` is `skipped`
-    (which says it already)."""
-    skipped = status != "skipped" and sum(v.status == "skipped" for v in verdicts)
+    `should` with no judge model, a check after the trial had already failed) or `pending`
+    trials' evaluation gates were never judged (`TrialResult.not_judged`), so a `passed`
+    never hides what went unchecked; `""` when none were, or `status` is `skipped` (which
+    says it already)."""
+    skipped = status != "skipped" and sum(v.status == "skipped" for v in verdicts) + pending
     return f" ({skipped} not judged)" if skipped else ""
 
 

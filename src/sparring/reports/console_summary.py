@@ -208,7 +208,8 @@ def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
     for s in result.scenarios:
         shown = shown_status(s)
         status = f"{sym[shown]} {status_text(shown)}"
-        status += not_judged(shown, (v for t in s.counted for v in t.verdicts))
+        pending = sum(t.evaluations_passed == "pending" for t in s.counted)
+        status += not_judged(shown, (v for t in s.counted for v in t.verdicts), pending=pending)
         passes, out_of = s.needed
         table.add_row(
             Text(s.scenario_id, overflow="fold"),
@@ -256,6 +257,15 @@ def _skipped_lines(result: RunResult, sym: dict[str, str]) -> list[str]:
                 for v in skipped:
                     groups.setdefault(v.reason or "skipped", [0, 0])[1] += 1
     lines: list[str] = []
+    pending = sum(
+        t.evaluations_passed == "pending" and t.status != "skipped"
+        for s in result.scenarios
+        for t in s.trials
+    )
+    if pending:
+        lines.append(
+            f"{sym['skipped']} not judged: the evaluation gates of {plural(pending, 'trial')}"
+        )
     for message, (trials, verdicts) in groups.items():
         what = [plural(n, unit) for n, unit in ((trials, "trial"), (verdicts, "verdict")) if n]
         lines.append(f"{sym['skipped']} skipped {' and '.join(what)}: {_one_line(message, 600)}")

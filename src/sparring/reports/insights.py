@@ -43,10 +43,13 @@ def score_text(score: float | None) -> str:
 
 
 def trial_facts(trial: TrialResult) -> list[str]:
-    """`score 0.83`, `evaluations passed yes`: what a trial's evaluations add to its facts
-    (nothing when it has neither a score nor gating insights)."""
+    """`score 0.83`, `evaluations passed yes` (`evaluations not judged` while pending):
+    what a trial's evaluations add to its facts (nothing when it has neither a score nor
+    gating insights)."""
     facts = [f"score {score_text(trial.score)}"] if trial.score is not None else []
-    if trial.evaluations_passed != "none":
+    if trial.evaluations_passed == "pending":
+        facts.append("evaluations not judged")
+    elif trial.evaluations_passed != "none":
         facts.append(f"evaluations passed {trial.evaluations_passed}")
     return facts
 

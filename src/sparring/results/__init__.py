@@ -261,6 +261,15 @@ class TrialResult(Record):
         """Verdicts that are `not_met` or `error`."""
         return [v for v in self.verdicts if v.status in ("not_met", "error")]
 
+    @property
+    def not_judged(self) -> int:
+        """What went unjudged: `skipped` verdicts, plus 1 when the evaluations' gating
+        insights are `pending` (no judge call made, e.g. no model): a gate is never a
+        quiet pass."""
+        return sum(v.status == "skipped" for v in self.verdicts) + (
+            self.evaluations_passed == "pending"
+        )
+
     def usage_totals(self) -> UsageTotals:
         """`usage` plus the target's token counts summed over its replies in the transcript
         (`None` when no reply carried one)."""
@@ -497,12 +506,12 @@ class RunResult(Record):
         return code
 
     def skipped_anything(self) -> bool:
-        """A trial was skipped, or a passed trial has a skipped verdict (e.g. no model to
-        judge it). Verdicts skipped in a failed trial (its check already failed) do not
+        """A trial was skipped, or a passed trial left something unjudged (a skipped
+        verdict, or pending evaluation gates: `TrialResult.not_judged`, e.g. no model to
+        judge it). What a failed trial left unjudged (its check already failed) does not
         count: that trial was decided."""
         return any(
-            t.status == "skipped"
-            or (t.status == "passed" and any(v.status == "skipped" for v in t.verdicts))
+            t.status == "skipped" or (t.status == "passed" and t.not_judged)
             for s in self.scenarios
             for t in s.trials
         )
