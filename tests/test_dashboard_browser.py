@@ -303,3 +303,35 @@ def _viewer_refused(page: Page, suite: str) -> None:
         assert answer.status == 403, url
     page.goto("/suites/new")
     expect(page.locator("#problem")).to_contain_text("viewer")
+
+
+def test_the_revision_lists_follow_the_chosen_agent_and_simulated_user(
+    browser: Browser, store: Store, shots: Path
+) -> None:
+    with served(platform_dashboard(store)) as base, opened(browser, base) as page:
+        ids: dict[str, int] = {}
+        for kind, name, content in (
+            ("simulated_user", "Published one", USER),
+            ("simulated_user", "Draft only", USER),
+            ("agent", "Shop bot", {"type": "http", "url": "http://127.0.0.1:9/chat"}),
+        ):
+            made = page.request.post(f"/api/assets/{kind}", data={"name": name, "content": content})
+            assert made.status == 201, made.text()
+            ids[name] = made.json()["id"]
+        for kind, name in (("simulated_user", "Published one"), ("agent", "Shop bot")):
+            page.request.post(f"/api/assets/{kind}/{ids[name]}/revisions/1/publish", data={})
+        page.goto("/suites/new")
+        users = page.locator("select[name='case-0-user_revision'] option")
+        expect(users).to_have_text(["Latest published"])
+        page.select_option("select[name='case-0-user']", label="Published one")
+        expect(users).to_have_text(["Latest published", "Published:1"])
+        page.select_option("select[name='case-0-user_revision']", label="Published:1")
+        page.select_option("select[name='case-0-user']", label="Draft only")
+        expect(users).to_have_text(["Latest published"])  # no other user's Published:1
+        page.select_option("select[name='case-0-agent']", label="Shop bot")
+        agents = page.locator("select[name='case-0-agent_revision'] option")
+        expect(agents).to_have_text(["Latest published", "Published:1"])
+        page.screenshot(path=str(shots / "suite-editor-revisions.png"), full_page=True)
+        page.fill("input[name=name]", "Drafted")
+        page.click("#save")
+        expect(page.locator("#problem")).to_contain_text("'Draft only' in test case 1")

@@ -1,6 +1,11 @@
 """The pages that change test suites: the suite editor (test cases, revisions, advanced
 settings; Save, Save and run), Rerun, Delete (after asking).
 
+A test case's Revision lists offer the Preview and Published revisions of the agent and
+simulated user it has chosen only: choosing another one swaps the list for the server's
+(`/suites/revisions`, an htmx partial; without JavaScript, "Show the revisions" posts the
+form back).
+
 Saving goes through `sparring.store.suites.save_suite` (a suite whose agent or simulated
 user has no Published revision is refused with the platform's message); runs start in the
 server process (`sparring.dashboard.runs`).
@@ -8,9 +13,11 @@ server process (`sparring.dashboard.runs`).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import FormData
 
@@ -20,7 +27,7 @@ from sparring.dashboard.forms import case_rows, suite_cases
 from sparring.dashboard.pages import render
 from sparring.dashboard.state import Dashboard
 from sparring.errors import UserError
-from sparring.store.assets import list_assets
+from sparring.store.assets import Asset, AssetNotFound, Revision, get_asset, list_assets
 from sparring.store.suites import (
     DEFAULT_SESSIONS,
     DEFAULT_TIMEOUT_S,
@@ -33,6 +40,9 @@ router = APIRouter(include_in_schema=False)
 SuiteEditor = Annotated[Principal, Depends(allowed("edit_suites"))]
 SuiteRunner = Annotated[Principal, Depends(allowed("run_suites"))]
 _CASE_FIELDS = ("agent", "agent_revision", "user", "user_revision", "timeout_s", "max_turns")
+_ASSET_FIELD = re.compile(r"case-\d+-(agent|user)")
+"""A test case's agent or simulated user field, e.g. `case-0-user`."""
+_KINDS = {"agent": "agent", "user": "simulated_user"}
 
 
 def _dashboard(request: Request) -> Dashboard:
@@ -76,11 +86,35 @@ async def update_suite(request: Request, who: SuiteEditor, suite_id: str) -> Res
     return await _save(request, who, _dashboard(request).saved(suite_id))
 
 
+@router.get("/suites/revisions")
+async def revision_list(request: Request, who: SuiteEditor, field: str) -> HTMLResponse:
+    """The Revision list of test case field `field` (`case-N-agent` or `case-N-user`) for
+    the asset whose id is that field's value: Latest published and the asset's Preview and
+    Published revisions (only Latest published when none is chosen or it is not one of
+    that kind). The editor swaps it in when the agent or simulated user changes.
+
+    Raises:
+        HTTPException: 404 when `field` is not such a field.
+    """
+    found = _ASSET_FIELD.fullmatch(field)
+    if found is None:
+        raise HTTPException(status_code=404, detail=f"no test case field {field!r}")
+    chosen = request.query_params.get(field, "")
+    try:  # an id as the store keeps them (a 64-bit integer)
+        asset = get_asset(_dashboard(request).store, int(chosen)) if _is_id(chosen) else None
+    except AssetNotFound:
+        asset = None
+    fits = [a for a in (asset,) if a and a.kind == _KINDS[found[1]] and not a.archived]
+    context = {"field": field, "options": _runnable(fits, chosen), "selected": ""}
+    return render(request, "revision_select.html.j2", context)
+
+
 async def _save(request: Request, who: Principal, suite: Suite | None) -> Response:
     form = await request.form()
-    if "add_case" in form:
+    if "add_case" in form or "refresh" in form:
         values = _posted(form)
-        values["cases"].append(_empty_case())
+        if "add_case" in form:
+            values["cases"].append(_empty_case())
         return _editor(request, suite, values)
     dashboard = _dashboard(request)
     try:
@@ -151,14 +185,35 @@ def _editor(
     request: Request, suite: Suite | None, values: dict[str, Any], *, error: str | None = None
 ) -> HTMLResponse:
     store = _dashboard(request).store
+    agents, users = list_assets(store, "agent"), list_assets(store, "simulated_user")
+    revisions = [
+        {"agent": _runnable(agents, c["agent"]), "user": _runnable(users, c["user"])}
+        for c in values["cases"]
+    ]
     context = {
         "suite": suite,
         "values": values,
         "error": error,
-        "agents": list_assets(store, "agent"),
-        "users": list_assets(store, "simulated_user"),
+        "agents": agents,
+        "users": users,
+        "revisions": revisions,
     }
     response = render(request, "suite_editor.html.j2", context)
     if error:
         response.status_code = 422
     return response
+
+
+def _runnable(assets: Sequence[Asset], chosen: object) -> list[Revision]:
+    """The revisions a test case may select of the one of `assets` whose id is `chosen`
+    (as posted: text or a number): its Preview and Published ones, newest first; none when
+    no such asset is chosen."""
+    asset = next((a for a in assets if str(a.id) == str(chosen)), None)
+    if asset is None:
+        return []
+    return [r for r in asset.active_revisions if r.state in ("preview", "published")]
+
+
+def _is_id(text: str) -> bool:
+    """Whether `text` is an asset id: digits, within the store's 64-bit integers."""
+    return text.isdigit() and int(text) < 2**63
