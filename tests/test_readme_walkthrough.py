@@ -8,7 +8,9 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 import sqlite3
+import subprocess
 import wave
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from rich.console import Console
 from sparring.errors import ConfigError
 from sparring.loaders import load_paths, test_file_json_schema
 from sparring.loaders._parse import parse_documents
+from sparring.models.speech_files import write_generated
 from sparring.redteam.summary import Rate
 from sparring.reports.console import ConsoleView
 from sparring.reports.diff import diff_runs, render_diff
@@ -342,3 +345,59 @@ def test_evaluation_gates_never_judged_are_not_judged_and_fail_on_skip_exits_3()
     assert "not judged: the evaluation gates of 1 trial" in text
     assert "exit code 3: steps were skipped under --fail-on-skip" in text
     assert trial_facts(gated.scenarios[0].trials[0]) == ["evaluations not judged"]
+
+
+# --- 10. .gitignore: the results store after `init`, generated audio after `synthesize` ---
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def _untracked(repo: Path) -> list[str]:
+    """What `git status` shows in `repo`, one path a line."""
+    done = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [line[3:] for line in done.stdout.splitlines()]
+
+
+@needs_git
+def test_init_keeps_the_results_store_out_of_git(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / ".gitignore").write_text("*.pyc")  # the user's own, without a last newline
+    done = sparring("init", "--dir", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"added /.sparring/ to {tmp_path / '.gitignore'}" in done.stdout
+    assert (tmp_path / ".gitignore").read_text().splitlines()[0] == "*.pyc"
+    (tmp_path / ".sparring" / "artifacts").mkdir(parents=True)
+    (tmp_path / ".sparring" / "sparring.db").write_bytes(b"")
+    (tmp_path / ".sparring" / "artifacts" / "shot.png").write_bytes(b"")
+    assert sorted(_untracked(tmp_path)) == [
+        ".gitignore",
+        "sparring.toml",
+        "tests/conversations/example.yaml",
+    ]
+
+
+def test_init_does_not_repeat_an_ignored_store(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text(".sparring/\n")
+    done = sparring("init", "--dir", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / ".gitignore").read_text() == ".sparring/\n"
+    assert "added" not in done.stdout
+
+
+@needs_git
+def test_a_generated_audio_folder_leaves_git_status_clean(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    wav = tmp_path / "audio" / "voice" / "booking.t1.wav"
+    write_generated(wav, b"RIFF", text="Book it.", provider_key="espeak:en-us:160")
+    assert _untracked(tmp_path) == []
+    kept = tmp_path / "recorded.wav"  # a recording beside a user's own .gitignore
+    kept.write_bytes(b"RIFF")
+    (tmp_path / ".gitignore").write_text("*.pyc\n")
+    write_generated(tmp_path / "t1.wav", b"RIFF", text="Hi.", provider_key="espeak:en-us:160")
+    assert sorted(_untracked(tmp_path)) == [".gitignore", "recorded.wav"]

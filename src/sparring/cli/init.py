@@ -50,11 +50,17 @@ parallel = 8
 """
 
 
+STORE_IGNORE = "/.sparring/"
+"""The `.gitignore` line for the results store and run artifacts (`.sparring/`)."""
+
+
 def init_project(directory: str) -> None:
-    """Write `tests/conversations/example.yaml` and `sparring.toml` under `directory`.
+    """Write `tests/conversations/example.yaml` and `sparring.toml` under `directory`, and
+    add `.sparring/` (the results store and artifacts) to its `.gitignore`.
 
     Raises:
-        UserError: either file exists already (nothing is overwritten).
+        UserError: either file exists already (nothing is overwritten), or a file cannot
+            be written.
     """
     root = Path(directory)
     files = {
@@ -75,4 +81,30 @@ def init_project(directory: str) -> None:
         except OSError as e:
             raise UserError(f"cannot write {path}: {e.strerror or e}; pick another --dir") from None
         click.echo(f"wrote {path}")
+    _ignore_store(root / ".gitignore")
     click.echo("Next: point `url` at your agent, then run: sparring run tests/conversations/")
+
+
+def _ignore_store(gitignore: Path) -> None:
+    """Add `STORE_IGNORE` to `gitignore` (created when missing) unless `.sparring` is
+    already ignored there; say what was done.
+
+    Raises:
+        UserError: the file cannot be read or written.
+    """
+    try:
+        text = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else ""
+        lines = {line.strip().strip("/") for line in text.splitlines()}
+        if ".sparring" in lines:
+            return
+        separator = "\n" if text and not text.endswith("\n") else ""
+        gitignore.write_text(
+            f"{text}{separator}# sparring: the results store and run artifacts\n{STORE_IGNORE}\n",
+            encoding="utf-8",
+        )
+    except OSError as e:
+        raise UserError(
+            f"cannot write {gitignore}: {e.strerror or e}; add the line {STORE_IGNORE} to it "
+            "yourself, so the results store stays out of git"
+        ) from None
+    click.echo(f"added {STORE_IGNORE} to {gitignore} (the results store and run artifacts)")

@@ -10,7 +10,8 @@ file that marks a WAV as generated, and the `.gitignore` that keeps generated au
   hash file is a recording: it is never overwritten. A generated WAV whose line no longer
   matches (the text or the provider changed) is stale.
 - Each directory holding generated WAVs gets a `.gitignore` naming them and their hash
-  files (between marker lines), so recordings in the same directory stay tracked.
+  files (between marker lines), so recordings in the same directory stay tracked; a
+  `.gitignore` written there first names itself too.
 """
 
 from __future__ import annotations
@@ -104,11 +105,13 @@ def write_generated(wav: Path, data: bytes, *, text: str, provider_key: str) -> 
 
 
 def ignore_generated(wav: Path) -> None:
-    """Add `wav` and its hash file to the `.gitignore` of its directory (created when
-    missing; entries already there are not repeated; other lines are kept)."""
+    """Add `wav` and its hash file to the `.gitignore` of its directory (entries already
+    there are not repeated; other lines are kept). One created here names itself too, so
+    a directory of generated audio leaves `git status` clean."""
     gitignore = wav.parent / ".gitignore"
-    lines = gitignore.read_text(encoding="utf-8").splitlines() if gitignore.is_file() else []
-    wanted = [f"/{wav.name}", f"/{wav.name}{HASH_SUFFIX}"]
+    created = not gitignore.is_file()
+    lines = [] if created else gitignore.read_text(encoding="utf-8").splitlines()
+    wanted = ["/.gitignore"] * created + [f"/{wav.name}", f"/{wav.name}{HASH_SUFFIX}"]
     missing = [entry for entry in wanted if entry not in lines]
     if not missing:
         return
