@@ -121,7 +121,7 @@ def _create_user_and_evaluation(page: Page, shots: Path) -> None:
     # 2. an agent evaluation: prompt and two insights
     page.goto("/evaluations/new")
     page.fill("input[name=name]", "Delivery info")
-    page.fill("textarea[name=prompt]", "Assess the user: did it say when the order arrives?")
+    page.fill("textarea[name=prompt]", "Assess the assistant: did it say when the order arrives?")
     page.fill("input[name='insight-0-name']", "located")
     page.fill("input[name='insight-0-pass_when']", "true")
     page.click("#add-insight")

@@ -25,7 +25,7 @@ from tests.support.judging import agent_quote
 OPENING = "My order 10234 has not arrived yet."
 EVALUATION: dict[str, Any] = {
     "description": "Did the agent say where the order is?",
-    "prompt": "Assess the user: did it say where the order is and when it arrives?",
+    "prompt": "Assess the assistant: did it say where the order is and when it arrives?",
     "insights": [
         {"name": "located", "type": "boolean", "pass_when": True},
         {"name": "tone", "type": "score", "description": "How polite, 0-1"},
