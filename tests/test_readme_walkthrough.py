@@ -11,6 +11,7 @@ import re
 import shutil
 import sqlite3
 import subprocess
+import sys
 import wave
 from pathlib import Path
 
@@ -401,3 +402,24 @@ def test_a_generated_audio_folder_leaves_git_status_clean(tmp_path: Path) -> Non
     (tmp_path / ".gitignore").write_text("*.pyc\n")
     write_generated(tmp_path / "t1.wav", b"RIFF", text="Hi.", provider_key="espeak:en-us:160")
     assert sorted(_untracked(tmp_path)) == [".gitignore", "recorded.wav"]
+
+
+# --- 11. `users add` with no terminal to type a password at -----------------------------
+
+
+@pytest.mark.parametrize("stdin", [subprocess.DEVNULL, "pass word 1\n"], ids=["empty", "piped"])
+def test_users_add_without_a_terminal_asks_for_password_stdin(
+    tmp_path: Path, stdin: int | str
+) -> None:
+    args = ["users", "add", "ann", "--role", "owner", "--store", f"sqlite:///{tmp_path}/s.db"]
+    done = subprocess.run(
+        [sys.executable, "-m", "sparring.cli", *args],
+        stdin=stdin if isinstance(stdin, int) else None,
+        input=stdin if isinstance(stdin, str) else None,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "error: no password given: standard input is not a terminal" in done.stderr
+    assert "--password-stdin" in done.stderr and "Interrupted" not in done.stderr

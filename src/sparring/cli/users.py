@@ -33,10 +33,7 @@ def add(name: str, role: str, password_stdin: bool, store: str | None) -> None:
     from sparring.cli.history import open_named
     from sparring.store.accounts import add_account, list_accounts
 
-    if password_stdin:
-        password = sys.stdin.readline().rstrip("\r\n")
-    else:
-        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    password = sys.stdin.readline().rstrip("\r\n") if password_stdin else _asked_password()
     opened = open_named(store)
     try:
         account = add_account(opened, name, password, role=role)
@@ -49,6 +46,25 @@ def add(name: str, role: str, password_stdin: bool, store: str | None) -> None:
             "No account is owner yet: only an owner manages accounts in the dashboard "
             "(`sparring users set-role NAME owner`)."
         )
+
+
+def _asked_password() -> str:
+    """The password typed twice at the prompt.
+
+    Raises:
+        UserError: standard input is closed or not a terminal (a script, CI): no one can
+            type it, so `--password-stdin` is the way.
+        click.exceptions.Abort: Ctrl-C at the prompt (exit 130, "Interrupted.").
+    """
+    from sparring.errors import UserError
+
+    if sys.stdin is None or sys.stdin.closed or not sys.stdin.isatty():
+        raise UserError(
+            "no password given: standard input is not a terminal to type it at; pipe it in "
+            "with --password-stdin, e.g. `printf '%s\\n' \"$PASSWORD\" | sparring users add "
+            "NAME --password-stdin`"
+        )
+    return click.prompt("Password", hide_input=True, confirmation_prompt=True)
 
 
 @users.command("list")
