@@ -49,22 +49,28 @@ def add(name: str, role: str, password_stdin: bool, store: str | None) -> None:
 
 
 def _asked_password() -> str:
-    """The password typed twice at the prompt.
+    """The password typed twice at the prompt (or piped in, two lines).
 
     Raises:
-        UserError: standard input is closed or not a terminal (a script, CI): no one can
-            type it, so `--password-stdin` is the way.
-        click.exceptions.Abort: Ctrl-C at the prompt (exit 130, "Interrupted.").
+        UserError: standard input is closed, or ended before the password was given (a
+            script, CI): `--password-stdin` is the way there.
+        click.exceptions.Abort: Ctrl-C at a terminal's prompt (exit 130, "Interrupted.").
     """
     from sparring.errors import UserError
 
-    if sys.stdin is None or sys.stdin.closed or not sys.stdin.isatty():
-        raise UserError(
-            "no password given: standard input is not a terminal to type it at; pipe it in "
-            "with --password-stdin, e.g. `printf '%s\\n' \"$PASSWORD\" | sparring users add "
-            "NAME --password-stdin`"
-        )
-    return click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    no_password = UserError(
+        "no password given: standard input ended before it was typed (twice); pipe it in "
+        "with --password-stdin, e.g. `printf '%s\\n' \"$PASSWORD\" | sparring users add "
+        "NAME --password-stdin`"
+    )
+    if sys.stdin is None or sys.stdin.closed:
+        raise no_password
+    try:
+        return click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    except click.exceptions.Abort:
+        if sys.stdin.isatty():
+            raise  # Ctrl-C
+        raise no_password from None
 
 
 @users.command("list")
