@@ -324,7 +324,7 @@ def test_tool_args_subset_is_recursive() -> None:
     assert wrong.status == "not_met"
     assert wrong.reason == (
         'expected refund to be called with arguments including {"amount": 25}; '
-        'it was called with turn 2: {"amount": 20, "order": 4411}'
+        'it was called with {"amount": 20, "order": 4411} at turn 2'
     )
 
 

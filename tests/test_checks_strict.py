@@ -458,14 +458,14 @@ def test_tool_args_failure_shows_at_most_three_calls_and_how_they_had_to_match()
     v = run({"tool_args": {"tool": "f", "args": {"n": 9}, "match": "exact"}}, t)
     assert v.reason == (
         'expected f to be called with exactly {"n": 9}; it was called with '
-        'turn 1: {"n": 0}; turn 1: {"n": 1}; turn 1: {"n": 2}'
+        '{"n": 0} at turn 1; {"n": 1} at turn 1; {"n": 2} at turn 1'
     )
 
 
 def test_tool_args_says_when_arguments_are_not_json_without_a_parse_error() -> None:
     odd = ToolCall(name="f", arguments_raw="<xml/>", arguments=None)
     v = run({"tool_args": {"tool": "f", "args": {}}}, convo(agent("", odd)))
-    assert v.reason.endswith("it was called with turn 1: <xml/> (not JSON)")
+    assert v.reason.endswith("it was called with <xml/> (not JSON) at turn 1")
 
 
 @pytest.mark.parametrize(

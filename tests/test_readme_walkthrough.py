@@ -17,9 +17,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from pydantic import TypeAdapter
 from rich.console import Console
 
 from sparring.errors import ConfigError
+from sparring.events import RunStarted
+from sparring.judging.checks import run_check
 from sparring.loaders import load_paths, test_file_json_schema
 from sparring.loaders._parse import parse_documents
 from sparring.models.speech_files import write_generated
@@ -27,8 +30,10 @@ from sparring.redteam.summary import Rate
 from sparring.reports.console import ConsoleView
 from sparring.reports.diff import diff_runs, render_diff
 from sparring.reports.insights import trial_facts
+from sparring.reports.outcome import exit_meaning
 from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict
-from sparring.scenario import ScriptedScenario, ToolCalledCheck
+from sparring.scenario import Check, ScriptedScenario, ToolCalledCheck, expand_check_shorthand
+from sparring.transcript import Message, ToolCall, Transcript
 from tests import test_store_diff as diffing
 from tests import test_store_rejudge as rejudging
 from tests.support.openai_server import Reply, ScriptedOpenAIServer
@@ -423,3 +428,53 @@ def test_users_add_without_a_terminal_asks_for_password_stdin(
     assert done.returncode == 2, done.stdout + done.stderr
     assert "error: no password given: standard input ended before it was typed" in done.stderr
     assert "--password-stdin" in done.stderr and "Interrupted" not in done.stderr
+
+
+# --- 13. wording: plurals, a tool's calls, what exit code 1 says failed -------------------
+
+
+def test_the_first_line_counts_one_scenario_and_one_trial_in_the_singular() -> None:
+    out = io.StringIO()
+    view = ConsoleView(
+        console=Console(file=out, width=150, color_system=None), live=False, summary_at_exit=False
+    )
+    view(RunStarted(scenarios=1, trials=1, user_model=None, judge_model=None))
+    assert out.getvalue().startswith("sparring: 1 scenario, 1 trial\n"), out.getvalue()
+
+
+def test_a_tool_args_failure_shows_the_arguments_and_their_turn() -> None:
+    call = ToolCall.from_arguments("refund", {"amount": 20})
+    chat = Transcript(
+        messages=(
+            Message(role="user", content="Refund me"),
+            Message(role="agent", content="Done", tool_calls=(call,)),
+        )
+    )
+    spec = TypeAdapter(Check).validate_python(
+        expand_check_shorthand({"tool_args": {"tool": "refund", "args": {"amount": 25}}})
+    )
+    verdict = run_check(spec, chat, check_id="check1", turn=None)
+    assert verdict.reason.endswith('it was called with {"amount": 20} at turn 1')
+
+
+@pytest.mark.parametrize(
+    ("kinds", "said"),
+    [
+        (["check"], "the agent did not meet its checks"),
+        (["criterion"], "the agent did not meet its criteria"),
+        (["should", "check"], "the agent did not meet its criteria and checks"),
+    ],
+)
+def test_exit_code_1_says_whether_checks_or_criteria_failed(kinds: list[str], said: str) -> None:
+    verdicts = [
+        Verdict(id=f"v{i}", kind=kind, description="d", status="not_met")  # type: ignore[arg-type]
+        for i, kind in enumerate(kinds)
+    ]
+    trial = TrialResult(
+        scenario_id="s", trial=1, status="failed", end_reason="script_done", verdicts=verdicts
+    )
+    scenario = ScenarioResult(
+        scenario_id="s", name="s", kind="single_turn", threshold=1.0, trials=[trial]
+    )
+    result = RunResult(sparring_version="0", run_id="r", started_at="x", scenarios=[scenario])
+    assert exit_meaning(result) == f"at least one scenario failed: {said}"

@@ -67,13 +67,18 @@ def tool_args(check: ToolArgsCheck, scope: Scope) -> Outcome:
     for turn, call in matching:
         if call.arguments is not None and test(check.args, call.arguments):
             return Outcome(True, evidence=(f"turn {turn}: {call.name} {_args_text(call)}",))
-    seen = "; ".join(f"turn {t}: {_args_text(c)}" for t, c in matching[:3])
+    seen = _calls_text(matching)
     how = "exactly" if check.match == "exact" else "arguments including"
     return Outcome(
         False,
         reason=f"expected {check.tool} to be called with {how} "
         f"{content_text(check.args)}; it was called with {seen}",
     )
+
+
+def _calls_text(calls: list[tuple[int, ToolCall]]) -> str:
+    """The first three `(turn, call)`: `{"n": 1} at turn 2; {"n": 3} at turn 4`."""
+    return "; ".join(f"{_args_text(c)} at turn {t}" for t, c in calls[:3])
 
 
 def _args_text(call: ToolCall) -> str:
@@ -128,6 +133,5 @@ def parsed_calls(transcript: Transcript, tool: str) -> tuple[tuple[int, ...], st
         return (), f"the agent never called {tool}; tools called: {names}"
     turns = tuple(dict.fromkeys(t for t, c in matching if c.arguments is not None))
     if not turns:
-        seen = "; ".join(f"turn {t}: {_args_text(c)}" for t, c in matching[:3])
-        return (), f"no call to {tool} had arguments that parse as JSON: {seen}"
+        return (), f"no call to {tool} had arguments that parse as JSON: {_calls_text(matching)}"
     return turns, None

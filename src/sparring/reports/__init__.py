@@ -144,13 +144,14 @@ def percent(fraction: float | None) -> str:
 
 EXIT_CODE_MEANING: dict[int, str] = {
     0: "every scenario that ran passed",
-    1: "at least one scenario failed: the agent did not meet its criteria",
+    1: "at least one scenario failed",
     3: "some scenarios could not run or stayed undecided (errors, timeouts, invalid trials "
     "whose simulated user failed), a suite hook failed, or steps were skipped under "
     "--fail-on-skip",
     130: "the run was interrupted; the reports hold the trials that finished",
 }
-"""What `RunResult.exit_code` means, for summaries."""
+"""What `RunResult.exit_code` means, for summaries (`reports.outcome.exit_meaning` adds
+what failed to 1 and the causes to 3)."""
 
 
 def usage_text(totals: UsageTotals) -> str | None:

@@ -37,7 +37,14 @@ from sparring.events import (
     TrialStarted,
     VerdictAdded,
 )
-from sparring.reports import REPLAYED_HISTORY, not_judged, one_line, subtest_verdicts, trial_size
+from sparring.reports import (
+    REPLAYED_HISTORY,
+    not_judged,
+    one_line,
+    plural,
+    subtest_verdicts,
+    trial_size,
+)
 from sparring.reports.console_summary import (
     ASCII,
     STYLE,
@@ -226,7 +233,11 @@ class ConsoleView:
         self._emit(
             Text(
                 " · ".join(
-                    [f"sparring: {event.scenarios} scenarios, {event.trials} trials", *models]
+                    [
+                        f"sparring: {plural(event.scenarios, 'scenario')}, "
+                        f"{plural(event.trials, 'trial')}",
+                        *models,
+                    ]
                 ),
                 style="bold",
             )

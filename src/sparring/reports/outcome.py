@@ -75,12 +75,34 @@ def model_text(model: ModelSettings) -> str:
 
 
 def exit_meaning(result: RunResult, code: int | None = None) -> str:
-    """What exit code `code` (default `result.exit_code`) means for `result`; for 3, its
-    causes by scenario (see `exit_causes`)."""
+    """What exit code `code` (default `result.exit_code`) means for `result`; for 1, what
+    the agent did not meet (`...: the agent did not meet its checks`); for 3, its causes by
+    scenario (see `exit_causes`)."""
     code = result.exit_code if code is None else code
     if code == 3:
         return exit_causes(result) or EXIT_CODE_MEANING[3]
+    if code == 1 and (missed := _missed(result)):
+        return f"{EXIT_CODE_MEANING[1]}: the agent did not meet its {missed}"
     return EXIT_CODE_MEANING.get(code, "unknown")
+
+
+def _missed(result: RunResult) -> str:
+    """What failed trials of failed scenarios did not meet: `criteria`, `checks`,
+    `evaluation gates`, joined (`criteria and checks`); `""` for none of them (a Python
+    test's assertion)."""
+    kinds: set[str] = set()
+    for trial in (t for s in result.scenarios if s.status == "failed" for t in s.trials):
+        if trial.status != "failed":
+            continue
+        kinds |= {
+            "checks" if v.kind == "check" else "criteria"
+            for v in trial.verdicts
+            if v.status == "not_met"
+        }
+        if any(i.gating and i.status == "ok" and not i.passed for i in trial.insights):
+            kinds.add("evaluation gates")
+    named = [k for k in ("criteria", "checks", "evaluation gates") if k in kinds]
+    return " and ".join([", ".join(named[:-1]), named[-1]] if len(named) > 1 else named)
 
 
 def exit_causes(result: RunResult) -> str:
