@@ -104,6 +104,13 @@ def test_the_readme_red_team_file_is_valid_against_the_json_schema() -> None:
         jsonschema.validate({**data, "redteam": {"plugins": ["no_such_plugin"]}}, schema)
 
 
+def test_a_scenario_without_kind_is_one_kind_only_in_the_json_schema() -> None:
+    minimal = {"id": "x", "criteria": ["The agent is polite"]}  # simulated, as loaded
+    jsonschema.validate(minimal, test_file_json_schema())
+    red_team = {"id": "x", "kind": "red_team", "plugins": "jailbreak"}
+    jsonschema.validate(red_team, test_file_json_schema())
+
+
 # --- 3. rejudge grades a single-turn scenario's expected_output ---------------------------
 
 EXPECTED = """target: {type: callable, ref: 'rejudge_agent:agent'}

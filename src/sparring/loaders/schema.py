@@ -63,8 +63,10 @@ def _schema() -> dict[str, Any]:
     defs["RedTeamSettings"] = RedTeamSettings.model_json_schema()
     for key in ("plugins", "strategies"):  # `strategies: plain`, as the loader takes
         _one_or_many(defs["RedTeamSettings"]["properties"], key)
+    red_team = defs["RedTeamScenario"]
+    red_team["required"] = [*red_team["required"], "kind"]  # as the loader: only by `kind:`
     for key in ("plugins", "strategy"):
-        _one_or_many(defs["RedTeamScenario"]["properties"], key)
+        _one_or_many(red_team["properties"], key)
     defs["RedTeamFile"] = _red_team_file(test_set["properties"]["target"])
     return {
         "$schema": DIALECT,
