@@ -714,7 +714,7 @@ def test_the_markdown_report_lists_skipped_tests_with_why(pytester: pytest.Pytes
         report,
     )
     assert (
-        "- trial 1: ⚠️ error: @pytest.mark.sparring on test_agent.py::test_a_misspelt_option_"
+        "- trial 1: ⚠️ error: @&#8203;pytest.mark.sparring on test_agent.py::test_a_misspelt_option_"
         "is_an_error: unknown option 'trails'; did you mean 'trials'?" in report
     )
     assert "❌ **exit code 1**: at least one test failed" in report
