@@ -105,8 +105,13 @@ async def test_trials_start_together_and_those_in_flight_when_decided_count() ->
     s = scenario(threshold=0.5, trials={"min": 3, "max": 30})
     result, _ = await run(agent(lambda n: True, pause_seconds=0.01), s, parallel=6)
     (r,) = result.scenarios
-    # six start at once; four passes decide it, the other two were already running
-    assert [t.trial for t in r.trials] == [1, 2, 3, 4, 5, 6]
+    # six start at once; four passes decide it, and every trial already running when it is
+    # decided is kept and counted (how many more a slow machine starts before the fourth
+    # pass arrives depends on timing, so only the six and the counting are asserted)
+    numbers = [t.trial for t in r.trials]
+    assert numbers[:6] == [1, 2, 3, 4, 5, 6]
+    assert numbers == list(range(1, len(numbers) + 1))
+    assert all(t.status == "passed" for t in r.trials)
     assert r.status == "passed"
 
 
