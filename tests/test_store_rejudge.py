@@ -82,8 +82,10 @@ def _sparring(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
-def _stored_run(project: Path) -> str:
-    done = _sparring("run", "suite.yaml", "--no-live", "--model", "scripted:met", "-o", "r.json")
+def _stored_run(project: Path, *options: str) -> str:
+    done = _sparring(
+        "run", "suite.yaml", "--no-live", "--model", "scripted:met", "-o", "r.json", *options
+    )
     assert done.exit_code == 0, done.output
     (project / "forbid").write_text("")  # from now on a call to the agent errs the trial
     return json.loads((project / "r.json").read_text())["run_id"]
@@ -118,7 +120,9 @@ def test_rejudge_with_a_stricter_judge_fails_the_run_without_calling_the_agent(
 
 
 def test_repeat_flags_a_criterion_whose_judge_answers_flip_as_unstable(project: Path) -> None:
-    run_id = _stored_run(project)
+    # one trial: its three answers are met, not met, met whatever order they run in (with
+    # two trials judged at once, one could get all three "met" and the other all "not met")
+    run_id = _stored_run(project, "--trials", "1")
     done = _sparring("rejudge", run_id, "--judge-model", "scripted:alternate", "--repeat", "3")
     assert "booking t1.should1: 66.7%  unstable judge" in done.output, done.output
     new_id = done.output.split("as run ")[1].split()[0]
