@@ -3,7 +3,7 @@ confusion per criterion, self-agreement over repeats, the cases it got wrong).""
 
 from __future__ import annotations
 
-import itertools
+import collections
 import json
 import sys
 from collections.abc import Iterator, Sequence
@@ -205,16 +205,19 @@ def test_the_shipped_example_reads_with_both_labels_and_two_criteria() -> None:
 
 
 def _judge(name: str) -> ScriptedModel:
-    """`refund` (met when the reply mentions a refund) or `alternate` (met, not_met, ...)."""
+    """`refund` (met when the reply mentions a refund) or `alternate` (each case met, then not_met)."""
     if name == "refund":
         return ScriptedModel(handler=by_refund, name="scripted:refund")
     if name == "garbage":
         return ScriptedModel(handler=lambda messages, schema: "no idea", name="scripted:garbage")
-    calls = itertools.count()
+    calls: collections.Counter[str] = collections.Counter()
 
     def alternate(messages: Sequence[ChatMessage], schema: dict[str, Any] | None) -> Any:
+        # Counted per case (its prompt), so the order calls run in at once cannot matter.
         answer = by_refund(messages, schema)
-        flip = next(calls) % 2 == 1
+        prompt = messages[-1]["content"]
+        flip = calls[prompt] % 2 == 1
+        calls[prompt] += 1
         for item in answer["verdicts"].values():
             item["verdict"] = "not_met" if flip else "met"
         return answer
