@@ -48,6 +48,9 @@ class ReplayOptions:
     rerun: Mapping[str, Collection[int]] | None = None
     """A `--resume`: the trial numbers it runs again, per scenario id. `record`'s
     cassettes then keep the answers of every other trial (those the store already has)."""
+    option_prefix: str = "--"
+    """How messages spell the options: `--record` (`sparring run`), or `--sparring-record`
+    (the pytest plugin's `--sparring-`)."""
 
     @property
     def active(self) -> bool:
@@ -57,6 +60,10 @@ class ReplayOptions:
     def replays(self, role: Role) -> bool:
         """Whether `role` is answered from the cassettes."""
         return self.replay is not None and role not in self.live
+
+    def flag(self, name: str) -> str:
+        """Option `name` (`record`, `live-role`...) as the user spells it (`option_prefix`)."""
+        return self.option_prefix + name
 
 
 class Replay:
@@ -73,14 +80,18 @@ class Replay:
 
     def __init__(self, options: ReplayOptions, *, scrub: Callable[[str], str]) -> None:
         self.options, self._scrub = options, scrub
+        flag = options.flag
         if options.replay is not None and not options.replay.is_dir():
             raise UserError(
-                f"--replay {options.replay}: no such directory; record one first with "
-                f"`sparring run --record {options.replay} ...`"
+                f"{flag('replay')} {options.replay}: no such directory; record one first with "
+                f"`{flag('record')} {options.replay}`"
             )
         if options.record is not None:
-            _check_writable(options.record)
-        self.tapes: dict[Role, Tape] = {r: Tape(role=r, strict=options.strict) for r in ROLES}
+            _check_writable(options.record, flag("record"))
+        self.tapes: dict[Role, Tape] = {
+            r: Tape(role=r, strict=options.strict, option_prefix=options.option_prefix)
+            for r in ROLES
+        }
         for role, tape in self.tapes.items():
             if options.replay is not None and options.replays(role):
                 tape.source = Cassette.load(role, options.replay)
@@ -108,10 +119,13 @@ class Replay:
     def model(self, role: Role, live: ModelSource, *, spec: str | None) -> Model | None:
         """The model playing `role` (`user` or `judge`): `live` wrapped in a `ReplayModel`
         named `spec` (else as `live` is, else as the model its cassette was recorded from);
-        `None` when there is none (no model configured, none recorded)."""
+        `None` when there is none (no model configured, none recorded), except for a role
+        replayed strictly: its every request is then a miss, so the trial is `error`."""
         source = self.tapes[role].source
         name = spec or getattr(live, "name", None)
         name = name or (source.model_name if source is not None else None)
+        if name is None and source is not None and self.options.strict:
+            name = "none recorded"  # never skipped as unconfigured: a strict miss
         if name is None or (live is None and source is None):
             return None
         return ReplayModel(self.tapes[role], live, name=name, scrub=self._scrub)
@@ -163,8 +177,8 @@ class Replay:
                 tape.sink.close()
 
 
-def _check_writable(directory: Path) -> None:
-    """Make `directory` (and its parents) if missing.
+def _check_writable(directory: Path, flag: str) -> None:
+    """Make `directory` (and its parents) if missing; `flag` names the option given it.
 
     Raises:
         UserError: it cannot be made, or is not a writable directory.
@@ -173,6 +187,6 @@ def _check_writable(directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         why = e.strerror or e
-        raise UserError(f"--record {directory}: {why}; give a writable directory") from None
+        raise UserError(f"{flag} {directory}: {why}; give a writable directory") from None
     if not os.access(directory, os.W_OK):
-        raise UserError(f"--record {directory}: not writable; give a writable directory")
+        raise UserError(f"{flag} {directory}: not writable; give a writable directory")

@@ -310,6 +310,8 @@ class Tape:
     source: Cassette | None = None
     sink: CassetteWriter | None = None
     strict: bool = False
+    option_prefix: str = "--"
+    """How a miss's message spells the options (`ReplayOptions.option_prefix`)."""
     asked: int = 0
     """Requests made of the role."""
     replayed: int = 0
@@ -361,8 +363,9 @@ class Tape:
         trial = f" of {at}" if at is not None else ""
         return (
             f"replay: no recorded {_ANSWERS[self.role]} for {what}{trial} in "
-            f"{self.source.path} (request {key[:12]}); record it again (`--record DIR`) or "
-            f"let the {self.role} answer live (`--live-role {self.role}`)"
+            f"{self.source.path} (request {key[:12]}); record it again "
+            f"(`{self.option_prefix}record DIR`) or let the {self.role} answer live "
+            f"(`{self.option_prefix}live-role {self.role}`)"
         )
 
 
