@@ -63,7 +63,10 @@ _STATE_KEY: pytest.StashKey[SparringState] = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add `--sparring-live` and `--sparring-report`."""
+    """Add `--sparring-live`, `--sparring-report`, `--sparring-no-store` and the record and
+    replay options (`sparring.pytest_plugin.replaying`: it imports only pytest)."""
+    from sparring.pytest_plugin.replaying import add_options
+
     group = parser.getgroup("sparring", "sparring conversation tests")
     group.addoption(
         "--sparring-live",
@@ -85,6 +88,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="do not keep the session's sparring tests in the results store "
         "(default: one run per session, in the `store` setting's store)",
     )
+    add_options(group)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -96,9 +100,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "scenario, `trials` times, passing when at least `threshold` of them pass; "
         "live=False for tests that call no model (they then run without --sparring-live)",
     )
+    from sparring.pytest_plugin.replaying import configure
+
     state = SparringState(config)
     config.stash[_STATE_KEY] = state
     config.pluginmanager.register(state, "sparring-state")
+    configure(config, state)  # record and replay, when asked for
 
 
 def _settings_dir(config: pytest.Config, project: Path | None) -> Path | None:
@@ -202,8 +209,9 @@ class SparringState:
 
     def why_not_run(self, *, needs_model: bool, subject: str = "it") -> str | None:
         """Why a test that calls models (`needs_model`) must be skipped, or `None`;
-        `subject` names it in the reason (e.g. "scenario 'refund'")."""
-        if not needs_model:
+        `subject` names it in the reason (e.g. "scenario 'refund'"). A replay runs them: its
+        cassettes answer, and name the models they were recorded from."""
+        if not needs_model or self.config.getoption("sparring_replay"):
             return None
         if not self.live:
             return f"sparring: {subject} {LIVE_HINT}"

@@ -25,13 +25,16 @@ from sparring.pytest_plugin import (
     SparringState,
     plugin_state,
 )
+from sparring.pytest_plugin.replaying import session_roles
 
 if TYPE_CHECKING:
     from sparring.config import Settings
+    from sparring.events import Event
     from sparring.models.base import Model
     from sparring.results import ScenarioResult
     from sparring.runner import AnyRunnable, RunSettings
     from sparring.runner.context import TrialContext
+    from sparring.runner.replay_roles import ReplayRoles
     from sparring.scenario import AnyScenario
 
 
@@ -80,13 +83,14 @@ class ScenarioItem(pytest.Item):
         """Run every trial; fail below the threshold, skip when nothing could run."""
         state = plugin_state(self.config)
         why = state.why_not_run(needs_model=needs_model(self.scenario))
-        models = _models(state.settings) if needs_model(self.scenario) and not why else None
+        models = _models(state) if needs_model(self.scenario) and not why else None
         result = state.run_async(
             _run_scenario,
             self.scenario,
             state.settings,
             _run_settings(state, why),
             *(models or (None, None)),
+            session_roles(self.config),
         )
         conclude(self, result)
 
@@ -112,18 +116,22 @@ def needs_model(scenario: AnyScenario) -> bool:
     return bool(scenario.should or scenario.expected_output)
 
 
-def _models(settings: Settings) -> tuple[Model, Model]:
+def _models(state: SparringState) -> tuple[Model | None, Model | None]:
     """The simulated user's and the judge's model (tests without them are skipped at
-    collection, `SparringState.why_not_run`).
+    collection, `SparringState.why_not_run`); recorded or replayed when the session is
+    (`ReplayRoles.models`: with nothing configured, the models the cassettes hold).
 
     Raises:
-        UserError: no model is configured, or a spec cannot be resolved (unknown provider,
-            missing key).
+        UserError: no model is configured (and no replay), or a spec cannot be resolved
+            (unknown provider, missing key).
     """
     from sparring.errors import UserError
     from sparring.models.registry import models_from_settings
 
-    user, judge = models_from_settings(settings)
+    roles = session_roles(state.config)
+    if roles is not None:
+        return roles.models()
+    user, judge = models_from_settings(state.settings)
     if user is None or judge is None:
         raise UserError(NO_MODEL_HINT)
     return user, judge
@@ -145,27 +153,36 @@ async def _run_scenario(
     run_settings: RunSettings,
     user_model: Model | None,
     judge_model: Model | None,
+    roles: ReplayRoles | None,
 ) -> ScenarioResult:
-    """Run all trials of `scenario` (a test file's, or a Python test's), then close the
-    models."""
+    """Run all trials of `scenario` (a test file's, or a Python test's), its targets
+    recorded or replayed with `roles` (`None`: no replay), then close the models."""
     from sparring.runner import TargetPool, run_scenarios
     from sparring.secrets import Secrets
 
     secrets = Secrets.load(file=settings.secrets_file, api_key=settings.api_key)
     try:
         async with TargetPool(secrets=secrets) as pool:
+            targets, observer = pool.for_scenario, _ignore
+            if roles is not None:
+                targets, observer = roles.targets(targets), roles.observe(observer)
             run = await run_scenarios(
                 [scenario],
-                targets=pool.for_scenario,
+                targets=targets,
                 user_model=user_model,
                 judge_model=judge_model,
                 scrub=secrets.scrub,
                 settings=run_settings,
+                observer=observer,
             )
     finally:
         for model in {id(m): m for m in (user_model, judge_model) if m}.values():
             await model.aclose()
     return run.scenarios[0]
+
+
+def _ignore(event: Event) -> None:
+    """The observer of a run nothing watches."""
 
 
 # --- Python tests ---------------------------------------------------------------------------
@@ -256,9 +273,12 @@ def run_test(item: pytest.Function, state: SparringState) -> None:
         trials=trials,
         threshold=threshold,
     )
-    judge = _models(state.settings)[1] if live else None
+    judge = _models(state)[1] if live else None
     run_settings = _run_settings(state, None)
-    result = state.run_async(_run_scenario, scenario, state.settings, run_settings, None, judge)
+    roles = session_roles(item.config)
+    result = state.run_async(
+        _run_scenario, scenario, state.settings, run_settings, None, judge, roles
+    )
     conclude(item, result)
 
 

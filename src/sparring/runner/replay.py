@@ -10,7 +10,7 @@ recorded when recording.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,6 +157,19 @@ class Replay:
     def observe(self, observer: Observer) -> Observer:
         """`observer`, after it tells the tapes which trial each task plays."""
         return observe(observer)
+
+    def counts(self) -> dict[str, list[int]]:
+        """Per role: how many requests were asked, replayed and missed (JSON values, for
+        another process to `add_counts`)."""
+        return {r: [t.asked, t.replayed, t.missed] for r, t in self.tapes.items()}
+
+    def add_counts(self, counts: Mapping[str, Sequence[int]]) -> None:
+        """Count in `summary` what another process of the run (a pytest-xdist worker)
+        asked, replayed and missed (its `counts`)."""
+        for role, tape in self.tapes.items():
+            asked, replayed, missed = counts.get(role, (0, 0, 0))
+            tape.asked, tape.replayed = tape.asked + asked, tape.replayed + replayed
+            tape.missed += missed
 
     def summary(self) -> str:
         """One line per role that was asked anything: how many requests were replayed,

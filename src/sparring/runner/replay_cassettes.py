@@ -32,7 +32,7 @@ import json
 import math
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -278,8 +278,12 @@ class CassetteWriter:
                 f"cannot record to {self.path}: {e.strerror or e}; give a writable --record DIR"
             ) from None
         self._line(json.dumps({"cassette": role, "version": CASSETTE_VERSION}))
-        for entry in kept:  # as read: masked and checked
-            self._line(_strict_line({k: v for k, v in entry.items() if k != "digest"}))
+        for entry in kept:
+            self.copy(entry)
+
+    def copy(self, entry: dict[str, Any]) -> None:
+        """Append an entry read from a cassette (masked and checked already) as it was."""
+        self._line(_strict_line({k: v for k, v in entry.items() if k != "digest"}))
 
     def write(self, entry: dict[str, Any]) -> None:
         """Append `entry` (JSON values, already masked) as one line, with its digest."""
@@ -298,6 +302,24 @@ class CassetteWriter:
         """Close the file; later writes are dropped."""
         with self._lock:
             self._file.close()
+
+
+def merge_cassettes(parts: Sequence[Path], into: Path) -> None:
+    """Write each role's cassette in `into` with every answer of that role's cassettes in
+    the directories `parts`, in their order: one session recorded in parts (by the
+    pytest-xdist workers), replayed as one. Every part is read before `into` is written.
+
+    Raises:
+        UserError: a part cannot be read or is damaged, or `into` cannot be written.
+    """
+    for role in ROLES:
+        entries = [e for part in parts for e in Cassette.load(role, part).entries]
+        writer = CassetteWriter(role, into, scrub=lambda text: text)  # masked when recorded
+        try:
+            for entry in entries:
+                writer.copy(entry)
+        finally:
+            writer.close()
 
 
 @dataclass(kw_only=True)
