@@ -89,7 +89,7 @@ def _row(
     result: TrialResult | None,
     case: ResolvedCase | None,
 ) -> ConversationRow:
-    status, reason = ("in_progress", None) if result is None else conversation_status(result)
+    status, reason = ("in_progress", None) if result is None else conversation_status(result, case)
     return ConversationRow(
         run_id=run.run_id,
         started_at=run.started_at,

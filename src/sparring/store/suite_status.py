@@ -37,6 +37,7 @@ from sparring.store.suites import (
     get_suite,
     resolved_cases,
 )
+from sparring.store.writer import INTERRUPTED_END
 
 if TYPE_CHECKING:
     from sparring.results import RunResult, TrialResult
@@ -106,25 +107,49 @@ class SuiteSummary:
         return self.status == "in_progress"
 
 
-def conversation_status(trial: TrialResult) -> tuple[ConversationStatus, str | None]:
+def conversation_status(
+    trial: TrialResult, case: ResolvedCase | None = None
+) -> tuple[ConversationStatus, str | None]:
     """The status of a stored conversation (`trial`, judged, overrides applied) and the
-    reason shown above a failed, timed-out, skipped or invalid one (`None` otherwise). A
-    trial that passed (by its checks alone too) is Passed; Done is left for one that had
-    nothing that could pass or fail it. A stored trial is never In progress or Evaluating:
-    the dashboard shows those for trials of a running run that have no result yet."""
+    reason shown above a failed, timed-out, skipped or invalid one (`None` otherwise).
+
+    `case` is the saved suite's test case it ran (`None` for a run of test files). Such a
+    conversation with no agent evaluation attached is judged by nothing but the check that
+    it ended naturally (`sparring.store.suites.case_scenario`): met, it is **Done** (the
+    simulated user reaching its goal is no verdict on the agent); not met (Max turns), it
+    is Failed. Otherwise a trial that passed (by its checks alone too) is Passed, and Done
+    is left for one that had nothing that could pass or fail it. A stored trial is never
+    In progress or Evaluating: the dashboard shows those for trials of a running run that
+    have no result yet."""
     if trial.status == "timed_out":
-        return "timed_out", trial.error or "the conversation ran longer than its timeout"
+        reason = trial.error or "the conversation ran longer than its timeout"
+        return "timed_out", reason if case is None else reason.replace(*_TIMEOUT_SETTING)
     if trial.status == "invalid":
         return "invalid", trial.error
     if trial.status == "error":
         return "failed", trial.error
     if trial.status == "skipped":
         return "skipped", trial.error or "what would judge it could not run"
-    if trial.status == "done":
+    if trial.status == "done" or (case is not None and _ended_naturally(trial, case)):
         return "done", None
     if trial.status == "passed":
         return "passed", None
     return "failed", _failure_reason(trial)
+
+
+_TIMEOUT_SETTING = ("the scenario's `timeout_s`", "Advanced settings -> Timeout of the test case")
+"""How a timed-out conversation's reason names the timeout in a saved suite."""
+
+
+def _ended_naturally(trial: TrialResult, case: ResolvedCase) -> bool:
+    """Whether `trial` of test case `case` passed with no agent evaluation attached, on
+    its checks alone (the natural end; a case with criteria has criterion verdicts)."""
+    return (
+        trial.status == "passed"
+        and not case.evaluations
+        and not trial.insights
+        and all(v.kind == "check" for v in trial.verdicts)
+    )
 
 
 def _failure_reason(trial: TrialResult) -> str | None:
@@ -141,15 +166,18 @@ def _failure_reason(trial: TrialResult) -> str | None:
     return trial.error
 
 
-def run_status(run: RunResult) -> tuple[SuiteStatus, str | None]:
-    """The suite status a finished or interrupted `run` gives, with the failure reason."""
+def run_status(
+    run: RunResult, cases: Sequence[ResolvedCase] = ()
+) -> tuple[SuiteStatus, str | None]:
+    """The suite status a finished or interrupted `run` gives, with the failure reason;
+    `cases` are the test cases of a saved suite's run (see `conversation_status`)."""
     trials = [t for s in run.scenarios for t in s.trials]
     if run.interrupted:
-        done = (
-            f"{len(trials)} of {sum(max(s.planned_trials, len(s.trials)) for s in run.scenarios)}"
-        )
-        return "failed", f"the run was interrupted ({done} conversations ended)"
-    statuses = [conversation_status(t) for t in trials]
+        ended = sum(t.end_reason != INTERRUPTED_END for t in trials)
+        planned = sum(max(s.planned_trials, len(s.trials)) for s in run.scenarios)
+        return "failed", f"the run was interrupted ({ended} of {planned} conversations ended)"
+    by_scenario = {c.scenario_id: c for c in cases}
+    statuses = [conversation_status(t, by_scenario.get(t.scenario_id)) for t in trials]
     return _aggregate(statuses)
 
 
@@ -263,7 +291,7 @@ def _suite_run(store: Store, row: Row[Any]) -> SuiteRun:
     elif row.run_id is None or row.status is None:
         status, reason = "failed", "the run stopped before it started (the server stopped)"
     else:
-        version = (row.status, row.finished_at, row.last_override)
+        version = (row.status, row.finished_at, row.last_override, row.cases)
         status, reason, duration, overridden = _outcome(store, row.run_id, version)
     return SuiteRun(
         id=row.id,
@@ -281,13 +309,13 @@ def _suite_run(store: Store, row: Row[Any]) -> SuiteRun:
 
 @lru_cache(maxsize=4096)
 def _outcome(
-    store: Store, run_id: str, version: tuple[str, str | None, int | None]
+    store: Store, run_id: str, version: tuple[str, str | None, int | None, str]
 ) -> tuple[SuiteStatus, str | None, float | None, bool]:
     """Status, reason, duration and overridden mark of a stored run that is not running,
-    read once per `version` (its stored status, end and newest override: all that can
-    change what is read), so the suites list refreshing itself does not reread every run."""
-    del version  # part of the cache key only
+    read once per `version` (its stored status, end, newest override and test cases (JSON):
+    all that can change what is read), so the suites list refreshing itself does not
+    reread every run."""
     run = load_run(store, run_id)
-    status, reason = run_status(run)
+    status, reason = run_status(run, resolved_cases(version[3]))
     overridden = any(trial_overridden(t) for s in run.scenarios for t in s.trials)
     return status, reason, run.duration_ms or None, overridden
