@@ -162,7 +162,8 @@ async def test_an_ill_typed_or_out_of_range_value_is_an_error_never_a_default(
     outcome = await judge(model)
     got = by_name(outcome.insights)[name]
     assert got.status == "error" and got.value is None and got.passed is None
-    assert got.score is None and problem in (got.error or "")
+    assert got.score == (None if name == "summary" else 0.0)  # an error counting scores 0
+    assert problem in (got.error or "")
     assert "could not be read" in (got.error or "")
     assert len(model.calls) == 2  # the first answer was sent back for the one repair
     others = [i for i in outcome.insights if i.insight != name]
@@ -262,8 +263,8 @@ async def test_insight_ids_must_be_unique_ignoring_case() -> None:
         await judge(ScriptedModel([answer()]), evaluations=[QUALITY, twin])
 
 
-def insight(score: float | None, weight: float = 1.0) -> InsightResult:
-    status = "ok" if score is not None else "error"
+def insight(score: float | None, weight: float = 1.0, *, error: bool = False) -> InsightResult:
+    status = "error" if error or score is None else "ok"
     return InsightResult(
         evaluation="e", insight="i", type="score", status=status, score=score, weight=weight
     )
@@ -276,7 +277,8 @@ def verdict(status: str, kind: str = "criterion") -> Verdict:
 def test_trial_score_is_the_weighted_average_of_insight_scores() -> None:
     assert trial_score([insight(1.0, 1), insight(0.4, 3)], []) == pytest.approx(0.55)
     assert trial_score([insight(1.0, 0), insight(0.5)], []) == 0.5  # weight 0 counts nothing
-    assert trial_score([insight(None), insight(0.25)], []) == 0.25  # errors count nothing
+    assert trial_score([insight(None), insight(0.25)], []) == 0.25  # no score, not counted
+    assert trial_score([insight(0.0, 2, error=True), insight(1.0)], []) == pytest.approx(1 / 3)
 
 
 def test_trial_score_without_insights_is_the_share_of_criteria_met() -> None:

@@ -167,7 +167,26 @@ async def test_a_non_gating_insight_error_does_not_fail_the_trial() -> None:
     trial = only_trial(result)
     assert trial.status == "passed"
     assert [i.status for i in trial.insights] == ["ok", "error"]
-    assert trial.score == 1.0  # the errored insight counts nothing
+    assert trial.score == 0.5  # the errored insight scores 0, as an error criterion is not met
+
+
+async def test_an_errored_insight_never_raises_the_score() -> None:
+    weighted = {
+        "name": "quality",
+        "prompt": "How well was the refund handled?",
+        "insights": [
+            {"name": "resolved", "type": "boolean"},
+            {"name": "tone", "type": "score", "weight": 2},
+            {"name": "kind", "type": "category", "options": ["a", "b"], "score_map": {"a": 1}},
+            {"name": "other", "type": "category", "options": ["a", "b"]},
+            {"name": "note", "type": "text"},
+        ],
+    }
+    values = {"quality.tone": 1.5, "quality.kind": "c", "quality.other": "c", "quality.note": 3}
+    result = await run(scenario(evaluations=[weighted]), judge=Judge(values=values))
+    trial = only_trial(result)
+    assert [i.score for i in trial.insights] == [1.0, 0.0, 0.0, None, None]
+    assert trial.score == pytest.approx(1 / 4)  # resolved 1 of weights 1 + 2 + 1
 
 
 async def test_evaluations_only_with_every_insight_in_error_is_an_error() -> None:

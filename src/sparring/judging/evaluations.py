@@ -9,8 +9,8 @@ quote the agent like a `met` criterion, unless passing means something did not h
 boolean that passes when false).
 
 A trial's **score** (`sparring.results.trial_score`) is the weighted average of its
-insights' scores, or with none, the share of its judged criteria, restrictions and
-`should`s that were met.
+insights' scores (an insight in `error` scores 0), or with none, the share of its judged
+criteria, restrictions and `should`s that were met.
 """
 
 from __future__ import annotations
@@ -94,8 +94,11 @@ class InsightItem:
         )
 
     def error(self, why: str) -> InsightResult:
-        """The insight as `error`: no value, `why` as its error."""
-        return self._base(status="error", error=why)
+        """The insight as `error`: no value, `why` as its error; scored 0 when it counts
+        toward the trial's score (a boolean, a score, a category with a score map), as an
+        `error` criterion counts as not met."""
+        counts = self.insight.type in ("boolean", "score") or self.insight.score_map is not None
+        return self._base(status="error", error=why, score=0.0 if counts else None)
 
     def _base(self, **fields: Any) -> InsightResult:
         insight = self.insight

@@ -93,8 +93,8 @@ class InsightResult(Record):
     of the options, `text` -> str) or `None` when `status` is `error` (missing, ill-typed or
     out-of-range in the judge's answer: never a default). `passed` applies the insight's
     `pass_when` (`None` when it has none, or on error); `score` is its 0-1 contribution to
-    the trial's score (`None` when it does not count: text, category without a score map,
-    or error).
+    the trial's score (`None` when it does not count: text, category without a score map;
+    0 on error for one that counts, as an `error` criterion counts as not met).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -550,7 +550,8 @@ _JUDGED = ("criterion", "restriction", "should")
 
 def trial_score(insights: Sequence[InsightResult], verdicts: Sequence[Verdict]) -> float | None:
     """A trial's 0-1 score: the `weight`-weighted average of its insights' scores (those
-    that have one, weight above 0); without any, the share of its judged criteria,
+    that have one, weight above 0; an insight in `error` that counts scores 0, see
+    `InsightResult.score`); without any, the share of its judged criteria,
     restrictions and `should`s that were `met` (an `error` counts as not met, a skipped one
     not at all); `None` when neither has anything to count. The runner scores each trial
     with it, and the store again after a person overrides a verdict or insight."""
