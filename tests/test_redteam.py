@@ -235,4 +235,4 @@ def test_unknown_plugin_on_the_command_line_is_a_usage_error(tmp_path: Path) -> 
     file.write_text(CALLABLE_FILE.format(ref="chat"), encoding="utf-8")
     done = sparring("redteam", str(file), "--plugins", "sqli")
     assert done.returncode == 2
-    assert "unknown plugin sqli" in done.stderr and "prompt_injection" in done.stderr
+    assert "unknown plugin 'sqli'" in done.stderr and "prompt_injection" in done.stderr

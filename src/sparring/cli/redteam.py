@@ -71,34 +71,62 @@ def redteam_command(
     )
 
 
-def _names(value: str | None, allowed: tuple[str, ...], what: str) -> list[str] | None:
-    """`a,b` as a list of names from `allowed`, or `None` when not given."""
+def _names(
+    value: str | None, allowed: tuple[str, ...], *, what: str, option: str
+) -> list[str] | None:
+    """`a,b` as a list of names from `allowed`, or `None` when not given.
+
+    Raises:
+        UserError: an unknown name (with the closest known one) or no name at all.
+    """
+    from sparring.loaders._places import closest
+
     if value is None:
         return None
     names = [n.strip() for n in value.split(",") if n.strip()]
-    unknown = [n for n in names if n not in allowed]
-    if unknown or not names:
+    if not names:
         raise UserError(
-            f"unknown {what} {', '.join(unknown) or repr(value)}; use a comma-separated "
-            f"list of: {', '.join(allowed)}"
+            f"{option} {value!r} names nothing; use a comma-separated list of: {', '.join(allowed)}"
         )
+    for name in names:
+        if name not in allowed:
+            guess = closest(name, allowed)
+            hint = f"did you mean {guess}? " if guess else ""
+            raise UserError(
+                f"{option}: unknown {what} {name!r}; {hint}use a comma-separated list of: "
+                f"{', '.join(allowed)}"
+            )
     return names
 
 
 def _overridden(
     scenario: RedTeamScenario, *, plugins: str | None, strategies: str | None, attempts: int | None
 ) -> RedTeamScenario:
-    """`scenario` with the command line's plugins, strategies and attempts."""
+    """`scenario` with the command line's plugins, strategies and attempts.
+
+    Raises:
+        UserError: an unknown plugin or strategy, attempts out of 1-100, or a scenario
+            that the options make invalid (at its `file:line`).
+    """
     update: dict[str, Any] = {}
-    if (chosen := _names(plugins, PLUGINS, "plugin")) is not None:
+    if (chosen := _names(plugins, PLUGINS, what="plugin", option="--plugins")) is not None:
         update["plugins"] = chosen
-    if (chosen := _names(strategies, STRATEGIES, "strategy")) is not None:
+    if (
+        chosen := _names(strategies, STRATEGIES, what="strategy", option="--strategies")
+    ) is not None:
         update["strategy"] = chosen
     if attempts is not None:
-        if attempts < 1:
-            raise UserError(f"--attempts {attempts}: give 1 or more attempts per attack")
+        if not 1 <= attempts <= 100:
+            raise UserError(f"--attempts {attempts}: give 1 to 100 attempts per attack")
         update["trials"] = attempts
-    return RedTeamScenario.model_validate({**scenario.model_dump(), **update})
+    try:
+        return RedTeamScenario.model_validate({**scenario.model_dump(), **update})
+    except ValidationError as e:
+        problems = "; ".join(str(error["msg"]) for error in e.errors(include_url=False))
+        raise UserError(
+            f"{scenario.source or scenario.id}: with these options red_team scenario "
+            f"{scenario.id!r} is not valid: {problems}"
+        ) from None
 
 
 def _red_team_scenarios(file: str) -> list[RedTeamScenario]:

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pydantic import ValidationError
+
+from sparring.errors import ConfigError
 from sparring.redteam.plugins import SEVERITY, Attack, attacks, canary_checks, objective
 from sparring.redteam.strategies import CRESCENDO_PERSONA, crescendo_instructions, deliver
 from sparring.scenario import (
@@ -23,34 +26,53 @@ from sparring.scenario import (
     SimulatedScenario,
     SingleTurnScenario,
 )
-from sparring.scenario.red_team import Plugin, Strategy
+from sparring.scenario.red_team import ATTACK_RESISTED_ID, Plugin, Strategy
 
 ATTACK_TAG = "redteam"
 """Tag of every attack scenario."""
-_RESTRICTION_ID = "attack_resisted"
 
 
 def expand_red_team(scenarios: Sequence[AnyScenario]) -> list[AnyScenario]:
     """`scenarios` with each `red_team` scenario replaced by its attack scenarios, in place.
 
     Raises:
-        pydantic.ValidationError: never for a loaded red-team scenario (its fields were
-            validated when it loaded).
+        ConfigError: an attack scenario would not be valid, at the red-team scenario's
+            `file:line` (a loaded red-team scenario is checked for this when it loads, so
+            this is a last guard, never a traceback).
     """
     out: list[AnyScenario] = []
     for scenario in scenarios:
-        if isinstance(scenario, RedTeamScenario):
-            out += attack_scenarios(scenario)
-        else:
+        if not isinstance(scenario, RedTeamScenario):
             out.append(scenario)
+            continue
+        try:
+            out += attack_scenarios(scenario)
+        except ValidationError as e:
+            raise _invalid_attack(scenario, e) from None
     return out
+
+
+def _invalid_attack(red_team: RedTeamScenario, error: ValidationError) -> ConfigError:
+    """The error of a red-team scenario whose attacks would not be valid scenarios."""
+    path, _, line = (red_team.source or "").rpartition(":")
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in e['loc']) or 'scenario'}: {e['msg']}"
+        for e in error.errors(include_url=False)
+    )
+    return ConfigError(
+        f"red_team scenario {red_team.id!r} makes attacks that are not valid scenarios "
+        f"({problems}); change what the red_team scenario gives every attack",
+        path=path or None,
+        line=int(line) if path and line.isdigit() else None,
+    )
 
 
 def attack_scenarios(red_team: RedTeamScenario) -> list[AnyScenario]:
     """The attack scenarios of one red-team scenario: for every plugin, each template
     delivered by each single-shot strategy, and one crescendo conversation if asked for.
 
-    Ids are `<id>/<plugin>/<strategy>/<template>` (`<id>/<plugin>/crescendo`); every attack
+    Ids are `<id>/<plugin>/<strategy>/<template>` (`<id>/<plugin>/crescendo`), the row's
+    `[row-id]` of a data-driven red-team scenario kept at the end; every attack
     has the red-team scenario's target, trials (attempts), tags and extra checks, criteria
     and restrictions. Empty replies are allowed: an agent that says nothing leaked nothing.
     """
@@ -92,14 +114,21 @@ def _common(red_team: RedTeamScenario, plugin: Plugin, strategy: Strategy) -> di
     }
 
 
+def _attack_id(red_team: RedTeamScenario, *parts: str) -> str:
+    """`<id>/<part>/...`, with a data row's `[row-id]` moved to the end: `rt[one]` and
+    `canary_leak`, `plain` give `rt/canary_leak/plain[one]`."""
+    stem, bracket, row = red_team.id.partition("[")
+    return "/".join((stem, *parts)) + bracket + row
+
+
 def _restrictions(red_team: RedTeamScenario, text: str) -> list[Criterion]:
-    own = Criterion(id=_RESTRICTION_ID, text=text[:500], kind="restriction")
+    own = Criterion(id=ATTACK_RESISTED_ID, text=text[:500], kind="restriction")
     return [own, *red_team.restrictions]
 
 
 def _single_shot(red_team: RedTeamScenario, attack: Attack, strategy: Strategy) -> AnyScenario:
     return SingleTurnScenario(
-        id=f"{red_team.id}/{attack.plugin}/{strategy}/{attack.template}",
+        id=_attack_id(red_team, attack.plugin, strategy, attack.template),
         name=f"{attack.plugin} via {strategy}: {attack.template}",
         description=f"Red-team attack ({attack.plugin}, {strategy}).",
         prompt=deliver(attack.text, strategy),
@@ -118,7 +147,7 @@ def _crescendo(red_team: RedTeamScenario, settings: RedTeamSettings, plugin: Plu
     judge's (restriction: the objective was not reached)."""
     goal = objective(plugin, settings)
     return SimulatedScenario(
-        id=f"{red_team.id}/{plugin}/crescendo",
+        id=_attack_id(red_team, plugin, "crescendo"),
         name=f"{plugin} via crescendo",
         description=f"Red-team escalation ({plugin}): the user tries to {goal}.",
         persona=CRESCENDO_PERSONA,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from sparring.scenario.base import ScenarioBase
 from sparring.target_specs import FROZEN
@@ -28,6 +28,13 @@ Plugin = Literal[
 Strategy = Literal["plain", "base64", "leetspeak", "roleplay", "translation", "crescendo"]
 """How an attack is delivered; `crescendo` is a multi-turn escalation played by the
 simulated user, the others send one templated message (no model needed)."""
+ATTACK_RESISTED_ID = "attack_resisted"
+"""Id of the restriction every attack adds (what the judge must find held), so a red-team
+scenario's own restrictions may not use it."""
+ATTACK_ID_ROOM = 48
+"""Characters an attack's id adds to its red-team scenario's id (`/<plugin>/<strategy>/
+<template>`, the row's `[id]` kept at the end), so a red-team id has at most
+128 - 48 = 80 characters and every attack id fits the scenario id limit."""
 PLUGINS: tuple[Plugin, ...] = get_args(Plugin)
 """Every plugin, in report order."""
 STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
@@ -107,3 +114,33 @@ class RedTeamScenario(ScenarioBase):
     @classmethod
     def _canaries(cls, canaries: list[str]) -> list[str]:
         return _real_canaries(canaries)
+
+    @field_validator("id")
+    @classmethod
+    def _room_for_attack_ids(cls, id_: str) -> str:
+        most = 128 - ATTACK_ID_ROOM
+        if len(id_) > most:
+            raise ValueError(
+                f"a red_team scenario's id has at most {most} characters (each attack's id "
+                f"adds its plugin, strategy and template to it); this one has {len(id_)}: "
+                "shorten it"
+            )
+        return id_
+
+    @model_validator(mode="after")
+    def _fits_every_attack(self) -> RedTeamScenario:
+        """What each attack scenario takes from this one must be valid there too."""
+        if any(r.id == ATTACK_RESISTED_ID for r in self.restrictions):
+            raise ValueError(
+                f"restriction id {ATTACK_RESISTED_ID!r} is reserved: every attack adds a "
+                "restriction with that id; rename yours"
+            )
+        single_shot = any(s != "crescendo" for s in self.strategy)
+        most = 1 if single_shot else self.max_turns
+        self._check_turns_within(
+            most,
+            "a single-shot attack is one message: use `turn: 1` or leave `turn` out"
+            if single_shot
+            else f"a crescendo has at most max_turns ({most}) turns",
+        )
+        return self
