@@ -62,9 +62,9 @@ turns:
   - user: "Sure, it's order 10235. The daypack arrived damaged."
     expect:
       tool_calls_include: ["lookup_order", "create_refund"]
-      ordered: true
-      tool_call_args: {tool: create_refund, args: {order_id: "10235"}}
-      reply_matches_all: ['\$94\.50', '(?i)refund']
+      tool_calls_ordered: true
+      tool_calls_args: [{tool: create_refund, args: {order_id: "10235"}}]
+      reply_matches_all: ['\$94\.50', 'REFUND']
 """
 
 WRONG_TOOL = """\

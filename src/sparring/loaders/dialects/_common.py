@@ -1,7 +1,9 @@
-"""What the dialect readers share: unknown keys with did-you-mean, and lists read loosely."""
+"""What the dialect readers share: unknown keys with did-you-mean, lists read loosely, and
+notes about what sparring reads differently."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -44,3 +46,13 @@ def as_list(value: Any) -> list[Any]:
     if value is None:
         return []
     return list(value) if isinstance(value, list) else [value]  # pyright: ignore[reportUnknownArgumentType]
+
+
+class DialectNote(UserWarning):
+    """Something in another tool's test file that sparring reads differently from that tool
+    (a setting it takes from elsewhere, a key it does not use), said at the file's line."""
+
+
+def note(message: str, *, path: str, line: int | None) -> None:
+    """Warn (`DialectNote`) with `message` at `path:line` (line 1 when unknown)."""
+    warnings.warn_explicit(message, DialectNote, path, line or 1)

@@ -2,27 +2,39 @@
 
 A transcript is recognised by its shape: a top-level `turns:` list whose turns use `expect:`,
 `judge:` or `audio:` (or a top-level `runs:` / `judge:`), and no `scenarios:` or `kind:`.
-It becomes one scripted scenario::
+Its keys are those of pytest-agent-eval's published schema (`transcript.json`); it becomes
+one scripted scenario::
 
-    id: booking                    ->  id: booking
-    runs: 3                        ->  trials: 3
-    threshold / tags               ->  the same
-    turns[n].user / .audio         ->  turns[n].user / .audio (a WAV for a voice target)
-    turns[n].expect                ->  turns[n].checks:
-      reply_contains_any: [a, b]         {contains: [a, b]}            (any of them)
-      reply_matches_all: [p, q]          {regex: p}, {regex: q}        (all of them)
+    id / tags                      ->  id / tags
+    threshold                      ->  threshold (default 0.8, pytest-agent-eval's)
+    runs                           ->  trials
+    turns[n].user                  ->  turns[n].user
+    turns[n].audio                 ->  turns[n].audio for a voice target; otherwise not used
+    turns[n].expect                ->  turns[n].checks (text checks ignore case, as theirs):
+      reply_contains_any / _all          {contains: [a, b], match: any / all}
+      reply_matches_any: [p, q]          {regex: "(?|(?:p)|(?:q))", ignore_case: true}
+      reply_matches_all: [p, q]          {regex: p, ignore_case: true}, {regex: q, ...}
       tool_calls_include / _exclude      {tool_called: {include, exclude, ordered}}
-      ordered: true
-      tool_call_args: {tool, args}       {tool_args: {tool, args, match}}
-    turns[n].judge.rubric          ->  turns[n].should (judged on that reply)
+        tool_calls_ordered: true
+      tool_calls_args: [{tool, args, mode}]   {tool_args: {tool, args, match: mode}}
+      tool_calls_args: [{tool, judge}]   tool_args_judge: {tool, rubric} (scenario level: the
+                                         tool's calls in the whole conversation)
+      judge: {rubric, model}             turns[n].should (judged on that reply)
+    turns[n].judge.rubric          ->  turns[n].should (the turn-level spelling)
     judge.rubric                   ->  criteria (judged on the whole conversation)
 
+A rubric that does not read as a verb phrase ("The reply must confirm ...") becomes the
+`should` "meet this rubric: <rubric>". Notes (`DialectNote`, at the line) say what is not
+used: a judge's `model:` (sparring judges with its `judge_model` setting), and `audio:`
+when the target is not a voice target (the `user:` text is sent instead; a voice target
+plays the WAV, and a missing one is a load error naming `sparring synthesize`).
+
 `[tool.agent_eval]` in the nearest pyproject.toml gives `threshold` and `runs` to
-transcripts without them (its `model` and `yaml_dirs` are read with the settings), with a
-note to move them to `[tool.sparring]`. pytest-agent-eval takes the agent from a pytest
-fixture, so the target comes from the transcript's own `target:` or from `target` in
-`[tool.agent_eval]` (a sparring target spec, e.g. `{type = "callable", ref = "app:agent"}`).
-A turn's `audio:` is kept: a voice target (`type: voice`) plays it instead of the text.
+transcripts without them (its `model`, `judge_model`, `yaml_dirs`, `live` and `groups` are
+read with the settings), with a note to move them to `[tool.sparring]`. pytest-agent-eval
+takes the agent from a pytest fixture, so the target comes from the transcript's own
+`target:` or from `target` in `[tool.agent_eval]` (a sparring target spec, e.g.
+`{type = "callable", ref = "app:agent"}`).
 """
 
 from __future__ import annotations
@@ -34,24 +46,19 @@ from typing import Any, cast
 
 from sparring.loaders._moves import Move, moved
 from sparring.loaders._parse import Document, Loc, is_mapping
-from sparring.loaders.dialects._common import as_list, unknown_keys
+from sparring.loaders.dialects._common import DialectNote, as_list
+from sparring.loaders.dialects.agent_eval_expect import Reading, turn_expectations
+from sparring.loaders.dialects.agent_eval_expect import rubric as judge_rubric
 from sparring.loaders.errors import Problem
 
-DIALECT = "a pytest-agent-eval transcript"
 TOP_KEYS = ("id", "threshold", "runs", "tags", "turns", "judge", "description", "target")
 TURN_KEYS = ("user", "audio", "expect", "judge")
-EXPECT_KEYS = (
-    "reply_contains_any",
-    "reply_matches_all",
-    "tool_calls_include",
-    "tool_calls_exclude",
-    "ordered",
-    "tool_call_args",
-)
-_TOOL_CALLED = ("tool_calls_include", "tool_calls_exclude", "ordered")
+DEFAULT_THRESHOLD = 0.8
+"""pytest-agent-eval's pass fraction for a transcript without `threshold`."""
+_SETTINGS_KEYS = ("model", "judge_model", "threshold", "runs", "yaml_dirs", "live", "groups")
 
 
-class AgentEvalSettingsNote(UserWarning):
+class AgentEvalSettingsNote(DialectNote):
     """`[tool.agent_eval]` settings were used; the note says where they go in sparring."""
 
 
@@ -69,37 +76,38 @@ def to_native(doc: Document, *, path: str) -> tuple[Document, list[Problem]]:
 
     Returns:
         The native document, or the problems: unknown keys (with did-you-mean), a
-        `judge:` without `rubric`, no target anywhere.
+        `judge:` without `rubric`, a `tool_calls_args` item with neither `args` nor
+        `judge`, a `reply_matches_any` pattern that does not compile, no target anywhere.
     """
     data: dict[str, Any] = doc.data
-    problems = unknown_keys(data, (), TOP_KEYS, doc=doc, path=path, dialect=DIALECT)
+    reading = Reading(doc, path)
+    reading.unknown(data, (), TOP_KEYS)
     native: dict[str, Any] = {
         k: data[k] for k in ("id", "threshold", "tags", "description") if k in data
     }
-    moves: list[Move] = [((k,), (k,)) for k in native]
+    reading.moves += [((k,), (k,)) for k in native]
     settings = _settings(path)
-    _defaults(native, data, settings, moves)
+    _defaults(native, data, settings, reading.moves)
     target = data.get("target", settings.table.get("target"))
     if target is None:
-        problems.append(Problem(path, *doc.position(()), _NO_TARGET))
+        reading.problem((), _NO_TARGET)
     else:
         native["target"] = target
-        moves.append((("target",), ("target",)))
-    turns: list[Any] = []
-    for n, turn in enumerate(as_list(data.get("turns"))):
-        native_turn, trouble = _turn(turn, ("turns", n), doc=doc, path=path, moves=moves)
-        turns.append(native_turn)
-        problems += trouble
-    native["turns"] = turns
-    rubric, trouble = _rubric(data, (), doc=doc, path=path)
-    problems += trouble
-    if rubric is not None:
-        native["criteria"] = [rubric]
-        moves.append((("judge", "rubric"), ("criteria", 0)))
-    if problems:
-        return doc, problems
+        reading.moves.append((("target",), ("target",)))
+    voice = is_mapping(target) and target.get("type") == "voice"
+    turns = as_list(data.get("turns"))
+    native["turns"] = [_turn(t, ("turns", n), reading, voice=voice) for n, t in enumerate(turns)]
+    criterion = judge_rubric(data, (), reading)
+    if criterion is not None:
+        native["criteria"] = [criterion]
+        reading.moves.append((("judge", "rubric"), ("criteria", 0)))
+    if reading.tool_args_judge:
+        native["tool_args_judge"] = reading.tool_args_judge
+    if reading.problems:
+        return doc, reading.problems
     settings.note()
-    return moved(doc, native, moves), []
+    reading.emit_notes()
+    return moved(doc, native, reading.moves), []
 
 
 _NO_TARGET = (
@@ -108,84 +116,41 @@ _NO_TARGET = (
     'e.g. `target = {type = "callable", ref = "my_app:agent"}` under [tool.agent_eval], or '
     'add `target: {url: "http://localhost:8000/chat"}` to this file'
 )
+_AUDIO_NOT_USED = (
+    "`audio:` is not used: the target is not a voice target (`type: voice`), so each turn's "
+    "`user:` text is sent; a voice target plays the WAV (`sparring synthesize` writes "
+    "missing ones)"
+)
 
 
 def _defaults(
     native: dict[str, Any], data: dict[str, Any], settings: _Settings, moves: list[Move]
 ) -> None:
-    """`runs` as `trials`, then the `[tool.agent_eval]` defaults for what the file lacks."""
+    """`runs` as `trials`, then the `[tool.agent_eval]` defaults for what the file lacks,
+    then pytest-agent-eval's own default threshold."""
     if "runs" in data:
         native["trials"] = data["runs"]
         moves.append((("runs",), ("trials",)))
     elif "runs" in settings.table:
         native["trials"] = settings.use("runs")
-    if "threshold" not in native and "threshold" in settings.table:
-        native["threshold"] = settings.use("threshold")
+    if "threshold" not in native:
+        given = "threshold" in settings.table
+        native["threshold"] = settings.use("threshold") if given else DEFAULT_THRESHOLD
 
 
-def _turn(
-    turn: Any, loc: Loc, *, doc: Document, path: str, moves: list[Move]
-) -> tuple[Any, list[Problem]]:
+def _turn(turn: Any, loc: Loc, reading: Reading, *, voice: bool) -> Any:
+    """One turn as a native scripted turn; its `audio:` kept for a `voice` target only."""
     if not is_mapping(turn):
-        return turn, []  # validation says what a turn must be
-    problems = unknown_keys(turn, loc, TURN_KEYS, doc=doc, path=path, dialect=DIALECT)
-    native: dict[str, Any] = {k: turn[k] for k in ("user", "audio") if k in turn}
-    moves.append((loc, loc))
-    expect = turn.get("expect")
-    problems += unknown_keys(
-        expect, (*loc, "expect"), EXPECT_KEYS, doc=doc, path=path, dialect=DIALECT
-    )
-    if is_mapping(expect):
-        native["checks"] = _checks(expect, loc, moves)
-    rubric, trouble = _rubric(turn, loc, doc=doc, path=path)
-    problems += trouble
-    if rubric is not None:
-        native["should"] = [rubric]
-        moves.append(((*loc, "judge", "rubric"), (*loc, "should", 0)))
-    return native, problems
-
-
-def _checks(expect: dict[str, Any], loc: Loc, moves: list[Move]) -> list[dict[str, Any]]:
-    """The sparring checks of one `expect:` mapping, each placed at the key it came from."""
-    checks: list[tuple[str, dict[str, Any]]] = []
-    if "reply_contains_any" in expect:
-        value = expect["reply_contains_any"]
-        checks.append(("reply_contains_any", {"type": "contains", "value": value, "match": "any"}))
-    for pattern in as_list(expect.get("reply_matches_all")):
-        checks.append(("reply_matches_all", {"type": "regex", "pattern": pattern}))
-    if expect.keys() & set(_TOOL_CALLED):
-        called: dict[str, Any] = {"type": "tool_called"}
-        for key, field in zip(_TOOL_CALLED, ("include", "exclude", "ordered"), strict=True):
-            if key in expect:
-                called[field] = as_list(expect[key]) if field != "ordered" else expect[key]
-        first = next(k for k in _TOOL_CALLED if k in expect)
-        checks.append((first, called))
-    for args in as_list(expect.get("tool_call_args")):
-        body = dict(args) if is_mapping(args) else {"tool": args}
-        checks.append(("tool_call_args", {"type": "tool_args", **body}))
-    for k, (key, _) in enumerate(checks):
-        moves.append(((*loc, "expect", key), (*loc, "checks", k)))
-    moves.append(((*loc, "expect"), (*loc, "checks")))
-    return [check for _, check in checks]
-
-
-def _rubric(
-    owner: dict[str, Any], loc: Loc, *, doc: Document, path: str
-) -> tuple[Any, list[Problem]]:
-    """`owner["judge"]["rubric"]`, or None when there is no `judge:`."""
-    judge = owner.get("judge")
-    if judge is None:
-        return None, []
-    if not is_mapping(judge) or "rubric" not in judge:
-        return None, [
-            Problem(
-                path,
-                *doc.position((*loc, "judge")),
-                '`judge:` needs a `rubric:`, e.g. `judge: {rubric: "Confirms the booking."}`',
-            )
-        ]
-    extra = unknown_keys(judge, (*loc, "judge"), ("rubric",), doc=doc, path=path, dialect=DIALECT)
-    return judge["rubric"], extra
+        return turn  # validation says what a turn must be
+    reading.unknown(turn, loc, TURN_KEYS)
+    native: dict[str, Any] = {"user": turn["user"]} if "user" in turn else {}
+    reading.moves.append((loc, loc))
+    if "audio" in turn and voice:
+        native["audio"] = turn["audio"]
+    elif "audio" in turn and not any(m == _AUDIO_NOT_USED for _, m in reading.notes):
+        reading.notes.append(((*loc, "audio"), _AUDIO_NOT_USED))
+    native.update(turn_expectations(turn, loc, reading))
+    return native
 
 
 class _Settings:
@@ -193,7 +158,7 @@ class _Settings:
 
     def __init__(self, table: dict[str, Any], pyproject: Path | None, line: int) -> None:
         self.table, self.pyproject, self.line = table, pyproject, line
-        self.used = bool(table.keys() & {"model", "yaml_dirs", "target"})
+        self.used = bool(table.keys() & {*_SETTINGS_KEYS, "target"} - {"threshold", "runs"})
 
     def use(self, key: str) -> Any:
         self.used = True
@@ -203,12 +168,12 @@ class _Settings:
         """Warn once per pyproject.toml that `[tool.agent_eval]` settings were used."""
         if not (self.used and self.pyproject):
             return
-        keys = ", ".join(k for k in ("model", "threshold", "runs", "yaml_dirs") if k in self.table)
+        keys = ", ".join(k for k in _SETTINGS_KEYS if k in self.table)
         warnings.warn_explicit(
-            f"[tool.agent_eval] settings are used ({keys or 'target'}); in sparring, `model` and "
-            "`yaml_dirs` belong in [tool.sparring], and `threshold` and `runs` (as `trials`) "
-            "on each scenario or as `sparring run --trials N`; [tool.sparring] wins where "
-            "both are set",
+            f"[tool.agent_eval] settings are used ({keys or 'target'}); in sparring, `model`, "
+            "`judge_model`, `yaml_dirs`, `live` and `groups` (`pytest_markers` as `markers`) "
+            "belong in [tool.sparring], and `threshold` and `runs` (as `trials`) on each "
+            "scenario or as `sparring run --trials N`; [tool.sparring] wins where both are set",
             AgentEvalSettingsNote,
             str(self.pyproject),
             self.line,

@@ -14,18 +14,21 @@ A file is recognised by its shape: a top-level `config:` mapping (with `kind`,
 Plainwright's defaults apply: persona "A typical first-time user of this product.", goal the
 description else "Get help with a typical request.", max_turns 6, the criterion "The
 assistant helps the user achieve their goal: <goal>" when none is given. A website chat
-target (no `url` or `agent_url`, or `type: browser`) is a load error: sparring cannot drive
-a chat widget yet.
+target (no `url` or `agent_url`, `type: browser`, or no target at all) is a `browser`
+target (`chat_url`, `chat_hint`; without `chat_url`, the `site_url` setting). An A2A
+target's `timeout_s` must be 1-300 as in Plainwright; its `rpc_url` is accepted and not
+used (a note says so): sparring reads the agent card at `agent_url` and sends messages to
+the endpoint the card names.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from sparring.loaders._moves import Move, moved
 from sparring.loaders._parse import Document, Loc, is_mapping
-from sparring.loaders.dialects._common import unknown_keys
+from sparring.loaders.dialects._common import note, unknown_keys
 from sparring.loaders.errors import Problem
 
 DIALECT = "a Plainwright conversation test"
@@ -40,7 +43,8 @@ CONFIG_KEYS = (
     "threshold",
 )
 HTTP_KEYS = ("type", "url", "method", "headers", "body_template", "response_path", "timeout_s")
-A2A_KEYS = ("type", "agent_url", "headers", "timeout_s")
+A2A_KEYS = ("type", "agent_url", "headers", "rpc_url", "timeout_s")
+A2A_TIMEOUT_S = (1, 300)
 BROWSER_KEYS = ("type", "chat_url", "chat_hint")
 MAX_TURNS = (1, 12)
 TRIALS = (1, 10)
@@ -177,9 +181,7 @@ def _target(target: Any, *, doc: Document, path: str) -> tuple[Any, list[Problem
         problems = unknown_keys(target, loc, HTTP_KEYS, doc=doc, path=path, dialect=DIALECT)
         return {**target, "type": "http"}, problems
     if kind == "a2a":
-        problems = unknown_keys(target, loc, A2A_KEYS, doc=doc, path=path, dialect=DIALECT)
-        spec = {k: v for k, v in target.items() if k != "agent_url"}
-        return {**spec, "type": "a2a", "url": target.get("agent_url")}, problems
+        return _a2a(target, doc=doc, path=path)
     return None, [
         Problem(
             path,
@@ -188,3 +190,30 @@ def _target(target: Any, *, doc: Document, path: str) -> tuple[Any, list[Problem
             "http (a `url`), a2a (an `agent_url`) or browser (a `chat_url`)",
         )
     ]
+
+
+def _a2a(target: dict[str, Any], *, doc: Document, path: str) -> tuple[Any, list[Problem]]:
+    """An A2A target: `agent_url` as `url`, `timeout_s` within 1-300; `rpc_url` noted."""
+    loc: Loc = ("config", "target")
+    problems = unknown_keys(target, loc, A2A_KEYS, doc=doc, path=path, dialect=DIALECT)
+    timeout = target.get("timeout_s")
+    low, high = A2A_TIMEOUT_S
+    number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
+    if number and not low <= cast(float, timeout) <= high:
+        problems.append(
+            Problem(
+                path,
+                *doc.position((*loc, "timeout_s"), value=True),
+                f"timeout_s is {timeout}; Plainwright allows {low} to {high} seconds per "
+                "request to an A2A agent",
+            )
+        )
+    if "rpc_url" in target and not problems:
+        note(
+            f"rpc_url {target['rpc_url']!r} is not used: sparring reads the agent card at "
+            "agent_url and sends messages to the endpoint the card names",
+            path=path,
+            line=doc.position((*loc, "rpc_url"))[0],
+        )
+    spec = {k: v for k, v in target.items() if k not in ("agent_url", "rpc_url")}
+    return {**spec, "type": "a2a", "url": target.get("agent_url")}, problems
