@@ -4,6 +4,7 @@ a scripted LLM, a TTS speaking silence); nothing goes over the network."""
 
 from __future__ import annotations
 
+import logging
 from array import array
 from pathlib import Path
 from typing import Any
@@ -160,7 +161,7 @@ def test_yaml_livekit_target_takes_the_streaming_settings() -> None:
 
 class Greeter(Agent):
     async def on_enter(self) -> None:
-        self.session.generate_reply()
+        self.session.generate_reply()  # pyright: ignore[reportUnknownMemberType]
 
 
 async def test_a_greeting_is_over_before_the_first_message_and_opens_the_first_reply() -> None:
@@ -179,3 +180,20 @@ async def test_a_greeting_is_over_before_the_first_message_and_opens_the_first_r
         await conversation.close()
     assert reply.parts == ("Welcome to booking.", "How can I help?")
     assert reply.raw == {"heard": ["hello"]}
+
+
+async def test_files_fail_the_turn_and_a_normal_end_logs_no_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from sparring.targets.attachments import attachment_of
+
+    caplog.set_level(logging.ERROR)
+    conversation = await adapter(Booking([], [])).open_session()
+    try:
+        receipt = attachment_of("receipt.txt", b"Order 10237")
+        sent = Message(role="user", content="Here it is.", files=(receipt,))
+        with pytest.raises(TargetError, match=r"audio only.*\(receipt.txt\)"):
+            await conversation.send(Transcript(messages=(sent,)))
+    finally:
+        await conversation.close()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

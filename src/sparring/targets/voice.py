@@ -10,7 +10,12 @@ trials of a scripted turn are spoken once.
 `VoiceCallableTarget` calls a Python function `agent(audio, history) -> reply` for any voice
 stack: `audio` is the WAV file's bytes; `history` is the conversation before this message as
 `[{"role": "user" | "assistant", "content": str}]` (what the user said, as written in the
-test or by the simulated user, and the agent's replies as recorded). The reply is anything a
+test or by the simulated user, and the agent's replies as recorded; an earlier message sent
+with files has them under `"files"`, as a callable target's history has). A message sent
+with files is played as `agent(audio, history, files=files)`, `files` in that same shape,
+`[{"name": str, "mime_type": str, "data": str}]` (`data` base64); a function without a
+`files` parameter (or `**kwargs`) then fails the trial naming the files, never dropping
+them. The reply is anything a
 callable target's function may return (a str, `(text, tool_calls)`, a `Message`), or a
 `VoiceReply` carrying the spoken reply's WAV: its length becomes the reply's `audio_ms`, and
 as a function answers all at once, its time to first audio (`first_audio_ms`) is the
@@ -33,6 +38,7 @@ from typing import Any
 from sparring.errors import MissingPart, ModelError, TargetError, UserError
 from sparring.models.speech import SpeechProvider, read_wav, speech_provider
 from sparring.target_specs import VoiceTargetSpec
+from sparring.targets.attachments import FileEntry, file_entries
 from sparring.targets.base import StatelessSession, Target
 from sparring.targets.callable import CallableTarget, load_callable
 from sparring.targets.templates import History, chat_history, tool_calls_from
@@ -40,8 +46,9 @@ from sparring.transcript import Message, Transcript
 
 SPOKEN_KEPT = 128
 """Texts a `UserAudio` keeps the speech of (least recently used dropped)."""
-VoiceFunction = Callable[[bytes, History], Any]
-"""`agent(audio, history) -> reply`, sync or async."""
+VoiceFunction = Callable[..., Any]
+"""`agent(audio, history) -> reply` (plus `files=` for a message sent with files), sync or
+async."""
 
 
 class UserAudio:
@@ -135,15 +142,26 @@ class VoiceCallableTarget:
     async def aclose(self) -> None:
         """Nothing to release."""
 
-    async def call(self, audio: bytes, history: History) -> Message:
-        """Call the function; its reply as an agent `Message`.
+    async def call(
+        self, audio: bytes, history: History, files: list[FileEntry] | None = None
+    ) -> Message:
+        """Call the function (with `files=files` when there are some); its reply as an
+        agent `Message`.
 
         Raises:
-            TargetError: the function raised or returned no reply, or a `VoiceReply`'s
-                audio is not a WAV.
+            TargetError: the function raised or returned no reply, a `VoiceReply`'s audio
+                is not a WAV, or `files` were given to a function without a `files`
+                parameter.
             TargetTimeout: no reply within `timeout_s`.
         """
-        wrapped = _with_audio(self.fn, audio, self.name)
+        if files and not _takes_files(self.fn):
+            names = ", ".join(f["name"] for f in files)
+            raise TargetError(
+                f"target {self.name!r} was sent the files of this message ({names}), but "
+                "its function takes no `files` parameter: define it as `agent(audio, "
+                'history, files=None)` to get them as [{"name", "mime_type", "data"}]'
+            )
+        wrapped = _with_audio(self.fn, audio, self.name, files)
         reply = await CallableTarget(wrapped, name=self.name, timeout_s=self.timeout_s).call(
             history
         )
@@ -160,21 +178,40 @@ class VoiceCallableSession(StatelessSession):
 
     async def send(self, transcript: Transcript, /) -> Message:
         """Play the last (user) message's audio to the function, with the earlier
-        conversation as history."""
+        conversation as history and the message's files."""
         messages = transcript.messages
         if not messages or messages[-1].role != "user":
             raise ValueError("a target session is sent a transcript ending with a user message")
-        audio = await self._target.audio.for_message(messages[-1])
-        return await self._target.call(audio, chat_history(messages[:-1]))
+        message = messages[-1]
+        audio = await self._target.audio.for_message(message)
+        files = file_entries(message.files) or None
+        return await self._target.call(audio, chat_history(messages[:-1]), files)
 
     async def close(self) -> None:
         """Nothing to release."""
 
 
-def _with_audio(fn: VoiceFunction, audio: bytes, name: str) -> Callable[[History], Any]:
-    """`fn` with `audio` bound, turning a `VoiceReply` into a `Message`; async when `fn` is."""
+def _takes_files(fn: VoiceFunction) -> bool:
+    """Whether `fn` accepts `files=` (a `files` parameter or `**kwargs`); a function whose
+    signature cannot be read is assumed to (the call says if not)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return any(
+        p.kind is inspect.Parameter.VAR_KEYWORD or (p.name == "files" and p.kind in named)
+        for p in parameters
+    )
+
+
+def _with_audio(
+    fn: VoiceFunction, audio: bytes, name: str, files: list[FileEntry] | None
+) -> Callable[[History], Any]:
+    """`fn` with `audio` (and `files=files` when given) bound, turning a `VoiceReply` into a
+    `Message`; async when `fn` is."""
     call = getattr(fn, "__call__", None)  # noqa: B004  # objects with `async def __call__`
-    bound = functools.partial(fn, audio)
+    bound = functools.partial(fn, audio, files=files) if files else functools.partial(fn, audio)
     if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call):
 
         async def answer(history: History) -> Any:

@@ -24,7 +24,8 @@ greeting) is over before the first user message. The reply is recorded as:
   end of the user's audio to its first assistant message;
 - `raw`: `{"heard": [...]}`, the user transcripts the session's STT produced.
 
-Earlier turns (unfold, `preload`) go into the agent's chat context as text.
+Earlier turns (unfold, `preload`) go into the agent's chat context as text. A message sent
+with files ends the trial as an error naming them: a session hears audio only.
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ class _Microphone(AudioInput):
     async def __anext__(self) -> rtc.AudioFrame:
         try:
             return await self._receive.receive()
-        except anyio.EndOfStream:
+        except (anyio.EndOfStream, anyio.ClosedResourceError):  # closed: a normal end
             raise StopAsyncIteration from None
 
     def close(self) -> None:
@@ -277,10 +278,18 @@ class LiveKitConversation:
         """Play the last (user) message into the session; return the agent's reply.
 
         Raises:
-            TargetError: the message's audio is not a WAV, or the session closed.
+            TargetError: the message has files (a session hears audio only), its audio is
+                not a WAV, or the session closed.
             TargetTimeout: no complete reply within the adapter's `timeout_s`.
         """
         message = transcript.messages[-1]
+        if message.files:
+            raise TargetError(
+                f"{self._adapter.name}: a LiveKit AgentSession hears audio only, so it cannot "
+                f"take the files of this message ({', '.join(f.name for f in message.files)}); "
+                "test files through a voice callable (`files=`), an http, openai_chat, a2a "
+                "or callable target"
+            )
         wav = await self._adapter.audio.for_message(message)
         try:
             frames = pcm_frames(
