@@ -21,7 +21,7 @@ from sparring.store.suites import SuiteCase
 from sparring.store.writer import RunWriter
 from sparring.targets.scripted import ScriptedTarget
 from tests.test_platform_store import AGENT, REPLY, Models, published
-from tests.test_store import _record
+from tests.test_store import _record  # pyright: ignore[reportPrivateUsage]
 
 
 @pytest.fixture

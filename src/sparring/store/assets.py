@@ -2,7 +2,7 @@
 
 An asset's `kind` is `agent` (a revision holds a `target:` mapping as in test files, e.g.
 `{type: openai_chat, base_url, model, system_prompt}`), `simulated_user` (`job_title`,
-`description`, `system_prompt`, `mode`, `evaluations`: names of agent evaluations, as
+`description`, `system_prompt`, `mode`, `evaluations`: the attached agent evaluations, as
 `sparring.scenario.evaluations.SimulatedUser` minus its name) or `evaluation`
 (`description`, `prompt`, `insights`, as `Evaluation` minus its name). Contents are
 validated with those specs when saved and kept normalised (every field, as JSON).
@@ -13,6 +13,10 @@ Draft or Preview revision the Published one (the one before it is Archived); **R
 adds a Draft with an earlier revision's content; **Clone** makes a new asset
 "<name> - clone" whose first Draft has the same content; **Archive** archives the asset
 and all its revisions (irreversible: it can no longer be changed or selected).
+
+A simulated user attaches agent evaluations by name when saved, and keeps them by asset id
+(`Revision.attached`), so renaming an evaluation keeps it attached; its revisions' content
+names them as they are called now.
 
 Names are free text (1-255 characters, unique per kind); specs and verdict ids use the
 asset's `spec_name` (letters, digits, `_`, `-`).
@@ -54,8 +58,11 @@ class AssetNotFound(AssetError):
 @dataclass(frozen=True, kw_only=True)
 class Revision:
     """One revision of an asset: `number` (1-based), `state`, `content` (the normalised
-    spec as a JSON-ready dict), when and by whom it was made, and `origin` (e.g. "revert
-    of 2", "clone of Frustrated customer:3"; `None` for a plain save)."""
+    spec as a JSON-ready dict; a simulated user's `evaluations` by their current names),
+    when and by whom it was made, `origin` (e.g. "revert of 2", "clone of Frustrated
+    customer:3"; `None` for a plain save), and a simulated user's `attached` agent
+    evaluations by asset id (a name instead: one kept before ids were, that no evaluation
+    had then)."""
 
     asset_id: int
     number: int
@@ -64,6 +71,7 @@ class Revision:
     created_at: str
     author: str | None
     origin: str | None
+    attached: tuple[int | str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -399,17 +407,18 @@ def _name_free(conn: Connection, kind: AssetKind, name: str) -> None:
 def _checked(
     conn: Connection, kind: AssetKind, name: str, content: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """`validate_content`, plus: a simulated user's agent evaluations must exist."""
+    """`validate_content`, plus: a simulated user's agent evaluations must exist; they are
+    kept by asset id."""
     checked = validate_content(kind, name, content)
     if kind == "simulated_user":
         checked["evaluations"] = [
-            _evaluation_name(conn, name, e) for e in checked.get("evaluations", [])
+            _evaluation_id(conn, name, e) for e in checked.get("evaluations", [])
         ]
     return checked
 
 
-def _evaluation_name(conn: Connection, user: str, evaluation: str) -> str:
-    """The name of the active agent evaluation simulated user `user` attaches as
+def _evaluation_id(conn: Connection, user: str, evaluation: str) -> int:
+    """The id of the active agent evaluation simulated user `user` attaches as
     `evaluation` (its name or `spec_name`)."""
     found = _id_by_name(conn, "evaluation", evaluation, active=True)
     if found is None:
@@ -417,7 +426,7 @@ def _evaluation_name(conn: Connection, user: str, evaluation: str) -> str:
             f"simulated user {user!r} attaches the agent evaluation {evaluation!r}, which "
             "does not exist (or is archived); create it or remove it"
         )
-    return conn.execute(select(assets.c.name).where(assets.c.id == found)).scalar_one()
+    return found
 
 
 def _id_by_name(
@@ -447,18 +456,17 @@ def _insert_revision(
     author: str | None,
     origin: str | None,
 ) -> Revision:
-    revision = Revision(
-        asset_id=asset_id,
-        number=number,
-        state=state,
-        content=content,
-        created_at=now_iso(),
-        author=author,
-        origin=origin,
-    )
-    row = {**revision.__dict__, "content": json.dumps(content)}
+    row = {
+        "asset_id": asset_id,
+        "number": number,
+        "state": state,
+        "content": json.dumps(content),
+        "created_at": now_iso(),
+        "author": author,
+        "origin": origin,
+    }
     conn.execute(insert(asset_revisions), row)
-    return revision
+    return _load(conn, asset_id).revision(number)
 
 
 def _set_state(conn: Connection, asset_id: int, number: int, state: RevisionState) -> None:
@@ -491,6 +499,10 @@ def _load(conn: Connection, asset_id: int) -> Asset:
         .where(asset_revisions.c.asset_id == asset_id)
         .order_by(asset_revisions.c.number)
     ).all()
+    names: dict[int | str, str] = {}
+    if row.kind == "simulated_user":
+        query = select(assets.c.id, assets.c.name).where(assets.c.kind == "evaluation")
+        names = {i: n for i, n in conn.execute(query)}
     return Asset(
         id=row.id,
         kind=row.kind,
@@ -498,19 +510,25 @@ def _load(conn: Connection, asset_id: int) -> Asset:
         created_at=row.created_at,
         author=row.author,
         archived=row.archived_at is not None,
-        revisions=tuple(_revision(r) for r in revisions),
+        revisions=tuple(_revision(r, names) for r in revisions),
     )
 
 
-def _revision(row: Row[Any]) -> Revision:
+def _revision(row: Row[Any], names: Mapping[int | str, str]) -> Revision:
+    """Revision `row`; a simulated user's attached evaluations named by `names` (by id)."""
+    content = json.loads(row.content)
+    attached: tuple[int | str, ...] = tuple(content.get("evaluations", ()))
+    if attached:
+        content["evaluations"] = [names.get(e, str(e)) for e in attached]
     return Revision(
         asset_id=row.asset_id,
         number=row.number,
         state=row.state,
-        content=json.loads(row.content),
+        content=content,
         created_at=row.created_at,
         author=row.author,
         origin=row.origin,
+        attached=attached,
     )
 
 

@@ -20,7 +20,7 @@ from sparring.errors import UserError
 from sparring.results import SCHEMA_VERSION
 from sparring.store.location import shown_url
 
-HEAD_REVISION = "0005"
+HEAD_REVISION = "0006"
 """The newest store schema revision this sparring knows (`migrations/versions`)."""
 _MIGRATION_LOCK = 7_370_001
 """PostgreSQL advisory lock id held while a store is checked and migrated."""

@@ -298,9 +298,13 @@ def _resolve_case(
     agent_revision = runnable_revision(agent, case.agent_revision, where=where)
     user_revision = runnable_revision(user, case.user_revision, where=where)
     evaluations: list[tuple[Asset, Revision]] = []
-    for name in user_revision.content.get("evaluations", []):
+    for ref in user_revision.attached:
         try:
-            asset = find_asset(store, "evaluation", name)
+            asset = (
+                get_asset(store, ref)
+                if isinstance(ref, int)
+                else find_asset(store, "evaluation", ref)
+            )
             revision = runnable_revision(asset, None, where=f" attached to {user.name!r}")
         except AssetError as e:
             raise SuiteError(f"test case {number} cannot run: {e}") from None
