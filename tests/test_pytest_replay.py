@@ -325,3 +325,44 @@ def test_bad_replay_options_are_usage_errors(
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+PYTHON_TESTS = """
+import pytest
+
+from sparring import Suite
+
+suite = Suite(target="{url}")
+
+
+@suite.scenario
+async def test_suite_books():
+    async with suite.session() as session:
+        response = await session.send("Book me a slot")
+        await response.should("confirm the booking")
+
+
+@pytest.mark.sparring(trials=2)
+async def test_marked_books(sparring):
+    async with sparring.session("{url}") as session:
+        response = await session.send("Book me a slot at noon")
+        await response.should("confirm the booking")
+"""
+
+
+def test_python_tests_sessions_and_shoulds_replay_strictly(
+    pytester: pytest.Pytester, agent: EchoServer
+) -> None:
+    url = agent.url("/chat")
+    project(pytester, url, model="scripted:judge", text=ONLY_CHECKS)
+    pytester.makepyfile(test_python=PYTHON_TESTS.format(url=url))
+    recorded = pytester.runpytest(*LIVE, "--sparring-record", "tapes")
+    recorded.assert_outcomes(passed=3)
+    calls = model_calls(pytester)
+    agent.__exit__()
+    project(pytester, url, model=None, text=ONLY_CHECKS)
+    result = pytester.runpytest(*STRICT)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["replay: agent: 4 replayed, 0 live; judge: 3 replayed, 0 live"])
+    assert "not judged" not in result.stdout.str()
+    assert model_calls(pytester) == calls

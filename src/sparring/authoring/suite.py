@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 
     from sparring.config import Settings
     from sparring.runner.code import CodeScenario
+    from sparring.runner.replay_roles import ReplayRoles
     from sparring.secrets import Secrets
     from sparring.store.recorder import Recorder
 
@@ -318,12 +319,15 @@ class Suite:
         observer: Observer | None = None,
         secrets_file: str | Path | None = None,
         store: bool = True,
+        replay: ReplayRoles | None = None,
     ) -> RunResult:
         """Run every test (those whose name matches the regex `pattern`) and return the
         result; reports are rendered from it (`sparring.reports`). `{{secrets.NAME}}` is
         filled from the environment and `secrets_file` (default: the `secrets_file`
         setting). The run is kept in the results store as it happens (the `store`
-        setting; `store=False`: not kept).
+        setting; `store=False`: not kept). `replay` records and replays the targets and
+        the configured models (the pytest plugin's `--sparring-replay`); a suite's own
+        `model` is neither, as under `sparring run`.
 
         Raises:
             UserError: misconfiguration (bad pattern, target, model); a store that cannot
@@ -342,7 +346,7 @@ class Suite:
         )
         recorder = self._recorder(configured) if store else None
         try:
-            result = await self._arun(run, scenarios, settings, recorder, observer, secrets)
+            result = await self._arun(run, scenarios, settings, recorder, observer, secrets, replay)
         except BaseException:
             if recorder is not None:
                 recorder.close(None)
@@ -369,20 +373,26 @@ class Suite:
         recorder: Recorder | None,
         observer: Observer | None,
         secrets: Secrets,
+        replay: ReplayRoles | None,
     ) -> RunResult:
         if recorder is not None:
             observer = recorder.observe(observer)
         async with AsyncExitStack() as stack:
             models_off = settings is not None and settings.no_model_reason is not None
-            judge = (
-                None if models_off else await resolve_judge_model(self.model, stack, fallback=True)
-            )
+            user, judge = None, None
+            if replay is not None and self.model is None and not models_off:
+                user, judge = replay.models()
+            elif not models_off:  # the suite's model plays `session.simulate` users too
+                user = judge = await resolve_judge_model(self.model, stack, fallback=True)
             pool = await stack.enter_async_context(TargetPool(secrets=secrets))
+            targets = pool.for_scenario
+            if replay is not None:
+                targets, observer = replay.targets(targets), replay.observe(observer or _ignore)
             async with run.active(client=pool.client, models_off=models_off) as active:
                 result = await run_scenarios(
                     [active[s.id] for s in scenarios],
-                    targets=pool.for_scenario,
-                    user_model=judge,  # the suite's model plays `session.simulate` users too
+                    targets=targets,
+                    user_model=user,
                     judge_model=judge,
                     settings=settings,
                     observer=observer,
@@ -465,6 +475,10 @@ class Suite:
                     f"{what} did not return within {timeout_s:g} s ({limit}); "
                     "make it return, or raise that timeout if it is just slow"
                 )
+
+
+def _ignore(event: object) -> None:
+    """The observer of a run nothing else watches."""
 
 
 def _loop_running() -> bool:

@@ -299,8 +299,11 @@ class SuiteTestItem(pytest.Item):
         settings = _run_settings(state, state.why_not_run(needs_model=True))
         pattern = f"^{re.escape(self.name)}$"
         secrets_file = state.settings.secrets_file  # as every other sparring test reads it
+        replay = session_roles(self.config)
         result = state.run_async(
-            lambda: self.suite.arun(pattern=pattern, settings=settings, secrets_file=secrets_file)
+            lambda: self.suite.arun(
+                pattern=pattern, settings=settings, secrets_file=secrets_file, replay=replay
+            )
         )
         conclude(self, result.scenarios[0])
 
