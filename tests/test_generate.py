@@ -77,16 +77,18 @@ def test_scenarios_from_requirements_load_and_name_their_source(tmp_path: Path) 
         answers=[answer],
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    text = (tmp_path / "gen.yaml").read_text()
-    assert text.count("# source: req.md") == 2
     loaded = load_paths([tmp_path / "gen.yaml"])
     assert [s.id for s in loaded] == ["late-refund", "early-refund"]
     first = loaded[0]
     assert isinstance(first, SimulatedScenario)
     assert (first.category, first.topic, first.behavior) == ("refunds", "refund window", "policy")
     assert [c.text for c in first.restrictions] == ["The assistant asks for a full card number"]
-    assert "dropped 'late-refund-again': nearly the same" in done.stderr
-    assert "dropped 'no-goal'" in done.stderr
+    assert [s.tags for s in loaded] == [["source:req.md"], ["source:req.md"]]
+    notes = done.stderr
+    assert "dropped 'late-refund-again' ('late refund again'): nearly the same as " in notes
+    assert "nearly the same as 'late-refund'" in notes
+    assert "dropped 'no-goal' ('no goal'): it would not load: a simulated scenario needs" in notes
+    assert "gen.yaml:" not in notes and "scenarios[0]" not in notes
     (request,) = llm.requests
     assert "Outside 30 days the agent offers store credit" in request["messages"][1]["content"]
     assert request["response_format"]["json_schema"]["schema"] == answer_schema("simulated")
@@ -216,7 +218,9 @@ def test_bad_inputs_are_clear_errors_and_nothing_is_overwritten(tmp_path: Path) 
     (tmp_path / "odd.json").write_text('{"hello": 1}')
     done, _ = generate(tmp_path, "--from", "odd.json", "-o", "new.yaml", answers=[])
     assert done.returncode == 2
-    assert "structured data of no known kind" in done.stderr
+    assert "odd.json: not agent configuration, and it does not load as a test file" in done.stderr
+    assert "unknown key 'hello'" in done.stderr
+    assert "give a test file to vary" in done.stderr
 
     done, _ = generate(tmp_path, "--from", "req.md", "-o", "new.yaml", answers=[])
     assert done.returncode == 2

@@ -3,8 +3,8 @@ is kept of the answer (scenarios that pass the loader, near-duplicates dropped).
 
 One structured-output call (plus the one repair `complete_json` allows) asks for `count`
 scenarios of one kind. Each answer scenario becomes a native test-file mapping with
-`category`, `topic`, `behavior`, criteria and restrictions; the caller writes it with a
-`# source:` note naming the file it came from.
+`category`, `topic`, `behavior`, criteria and restrictions; the caller tags it with the
+file it came from (`source:FILE`).
 """
 
 from __future__ import annotations

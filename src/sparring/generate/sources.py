@@ -3,10 +3,13 @@ summarised for the model.
 
 A source is one of:
 - `text`: requirements, behaviours or an agent's system prompt (Markdown or plain text);
-- `parlant`: Parlant guidelines and journeys exported as JSON (`guidelines`, `journeys`);
+- `parlant`: Parlant guidelines and journeys exported as JSON: Parlant's lists of
+  `{condition, action}` and `{title, description, conditions}`, or a mapping with
+  `guidelines` and `journeys`;
 - `tools`: an OpenAPI document (`openapi:` key) or a tool list (OpenAI's `tools` shape or a
   list of `{name, description, parameters}`);
-- `tests`: an existing sparring test file (`scenarios:`), to vary.
+- `tests`: any other YAML/JSON file, read by the test-file loader (native sparring YAML, one
+  scenario at top level, a pytest-agent-eval transcript, a Plainwright JSON test), to vary.
 Each summary is cut to `PER_SOURCE` characters so the prompt stays lean.
 """
 
@@ -15,9 +18,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from sparring.errors import UserError
+
+if TYPE_CHECKING:
+    from sparring.loaders._parse import Document, Loc
+    from sparring.scenario import AnyScenario
+    from sparring.targets.registry import AnyTargetSpec
 
 SourceKind = Literal["text", "parlant", "tools", "tests"]
 PER_SOURCE = 6000
@@ -39,7 +47,8 @@ class Source:
     kind: SourceKind
     summary: str
     target: dict[str, Any] | None = None
-    """A `tests` source's file-level `target:` (raw), reused for the generated file."""
+    """A `tests` source's target (of its first scenario that has one) as a `target:`
+    mapping, reused for the generated file."""
     examples: tuple[dict[str, Any], ...] = ()
     """A `tests` source's scenarios (their persona, goal, prompt, turns...), so generated
     ones that nearly repeat them are dropped."""
@@ -54,12 +63,24 @@ def read_sources(paths: list[str]) -> list[Source]:
     """Read and summarise every `--from` file.
 
     Raises:
-        UserError: a file is missing, not UTF-8, or structured data of no known kind (the
-            message lists the kinds that are understood).
+        UserError: a file is missing, empty or not UTF-8; a list that is neither tools nor
+            Parlant guidelines and journeys; any other YAML/JSON file that does not load as
+            a test file (the message names the file, the place and the accepted shapes).
+        ConfigError: a YAML/JSON file that does not parse (at file:line:column).
     """
     if not paths:
         raise UserError("give at least one --from FILE (requirements, a prompt, tools, tests)")
     return [_read(path) for path in paths]
+
+
+ACCEPTED = (
+    "give a test file to vary (sparring YAML, a pytest-agent-eval transcript or a Plainwright "
+    "JSON test), an OpenAPI document (`openapi:`), a tool list (`tools:`, or a list of "
+    "{name, description, parameters}), or Parlant guidelines and journeys (a list of "
+    "{condition, action} and {title, description, conditions}, or `guidelines:` / "
+    "`journeys:`); requirements and prompts go in .md or .txt files"
+)
+"""The structured `--from` files understood, for error messages."""
 
 
 def _read(path: str) -> Source:
@@ -74,68 +95,147 @@ def _read(path: str) -> Source:
         raise UserError(f"--from {path}: the file is empty")
     if file.suffix.lower() not in (".json", ".yaml", ".yml"):
         return Source(path, "text", _cut(text.strip()))
-    return _structured(path, _parse(path, text))
-
-
-def _parse(path: str, text: str) -> Any:
     from sparring.loaders._parse import parse_documents
 
-    if path.lower().endswith(".json"):
-        try:
-            return json.loads(text)
-        except ValueError as e:
-            raise UserError(f"--from {path}: not valid JSON ({e})") from None
-    documents = parse_documents(text, path=path)
-    return documents[0].data if documents else None
+    documents = [d for d in parse_documents(text, path=path) if d.data is not None]
+    if not documents:
+        raise UserError(f"--from {path}: the file holds no data")
+    return _configuration(path, documents[0]) or _tests(path)
 
 
-def _structured(path: str, data: Any) -> Source:
-    if isinstance(data, dict):
-        mapping = cast(dict[str, Any], data)
-        if "scenarios" in mapping:
-            return _tests(path, mapping)
-        if "openapi" in mapping or "swagger" in mapping:
-            return Source(path, "tools", _cut(_openapi(mapping)))
-        if "guidelines" in mapping or "journeys" in mapping:
-            return Source(path, "parlant", _cut(_parlant(mapping)))
-        if isinstance(mapping.get("tools"), list):
-            return Source(path, "tools", _cut(_tools(cast(list[Any], mapping["tools"]))))
+def _configuration(path: str, doc: Document) -> Source | None:
+    """`doc` as an agent's configuration (OpenAPI, tools, Parlant), or None (a test file,
+    or nothing known: the loader says which)."""
+    data: Any = doc.data
     if isinstance(data, list):
-        return Source(path, "tools", _cut(_tools(cast(list[Any], data))))
-    raise UserError(
-        f"--from {path}: structured data of no known kind; give a test file (`scenarios:`), "
-        "an OpenAPI document (`openapi:`), a tool list (`tools:` or a list of {name, "
-        "description, parameters}), or Parlant guidelines/journeys (`guidelines:`, "
-        "`journeys:`); requirements and prompts go in .md or .txt files"
-    )
+        return _listed(path, doc, ())
+    if not isinstance(data, dict):
+        return None
+    mapping = cast(dict[str, Any], data)
+    if "openapi" in mapping or "swagger" in mapping:
+        return Source(path, "tools", _cut(_openapi(mapping)))
+    if "guidelines" in mapping or "journeys" in mapping:
+        summary = _parlant(_dicts(mapping.get("guidelines")), _dicts(mapping.get("journeys")))
+        return Source(path, "parlant", _cut(summary))
+    if isinstance(mapping.get("tools"), list):
+        return _listed(path, doc, ("tools",))
+    return None
 
 
-def _tests(path: str, data: dict[str, Any]) -> Source:
-    examples = tuple(
-        {k: scenario[k] for k in _TEST_KEYS if k in scenario}
-        for scenario in _dicts(data.get("scenarios"))
-    )
+def _listed(path: str, doc: Document, at: Loc) -> Source:
+    """A list of tools, or of Parlant guidelines and journeys, at `at` in `doc`.
+
+    Raises:
+        UserError: the list is empty, mixes the two, or holds an item of neither shape (at
+            its line and column).
+    """
+    items = cast(list[Any], doc.data if not at else doc.data[at[0]])
+    found = [_item_kind(item) for item in items]
+    where = ":".join(map(str, doc.position(at)))
+    if not items:
+        raise UserError(f"--from {path}:{where}: the list is empty; {ACCEPTED}")
+    if None in found:
+        n = found.index(None)
+        line, column = doc.position((*at, n))
+        raise UserError(
+            f"--from {path}:{line}:{column}: item {n + 1} of the list is neither a tool "
+            "({name, description, parameters}) nor a Parlant guideline ({condition, action}) "
+            f"or journey ({{title, description, conditions}}); {ACCEPTED}"
+        )
+    kinds = set(found)
+    if kinds != {"tool"} and (at or "tool" in kinds):
+        what = "`tools:` holds" if at else "the list mixes tools with"
+        raise UserError(
+            f"--from {path}:{where}: {what} Parlant guidelines or journeys; give tools and "
+            "Parlant's guidelines and journeys in separate files"
+        )
+    if found[0] == "tool":
+        return Source(path, "tools", _cut(_tools(items)))
+    guidelines = [i for i, kind in zip(items, found, strict=True) if kind == "guideline"]
+    journeys = [i for i, kind in zip(items, found, strict=True) if kind == "journey"]
+    return Source(path, "parlant", _cut(_parlant(guidelines, journeys)))
+
+
+def _item_kind(item: Any) -> Literal["tool", "guideline", "journey"] | None:
+    """What one list item is: a Parlant guideline (`condition`, optional `action`), a
+    journey (`title` with `description` or `conditions`), a tool (OpenAI's `{type,
+    function}`, or `name` with a description or a parameter schema), else None."""
+    if not isinstance(item, dict):
+        return None
+    entry = cast(dict[str, Any], item)
+    if isinstance(entry.get("condition"), str):
+        return "guideline"
+    if isinstance(entry.get("title"), str) and ("description" in entry or "conditions" in entry):
+        return "journey"
+    function: Any = entry.get("function", entry)
+    if isinstance(function, dict) and isinstance(cast(dict[str, Any], function).get("name"), str):
+        described = cast(dict[str, Any], function).keys() & _TOOL_KEYS
+        return "tool" if described else None
+    return None
+
+
+_TOOL_KEYS = frozenset({"description", "parameters", "input_schema", "inputSchema"})
+
+
+def _tests(path: str) -> Source:
+    """A test file to vary, read with the test-file loader (native sparring YAML, one
+    scenario at top level, or another tool's dialect).
+
+    Raises:
+        UserError: the file does not load (the loader's problems, then the accepted
+            shapes) or holds no scenario.
+    """
+    from sparring.errors import ConfigError
+    from sparring.loaders import load_paths
+
+    try:
+        scenarios = load_paths([path])
+    except ConfigError as e:
+        raise UserError(
+            f"--from {path}: not agent configuration, and it does not load as a test file:"
+            f"\n{e}\n{ACCEPTED}"
+        ) from None
+    if not scenarios:
+        raise UserError(f"--from {path}: holds no scenario to vary (a library file?)")
+    examples = tuple(_example(scenario) for scenario in scenarios)
     lines = [json.dumps(example, ensure_ascii=False, default=str) for example in examples]
-    target = data.get("target")
+    first = next((s.target for s in scenarios if s.target is not None), None)
     return Source(
         path,
         "tests",
         _cut("\n".join(lines)),
-        target=cast(dict[str, Any], target) if isinstance(target, dict) else None,
+        target=None if first is None else target_mapping(first),
         examples=examples,
     )
+
+
+def _example(scenario: AnyScenario) -> dict[str, Any]:
+    """What a loaded scenario tests, for the model and for dedupe: its id, persona, goal,
+    prompt, turns, expected output, and its criteria and restrictions as texts."""
+    data = scenario.model_dump(mode="json", include=set(_TEST_KEYS), exclude_defaults=True)
+    for key in ("criteria", "restrictions"):
+        if key in data:
+            data[key] = [c["text"] for c in data[key]]
+    return data
 
 
 _TEST_KEYS = (
     "id",
     "persona",
     "goal",
+    "opening_message",
     "prompt",
     "turns",
     "criteria",
     "restrictions",
     "expected_output",
 )
+
+
+def target_mapping(spec: AnyTargetSpec) -> dict[str, Any]:
+    """`spec` as a test file's `target:` mapping: its `type` and what differs from the
+    defaults."""
+    return {"type": spec.type, **spec.model_dump(mode="json", exclude_defaults=True)}
 
 
 def _openapi(data: dict[str, Any]) -> str:
@@ -162,17 +262,21 @@ def _tools(items: list[Any]) -> str:
     return "\n".join(lines)
 
 
-def _parlant(data: dict[str, Any]) -> str:
+def _parlant(guidelines: list[dict[str, Any]], journeys: list[dict[str, Any]]) -> str:
+    """Guidelines as `when <condition>: <action>`, journeys as `<title>: <description>
+    (when: ...)`; a journey's condition that is a guideline's id (Parlant's API gives ids)
+    is that guideline's condition."""
+    conditions = {str(g.get("id")): str(g.get("condition")) for g in guidelines if "id" in g}
     lines = ["Guidelines:"]
-    for rule in _dicts(data.get("guidelines")):
-        lines.append(f"- when {rule.get('condition', '?')}: {rule.get('action', '?')}")
+    for rule in guidelines:
+        lines.append(f"- when {rule.get('condition', '?')}: {rule.get('action') or '(observe)'}")
     lines.append("Journeys:")
-    for journey in _dicts(data.get("journeys")):
+    for journey in journeys:
         given: Any = journey.get("conditions") or []
-        conditions = "; ".join(str(c) for c in cast(list[Any], given))
+        when = "; ".join(conditions.get(str(c), str(c)) for c in cast(list[Any], given))
         lines.append(
             f"- {journey.get('title', '?')}: {journey.get('description', '')}"
-            + (f" (when: {conditions})" if conditions else "")
+            + (f" (when: {when})" if when else "")
         )
     return "\n".join(lines)
 

@@ -94,7 +94,7 @@ def _red_team(result: RunResult) -> list[str]:
     attacks = summarize(result)
     if not attacks.plugins:
         return []
-    return ["", "## Red team", "", *render_rates(attacks)]
+    return ["", "## Red team", "", *render_rates(attacks), "", attacks.outcome()]
 
 
 def render_markdown(
