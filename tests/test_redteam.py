@@ -154,7 +154,9 @@ def test_summary_rates_with_wilson_intervals_and_findings() -> None:
     assert data["plugins"]["jailbreak"] == {
         "severity": "high",
         "succeeded": 1,
+        "resisted": 1,
         "attempted": 2,
+        "not_judged": 0,
         "skipped": 1,
         "errors": 0,
         "rate": 0.5,
@@ -216,7 +218,11 @@ def test_a_file_with_only_a_target_and_sparring_run_with_the_kind(tmp_path: Path
         "redteam", str(file), "--no-store", "-q", "--plugins", "prompt_injection,pii_leak"
     )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "| prompt_injection | high | 1/" in done.stdout
+    # no model: the attacks the detectors did not catch were not judged, not resisted
+    assert (
+        "| prompt_injection | high | 1 succeeded, 9 not judged (detectors only), 1 skipped |"
+        in (done.stdout)
+    )
     assert "pii_leak" in done.stdout and "jailbreak" not in done.stdout
 
     suite = tmp_path / "suite.yaml"

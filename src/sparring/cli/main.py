@@ -255,6 +255,11 @@ def synthesize(
 @click.option("--markdown", type=click.Path(), help="Write a Markdown report here.")
 @click.option("--html", type=click.Path(), help="Write the HTML report here.")
 @click.option("--report", type=click.Path(), help="Write the red-team summary (Markdown) here.")
+@click.option(
+    "--fail-on-skip",
+    is_flag=True,
+    help="Exit 3 when anything was skipped or not judged (e.g. no model: detectors only).",
+)
 @click.option("--secrets-file", type=click.Path(), help="NAME=value file for {{secrets.NAME}}.")
 @click.option("--live/--no-live", default=None, help="Live view (default: on a terminal).")
 @click.option("--quiet", "-q", is_flag=True, help="One line per attack, then the summary.")

@@ -35,10 +35,12 @@ def redteam_command(
     strategies: str | None,
     attempts: int | None,
     report: str | None,
+    fail_on_skip: bool = False,
     **options: Any,
 ) -> int:
     """Body of `sparring redteam`; returns the exit code of the run (1 when an attack
-    succeeded).
+    succeeded; with `fail_on_skip`, 3 instead of 0 when an attack was skipped or not
+    judged).
 
     Raises:
         UserError: FILE is missing or holds no target, or an unknown plugin or strategy.
@@ -64,7 +66,7 @@ def redteam_command(
         pattern=None,
         list_only=False,
         fail_fast=False,
-        fail_on_skip=False,
+        fail_on_skip=fail_on_skip,
         given=expand_red_team(attacks),
         on_result=show,
         **options,

@@ -3,8 +3,12 @@
 
 Read from a run's results by the tags `sparring.redteam.attacks` gives attack scenarios,
 so a stored or re-rendered run summarises the same way. A trial counts as an attempt when
-it was decided (`passed`: resisted, `failed`: the attack succeeded); `skipped`, `error` and
-`timed_out` trials are counted apart, never as resisted.
+it was decided: `failed` (the attack succeeded, by a detector or the judge) or `passed`
+with everything judged (resisted). A `passed` trial that left something unjudged (no judge
+model: only the detectors ran and found nothing) is `not judged`, never resisted: a rate
+over such trials would count every attack the detectors cannot see as resisted, so a rate
+with any of them has no percentage. `skipped`, `error` and `timed_out` trials are counted
+apart too.
 """
 
 from __future__ import annotations
@@ -25,34 +29,57 @@ class Rate:
 
     Attributes:
         succeeded: Attempts where the attack succeeded (the trial failed).
-        attempted: Decided attempts (passed or failed trials).
-        skipped: Trials skipped, never sent (no model for a crescendo or a judged attack).
+        resisted: Attempts the agent resisted, everything judged (the trial passed).
+        not_judged: Trials that passed the detectors but left something unjudged (no
+            judge model): neither succeeded nor resisted.
+        skipped: Trials skipped, never sent (no model for a crescendo).
         errors: Trials that errored, timed out or were invalid (sent, not decided).
     """
 
     succeeded: int = 0
-    attempted: int = 0
+    resisted: int = 0
+    not_judged: int = 0
     skipped: int = 0
     errors: int = 0
 
+    @property
+    def attempted(self) -> int:
+        """Decided attempts: succeeded + resisted."""
+        return self.succeeded + self.resisted
+
+    @property
+    def rate(self) -> float | None:
+        """`succeeded / attempted`; `None` without a decided attempt or with any trial
+        not judged (the resisted cannot be told from what the detectors missed)."""
+        if not self.attempted or self.not_judged:
+            return None
+        return self.succeeded / self.attempted
+
     def count(self, trial: TrialResult) -> None:
         """Count one trial of an attack of this plugin or strategy."""
-        self.attempted += trial.status in ("passed", "failed")
         self.succeeded += trial.status == "failed"
+        self.resisted += trial.status == "passed" and not trial.not_judged
+        self.not_judged += trial.status == "passed" and bool(trial.not_judged)
         self.skipped += trial.status == "skipped"
         self.errors += trial.status in ("error", "timed_out", "invalid")
 
     def text(self) -> str:
-        """`"1/10 (10%, 95% CI 2-40%)"` (then `, 2 skipped, 1 errored`), or without a
-        decided attempt `"not run (7 skipped)"` / `"not decided (1 errored, ...)"`."""
+        """`"1/10 (10%, 95% CI 2-40%)"` (then `, 2 skipped, 1 errored`); with trials not
+        judged no percentage: `"1 succeeded, 9 not judged (detectors only)"`; with nothing
+        sent or decided `"not run (7 skipped)"` / `"not decided (1 errored, ...)"`."""
         rest = ", ".join(
             f"{n} {word}" for n, word in ((self.skipped, "skipped"), (self.errors, "errored")) if n
         )
+        if self.not_judged:
+            parts = [f"{self.succeeded} succeeded"]
+            parts += [f"{self.resisted} resisted"] if self.resisted else []
+            parts += [f"{self.not_judged} not judged (detectors only)"]
+            return ", ".join([*parts, rest] if rest else parts)
         if not self.attempted:
             return f"{'not decided' if self.errors else 'not run'}" + (f" ({rest})" if rest else "")
         low, high = wilson_interval(self.succeeded, self.attempted)
-        rate = self.succeeded / self.attempted
-        text = f"{self.succeeded}/{self.attempted} ({rate:.0%}, 95% CI {low:.0%}-{high:.0%})"
+        text = f"{self.succeeded}/{self.attempted} ({self.succeeded / self.attempted:.0%}, "
+        text += f"95% CI {low:.0%}-{high:.0%})"
         return f"{text}, {rest}" if rest else text
 
 
@@ -75,6 +102,29 @@ class RedTeamSummary:
     strategies: dict[str, Rate] = field(default_factory=dict[str, Rate])
     severities: dict[str, str] = field(default_factory=dict[str, str])
     findings: list[Finding] = field(default_factory=list[Finding])
+
+    @property
+    def not_judged(self) -> int:
+        """Trials of all attacks that passed the detectors and were not judged."""
+        return sum(rate.not_judged for rate in self.plugins.values())
+
+    def outcome(self) -> str:
+        """How many attacks succeeded, then `not_judged_note()` when there is one."""
+        found = f"{len(self.findings)} successful attack(s)."
+        note = self.not_judged_note()
+        return f"{found} {note}" if note else found
+
+    def not_judged_note(self) -> str | None:
+        """Why attempts not judged count as neither succeeded nor resisted, and how to
+        judge them; `None` when every attempt was judged."""
+        if not self.not_judged:
+            return None
+        return (
+            f"{self.not_judged} attempt(s) not judged: the detectors found nothing, but "
+            "without a judge model an attack they cannot see is not told apart from a "
+            "resisted one, so these count as neither; give --model (or judge_model) to "
+            "judge them, and --fail-on-skip to make such a run exit 3."
+        )
 
 
 def _label(scenario: ScenarioResult, name: str) -> str:
@@ -108,10 +158,10 @@ def summarize(result: RunResult) -> RedTeamSummary:
 
 def summary_dict(summary: RedTeamSummary) -> dict[str, Any]:
     """The summary as JSON data (the JSON report's `red_team` key): per plugin (with its
-    severity) and per strategy `{succeeded, attempted, skipped, errors, rate, ci_low,
-    ci_high}`
-    (`rate` and the 95% Wilson interval `None` without a decided attempt), and each
-    finding's `{scenario_id, trial, plugin, strategy, severity}`."""
+    severity) and per strategy `{succeeded, resisted, attempted, not_judged, skipped,
+    errors, rate, ci_low, ci_high}` (`rate` and the 95% Wilson interval `None` without a
+    decided attempt or with any attempt not judged: `Rate.rate`), the run's `not_judged`
+    total, and each finding's `{scenario_id, trial, plugin, strategy, severity}`."""
     plugins = {
         name: {"severity": summary.severities[name], **_rate_dict(rate)}
         for name, rate in summary.plugins.items()
@@ -119,6 +169,7 @@ def summary_dict(summary: RedTeamSummary) -> dict[str, Any]:
     return {
         "plugins": plugins,
         "strategies": {name: _rate_dict(rate) for name, rate in summary.strategies.items()},
+        "not_judged": summary.not_judged,
         "findings": [
             {
                 "scenario_id": f.scenario_id,
@@ -133,13 +184,16 @@ def summary_dict(summary: RedTeamSummary) -> dict[str, Any]:
 
 
 def _rate_dict(rate: Rate) -> dict[str, Any]:
-    low, high = wilson_interval(rate.succeeded, rate.attempted) if rate.attempted else (None, None)
+    decided = rate.rate is not None
+    low, high = wilson_interval(rate.succeeded, rate.attempted) if decided else (None, None)
     return {
         "succeeded": rate.succeeded,
+        "resisted": rate.resisted,
         "attempted": rate.attempted,
+        "not_judged": rate.not_judged,
         "skipped": rate.skipped,
         "errors": rate.errors,
-        "rate": rate.succeeded / rate.attempted if rate.attempted else None,
+        "rate": rate.rate,
         "ci_low": low,
         "ci_high": high,
     }
@@ -158,7 +212,7 @@ def render_summary(summary: RedTeamSummary) -> str:
     """The summary as Markdown: rates per plugin (with severity) and per strategy, then
     each finding with the verdicts that show it and its transcript."""
     lines = ["## Red team", "", *render_rates(summary)]
-    lines += ["", f"{len(summary.findings)} successful attack(s)."]
+    lines += ["", summary.outcome()]
     for finding in summary.findings:
         lines += ["", *_finding_lines(finding)]
     return "\n".join(lines) + "\n"

@@ -267,6 +267,7 @@ def _red_team(result: RunResult) -> dict[str, object] | None:
         "plugins": [(p, attacks.severities[p], r.text()) for p, r in attacks.plugins.items()],
         "strategies": [(s, r.text()) for s, r in attacks.strategies.items()],
         "findings": len(attacks.findings),
+        "not_judged": attacks.not_judged_note(),
     }
 
 
