@@ -1,5 +1,10 @@
-"""`sparring synthesize`: a WAV for every scripted turn with text and no recording, for
-voice targets (`type: voice`).
+"""`sparring synthesize`: a WAV for every scripted turn a voice target will play (`type:
+voice`) that has text and no recording.
+
+Which turns get one: every `user:` turn that names an `audio: PATH`, whatever the target
+(none needed: a pytest-agent-eval transcript takes its target from elsewhere), and every
+`user:` turn of a scenario whose target is `voice`. Turns of other targets without `audio:`
+are sent as text, so they get none (no paid synthesis for text-only tests).
 
 Where each WAV goes, and when it is written (`sparring.models.speech_files`):
 
@@ -7,6 +12,8 @@ Where each WAV goes, and when it is written (`sparring.models.speech_files`):
   `audio/<test file stem>/<scenario id>.t<N>.wav` beside the test file (N: the turn's
   position in `turns:`, from 1), which the loader then plays for that turn;
 - a WAV without a `.wav.hash` file is a recording and is never touched, `--force` or not;
+  if the `.gitignore` beside it still lists it (a generated WAV replaced by hand), it is
+  taken off the list so that it can be committed;
 - a generated WAV whose hash still matches (same text, same provider and voice) is skipped;
   `--force` makes it again;
 - each directory with generated WAVs gets a `.gitignore` entry for them and their hash files.
@@ -57,16 +64,21 @@ def synthesize_command(
 
     Raises:
         UserError: no test files, a provider that cannot work here, two turns wanting
-            different text in one WAV, or a WAV that cannot be written.
+            different text in one WAV, or a WAV or `.gitignore` that cannot be written.
         ConfigError: a test file has a problem (at file:line).
     """
-    from sparring.loaders.audio import audio_may_be_missing
+    from sparring.loaders.audio import loading_to_synthesize
     from sparring.loaders.yaml import load_paths
     from sparring.models.speech import speech_provider
 
-    with audio_may_be_missing():
+    with loading_to_synthesize():
         scenarios = load_paths(paths or _default_paths())
-    wanted = _wanted(scenarios)
+    wanted, text_only = _wanted(scenarios)
+    if text_only:
+        click.echo(
+            f"{text_only} turn{'s' if text_only != 1 else ''} without `audio:` skipped: "
+            "their target is not a voice target (`type: voice`), so their text is sent"
+        )
     speech = speech_provider(provider, voice=voice)
     try:
         written, unchanged, recorded = anyio.run(_write_all, wanted, speech, force)
@@ -94,21 +106,29 @@ def _default_paths() -> tuple[str, ...]:
     )
 
 
-def _wanted(scenarios: Sequence[object]) -> list[_Wanted]:
-    """Each WAV the scripted turns want, once; two turns wanting different text in one
-    file are an error."""
+def _wanted(scenarios: Sequence[object]) -> tuple[list[_Wanted], int]:
+    """Each WAV the scripted turns want, once (see the module docstring for which), and the
+    number of text-only turns left out; two turns wanting different text in one file are
+    an error."""
     from sparring.models.speech_files import generated_path
     from sparring.scenario import ScriptedScenario
 
     out: dict[Path, _Wanted] = {}
+    text_only = 0
     for scenario in scenarios:
         if not isinstance(scenario, ScriptedScenario) or scenario.source is None:
             continue
         test_file = scenario.source.rpartition(":")[0]
+        voice = getattr(scenario.target, "type", None) == "voice"
         for n, turn in enumerate(scenario.turns, start=1):
             if turn.user is None:
                 continue
-            wav = Path(turn.audio or generated_path(Path(test_file), scenario.id, n).absolute())
+            generated = generated_path(Path(test_file), scenario.id, n).absolute()
+            named = turn.audio is not None and Path(turn.audio) != generated
+            if not (named or voice):
+                text_only += 1
+                continue
+            wav = Path(turn.audio) if named and turn.audio else generated
             item = _Wanted(wav, turn.user, f"{test_file}: {scenario.id} turn {n}")
             seen = out.setdefault(wav, item)
             if seen.text != item.text:
@@ -116,7 +136,7 @@ def _wanted(scenarios: Sequence[object]) -> list[_Wanted]:
                     f"{seen.where} and {item.where} both want {wav} with different text; "
                     "give one of them its own `audio:` path"
                 )
-    return list(out.values())
+    return list(out.values()), text_only
 
 
 async def _write_all(
@@ -130,6 +150,7 @@ async def _write_all(
         state = wav_state(item.wav, text=item.text, provider_key=speech.key)
         if state is WavState.RECORDED:
             recorded += 1
+            _keep_recording(item)
             continue
         if state is WavState.CURRENT and not force:
             unchanged += 1
@@ -142,6 +163,25 @@ async def _write_all(
         click.echo(f"wrote {_shown(item.wav)}  ({item.where})")
         written += 1
     return written, unchanged, recorded
+
+
+def _keep_recording(item: _Wanted) -> None:
+    """Take the recording at `item.wav` off the generated list of its `.gitignore`, saying so.
+
+    Raises:
+        UserError: the `.gitignore` cannot be read or written.
+    """
+    from sparring.models.speech_files import unignore_recording
+
+    try:
+        changed = unignore_recording(item.wav)
+    except OSError as e:
+        raise UserError(f"cannot update {item.wav.parent / '.gitignore'}: {e}") from None
+    if changed:
+        click.echo(
+            f"kept {_shown(item.wav)}, a recording ({item.where}): taken off "
+            f"{_shown(item.wav.parent / '.gitignore')} so that it can be committed"
+        )
 
 
 def _shown(path: Path) -> str:

@@ -8,8 +8,9 @@
   (`sparring.models.speech_files.generated_path`) when it exists and was made from the
   turn's current text; otherwise none, and a voice target speaks the text itself.
 
-`sparring synthesize` loads test files whose WAVs do not exist yet: inside
-`audio_may_be_missing()` a missing `audio:` file is no error.
+`sparring synthesize` loads test files whose WAVs do not exist yet, and which may have no
+target (synthesis needs none): inside `loading_to_synthesize()` a missing `audio:` file and
+a scenario without a target are no errors (`synthesizing()`).
 """
 
 from __future__ import annotations
@@ -25,17 +26,23 @@ from sparring.models.speech_files import WavState, generated_path, wav_state
 _HEAD_BYTES = 1024 * 1024
 """How much of an `audio:` file is read at load to check it is a WAV: its RIFF/WAVE header,
 `fmt ` chunk and the start of its `data`."""
-_MAY_BE_MISSING: ContextVar[bool] = ContextVar("sparring_audio_may_be_missing", default=False)
+_SYNTHESIZING: ContextVar[bool] = ContextVar("sparring_synthesizing", default=False)
 
 
 @contextmanager
-def audio_may_be_missing() -> Generator[None]:
-    """Within this block, loading accepts `audio:` paths to files that do not exist yet."""
-    token = _MAY_BE_MISSING.set(True)
+def loading_to_synthesize() -> Generator[None]:
+    """Within this block (`sparring synthesize`), loading accepts `audio:` paths to files
+    that do not exist yet, and scenarios without a target."""
+    token = _SYNTHESIZING.set(True)
     try:
         yield
     finally:
-        _MAY_BE_MISSING.reset(token)
+        _SYNTHESIZING.reset(token)
+
+
+def synthesizing() -> bool:
+    """Whether test files are being loaded inside `loading_to_synthesize()`."""
+    return _SYNTHESIZING.get()
 
 
 def turn_audio(
@@ -61,7 +68,7 @@ def turn_audio(
     state = wav_state(resolved, text=text)
     if resolved.exists() and not resolved.is_file():
         return str(resolved), f"audio: {shown} is not a file; name a WAV file"
-    if _MAY_BE_MISSING.get():  # `sparring synthesize` (re)makes missing and stale WAVs
+    if synthesizing():  # `sparring synthesize` (re)makes missing and stale WAVs
         return str(resolved), None
     if state is WavState.MISSING:
         return str(resolved), (

@@ -24,6 +24,7 @@ from sparring.loaders._library_file import is_library
 from sparring.loaders._parse import Document, Loc, is_mapping, parse_documents
 from sparring.loaders._places import allowed_keys, closest
 from sparring.loaders.attachments import resolve_file_paths
+from sparring.loaders.audio import synthesizing
 from sparring.loaders.cases import expand_cases
 from sparring.loaders.dialects import to_native
 from sparring.loaders.errors import Problem, config_error, validation_problems
@@ -389,7 +390,7 @@ def _scenario_problems(loaded: list[_Loaded], *, path: str, single: bool) -> lis
         for item in loaded
         if (why := unseen_tool_calls(item.scenario.target, _checks(item.scenario)))
     ]
-    untargeted = [item for item in loaded if item.scenario.target is None]
+    untargeted = [item for item in loaded if item.scenario.target is None and not synthesizing()]
     if untargeted:
         first = untargeted[0]
         problems.append(

@@ -10,8 +10,10 @@ file that marks a WAV as generated, and the `.gitignore` that keeps generated au
   hash file is a recording: it is never overwritten. A generated WAV whose line no longer
   matches (the text or the provider changed) is stale.
 - Each directory holding generated WAVs gets a `.gitignore` naming them and their hash
-  files (between marker lines), so recordings in the same directory stay tracked; a
-  `.gitignore` written there first names itself too.
+  files (the `/`-lines after a marker line), so recordings in the same directory stay
+  tracked; a `.gitignore` written there first names itself too. A generated WAV replaced
+  by a recording (its hash file deleted) is taken off that list again
+  (`unignore_recording`), so it can be committed; the user's own lines are never touched.
 """
 
 from __future__ import annotations
@@ -117,11 +119,45 @@ def ignore_generated(wav: Path) -> None:
         return
     if GITIGNORE_MARK not in lines:
         lines += ([""] if lines else []) + [GITIGNORE_MARK]
-    at = lines.index(GITIGNORE_MARK) + 1
-    while at < len(lines) and lines[at].startswith("/"):
-        at += 1
-    lines[at:at] = missing
+    _, end = _generated_lines(lines)
+    lines[end:end] = missing
     _write_atomic(gitignore, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def unignore_recording(wav: Path) -> bool:
+    """Take the recording `wav` (a WAV without a hash file, e.g. a generated one replaced
+    by hand) and its hash file off the generated list of its directory's `.gitignore`, so
+    that it can be committed; the file's other lines are kept as they are.
+
+    Returns:
+        Whether the `.gitignore` listed it (and was rewritten).
+
+    Raises:
+        OSError: the `.gitignore` cannot be read or written.
+    """
+    gitignore = wav.parent / ".gitignore"
+    if not gitignore.is_file():
+        return False
+    lines = gitignore.read_text(encoding="utf-8").splitlines()
+    if GITIGNORE_MARK not in lines:
+        return False
+    start, end = _generated_lines(lines)
+    listed = {f"/{wav.name}", f"/{wav.name}{HASH_SUFFIX}"}
+    kept = [line for line in lines[start:end] if line not in listed]
+    if len(kept) == end - start:
+        return False
+    lines[start:end] = kept
+    _write_atomic(gitignore, ("\n".join(lines) + "\n").encode("utf-8"))
+    return True
+
+
+def _generated_lines(lines: list[str]) -> tuple[int, int]:
+    """Where the generated entries are in a `.gitignore`'s `lines` (which hold the marker):
+    the `/`-lines right after it, as `lines[start:end]`."""
+    start = end = lines.index(GITIGNORE_MARK) + 1
+    while end < len(lines) and lines[end].startswith("/"):
+        end += 1
+    return start, end
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -34,7 +34,8 @@ transcripts without them (its `model`, `judge_model`, `yaml_dirs`, `live` and `g
 read with the settings), with a note to move them to `[tool.sparring]`. pytest-agent-eval
 takes the agent from a pytest fixture, so the target comes from the transcript's own
 `target:` or from `target` in `[tool.agent_eval]` (a sparring target spec, e.g.
-`{type = "callable", ref = "app:agent"}`).
+`{type = "callable", ref = "app:agent"}`); `sparring synthesize` needs none, and reads a
+transcript without one with its `audio:` kept.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from typing import Any, cast
 
 from sparring.loaders._moves import Move, moved
 from sparring.loaders._parse import Document, Loc, is_mapping
+from sparring.loaders.audio import synthesizing
 from sparring.loaders.dialects._common import DialectNote, as_list
 from sparring.loaders.dialects.agent_eval_expect import Reading, turn_expectations
 from sparring.loaders.dialects.agent_eval_expect import rubric as judge_rubric
@@ -89,12 +91,12 @@ def to_native(doc: Document, *, path: str) -> tuple[Document, list[Problem]]:
     settings = _settings(path)
     _defaults(native, data, settings, reading.moves)
     target = data.get("target", settings.table.get("target"))
-    if target is None:
+    if target is None and not synthesizing():  # synthesis needs no target
         reading.problem((), _NO_TARGET)
-    else:
+    elif target is not None:
         native["target"] = target
         reading.moves.append((("target",), ("target",)))
-    voice = is_mapping(target) and target.get("type") == "voice"
+    voice = target is None or (is_mapping(target) and target.get("type") == "voice")
     turns = as_list(data.get("turns"))
     native["turns"] = [_turn(t, ("turns", n), reading, voice=voice) for n, t in enumerate(turns)]
     criterion = judge_rubric(data, (), reading)
