@@ -175,7 +175,7 @@ def test_exports_are_xlsx_csv_zip_and_json_of_the_run(store: Store, client: Test
     assert report.headers["content-disposition"] == 'attachment; filename="sparring-newer.json"'
     assert json.loads(report.content)["run_id"] == "newer"
     archive = zipfile.ZipFile(io.BytesIO(client.get("/api/runs/newer/export?format=csv").content))
-    assert archive.namelist() == ["runs.csv", "insights.csv", "transcript.csv"]
+    assert archive.namelist() == ["runs.csv", "insights.csv", "transcript.csv", "rates.csv"]
     rows = list(csv.DictReader(io.StringIO(archive.read("runs.csv").decode("utf-8-sig"))))
     assert [r["status"] for r in rows] == ["passed", "failed", "timed_out"]
     workbook = client.get("/api/runs/newer/export?format=xlsx")

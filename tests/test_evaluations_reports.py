@@ -222,7 +222,7 @@ def test_html_shows_the_insight_table_featured_first_with_reasoning_and_evidence
 
 
 def test_exports_have_insight_columns_and_rows() -> None:
-    runs, insights, _ = export_sheets(result())
+    runs, insights, _, _ = export_sheets(result())
     assert runs.columns[-4:] == (
         "support.outcome",
         "support.resolved",

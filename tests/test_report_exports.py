@@ -101,7 +101,7 @@ def test_the_xlsx_opens_with_openpyxl_and_holds_every_sheet(tmp_path: Path) -> N
     path = tmp_path / "deep" / "run.xlsx"
     write_xlsx(run(), path)
     book = openpyxl.load_workbook(path)
-    assert book.sheetnames == ["Runs", "Insights", "Transcript"]
+    assert book.sheetnames == ["Runs", "Insights", "Transcript", "Rates"]
     runs = book["Runs"]
     assert [c.value for c in runs[1]] == list(RUN_COLUMNS)
     assert runs.freeze_panes == "A2" and runs["A1"].font.bold
@@ -171,7 +171,7 @@ def test_the_csv_zip_holds_one_csv_per_sheet(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "run.zip"
     write_csv_zip(run(), path)
     with zipfile.ZipFile(path) as archive:
-        assert archive.namelist() == ["runs.csv", "insights.csv", "transcript.csv"]
+        assert archive.namelist() == ["runs.csv", "insights.csv", "transcript.csv", "rates.csv"]
         raw = archive.read("transcript.csv")
         runs = archive.read("runs.csv").decode("utf-8-sig")
     assert raw.startswith(b"\xef\xbb\xbf")  # a BOM, so spreadsheet programs read UTF-8

@@ -38,7 +38,7 @@ def test_export_writes_the_three_sheets_as_xlsx_csv_zip_and_json(tmp_path: Path)
     xlsx = sparring("export", run_id[:6], cwd=tmp_path)
     assert xlsx.returncode == 0, xlsx.stderr
     book = openpyxl.load_workbook(tmp_path / f"{run_id}.xlsx", read_only=True)
-    assert book.sheetnames == ["Runs", "Insights", "Transcript"]
+    assert book.sheetnames == ["Runs", "Insights", "Transcript", "Rates"]
     runs = list(book["Runs"].iter_rows(values_only=True))
     assert len(runs) == 1 + 3  # header, one row per conversation
     texts = [str(row[6]) for row in book["Transcript"].iter_rows(values_only=True)]
@@ -48,12 +48,13 @@ def test_export_writes_the_three_sheets_as_xlsx_csv_zip_and_json(tmp_path: Path)
     csv_zip = sparring("export", run_id, "--format", "csv", "-o", "out/e.zip", cwd=tmp_path)
     assert csv_zip.returncode == 0, csv_zip.stderr
     with zipfile.ZipFile(tmp_path / "out" / "e.zip") as archive:
-        assert archive.namelist() == ["runs.csv", "insights.csv", "transcript.csv"]
+        assert archive.namelist() == ["runs.csv", "insights.csv", "transcript.csv", "rates.csv"]
 
     shown = sparring("export", run_id, "--format", "json", "-o", "-", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     data = json.loads(shown.stdout)
-    assert data["run_id"] == run_id and list(data["sheets"]) == ["Runs", "Insights", "Transcript"]
+    assert data["run_id"] == run_id
+    assert list(data["sheets"]) == ["Runs", "Insights", "Transcript", "Rates"]
     assert [(r["scenario"], r["trial"], r["pass"]) for r in data["sheets"]["Runs"]] == [
         ("long", 1, True),
         ("broken", 1, False),

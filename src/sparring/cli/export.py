@@ -32,8 +32,9 @@ FORMATS = {"xlsx": ".xlsx", "csv": ".zip", "json": ".json"}
 @click.option("--store", metavar="URL", help=STORE_HELP)
 def export(run_id: str, fmt: str, output: str | None, store: str | None) -> None:
     """Export a stored run (RUN: its id or the start of it) as sheets Runs (one row per
-    conversation), Insights (one row per verdict) and Transcript (one row per message):
-    xlsx (needs openpyxl), csv (a zip with one CSV per sheet) or json (the three sheets)."""
+    conversation), Insights (one row per verdict), Transcript (one row per message) and
+    Rates (pass rates with 95% intervals, per scenario and per criterion): xlsx (needs
+    openpyxl), csv (a zip with one CSV per sheet) or json (the four sheets)."""
     from sparring.cli.history import open_named
     from sparring.cli.run import report_paths, write_reports
     from sparring.errors import UserError
@@ -63,7 +64,7 @@ def export(run_id: str, fmt: str, output: str | None, store: str | None) -> None
 
 def render_sheets_json(result: RunResult) -> str:
     """The sheets of `result` as JSON: `{"run_id": ..., "sheets": {"Runs": [row, ...],
-    "Insights": [...], "Transcript": [...]}}`, each row an object keyed by column name
+    "Insights": [...], "Transcript": [...], "Rates": [...]}}`, each row an object keyed by column name
     (cells uncut: JSON has no cell limit)."""
     from sparring.reports.exports import export_sheets
 

@@ -2,8 +2,10 @@
 
 `print_summary` prints, in order: the scenario table (what passed against what each
 threshold needs), failures, errors and invalid trials (identical problems of several trials
-on one line, `trials 1-3`), skipped work grouped by why, the totals, the models' settings,
-usage, the group gates when there are some, and the exit code with its causes.
+on one line, `trials 1-3`), explanations, the criteria and gates a scenario of several
+trials did not meet in every trial (with the 95% interval), skipped work grouped by why,
+the totals, the models' settings, usage, the group gates when there are some, and the exit
+code with its causes.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from sparring.reports.outcome import (
     trial_ranges,
     verdict_what,
 )
-from sparring.reports.rates import rate_text, run_counts, with_interval
+from sparring.reports.rates import rate_text, run_counts, unsteady_rates, with_interval
 from sparring.results import RunResult, ScenarioResult, Verdict
 
 SYMBOLS = {
@@ -154,6 +156,11 @@ def print_summary(
             for line in lines:
                 _line(console, line, style)
     _explanations(console, result)
+    rates = _unsteady_lines(result)
+    if rates:
+        _line(console, "Not met in every trial", "bold")
+        for line in rates:
+            _line(console, line, "")
     for line in _skipped_lines(result, sym):
         _line(console, line, "dim")
     for line in _tail_lines(result, sym):
@@ -178,6 +185,17 @@ def _explanations(console: Console, result: RunResult) -> None:
         _line(console, EXPLANATION_LABEL.capitalize(), "bold")
         for line in explained:
             _line(console, _one_line(line, _LINE), "")
+
+
+def _unsteady_lines(result: RunResult) -> list[str]:
+    """`refund · c1: 3/6 met, 50% [19%, 81%]`: each criterion, `should`, check and gating
+    insight of a scenario with several trials that was not met in every trial that
+    decided it (`sparring.reports.rates.unsteady_rates`)."""
+    return [
+        _one_line(f"{s.scenario_id} · {c.id}: {c.text}", _LINE)
+        for s in result.scenarios
+        for c in unsteady_rates(s)
+    ]
 
 
 def _line(console: Console, text: str, style: str) -> None:

@@ -1,6 +1,6 @@
 """Spreadsheet exports of a run: xlsx (openpyxl, the `xlsx` extra) and csv-zip (stdlib).
 
-Three sheets, the same in both formats (`export_sheets`):
+Four sheets, the same in both formats (`export_sheets`):
 
 - **Runs**: one row per conversation (trial): scenario, trial, status, end reason, pass,
   the trial's score (evaluations, else the share of criteria met), whether its
@@ -11,11 +11,14 @@ Three sheets, the same in both formats (`export_sheets`):
 - **Insights**: one row per verdict (criterion, restriction, `should`, check) and per
   insight of an evaluation: id, kind, what it is about, value (`met`, `not_met`, `error`,
   `skipped`; an insight's typed value), reasoning, evidence (one quote a line), the turns
-  it cites, and for insights whether a gating one passed, its score, weight and whether it
-  is featured; a person's override of either.
+  it cites, and for insights whether a gating one passed, its score, weight, group and
+  whether it is featured; a person's override of either.
 - **Transcript**: one row per message, sub-tests' conversations included: scenario,
   trial, conversation, turn, role, text, tool calls (JSON), latency, and on an agent
   reply the judge's note and score.
+- **Rates**: one row per scenario (kind `scenario`: its trials passed of those counted) and
+  per criterion, `should`, check and gating insight of it (met in how many of the trials
+  that decided it): met, out of, pass rate and the 95% Wilson interval's low and high ends.
 
 Cells are made safe for spreadsheets: control characters that XML (and so xlsx) cannot
 hold are removed; an xlsx cell longer than Excel's 32,767 characters is cut with a marker
@@ -43,6 +46,7 @@ from sparring.errors import UserError
 from sparring.reports.evidence import message_turns
 from sparring.reports.insights import ordered, override_text, value_text
 from sparring.reports.outcome import verdict_what
+from sparring.reports.rates import criterion_rates, interval
 from sparring.results import RunResult, ScenarioResult, TrialResult
 from sparring.transcript import ToolCall
 
@@ -66,7 +70,7 @@ Row = dict[str, CellValue]
 
 @dataclass(frozen=True)
 class Sheet:
-    """One sheet: `name` (`Runs`, `Insights`, `Transcript`), column names, and rows of
+    """One sheet: `name` (`Runs`, `Insights`, `Transcript`, `Rates`), column names, rows of
     cell values (text, numbers, booleans, `None` for empty) keyed by column name."""
 
     name: str
@@ -87,16 +91,20 @@ RUN_COLUMNS = (
 """The Runs sheet's fixed columns; one column per insight follows (`export_sheets`)."""
 INSIGHT_COLUMNS = (
     *("run", "scenario", "trial", "id", "kind", "description", "value", "reasoning"),
-    *("evidence", "turns", "passed", "score", "weight", "featured", "override"),
+    *("evidence", "turns", "passed", "score", "weight", "group", "featured", "override"),
 )
 MESSAGE_COLUMNS = (
     *("run", "scenario", "trial", "conversation", "turn", "role", "text", "tool calls"),
     *("latency (ms)", "judge note", "judge score"),
 )
+RATE_COLUMNS = (
+    *("run", "scenario", "id", "kind", "description", "met", "out of", "pass rate"),
+    *("interval low", "interval high"),
+)
 
 
 def export_sheets(result: RunResult) -> list[Sheet]:
-    """The Runs, Insights and Transcript sheets of `result` (see the module docstring),
+    """The Runs, Insights, Transcript and Rates sheets of `result` (see the module docstring),
     scenarios and trials in run order."""
     trials = [(s, t) for s in result.scenarios for t in s.trials]
     ids = dict.fromkeys(i.id for _, t in trials for i in ordered(t.insights))
@@ -112,7 +120,32 @@ def export_sheets(result: RunResult) -> list[Sheet]:
             MESSAGE_COLUMNS,
             [r for s, t in trials for r in _messages(result.run_id, s, t)],
         ),
+        Sheet("Rates", RATE_COLUMNS, [r for s in result.scenarios for r in _rates(result, s)]),
     ]
+
+
+def _rates(result: RunResult, s: ScenarioResult) -> Iterator[Row]:
+    """The scenario's pass rate (kind `scenario`), then each criterion, `should`, check and
+    gating insight met across its trials (`sparring.reports.rates.criterion_rates`), each
+    with its 95% Wilson interval."""
+    own = ("scenario", s.name, s.passed_trials, len(s.counted))
+    rows = [(s.scenario_id, *own)] + [
+        (c.id, c.kind, c.description, c.met, c.decided) for c in criterion_rates(s)
+    ]
+    for id_, kind, description, met, out_of in rows:
+        low, high = interval(met, out_of) or (None, None)
+        yield {
+            "run": result.run_id,
+            "scenario": s.scenario_id,
+            "id": id_,
+            "kind": kind,
+            "description": description,
+            "met": met,
+            "out of": out_of,
+            "pass rate": round(met / out_of, 4) if out_of else None,
+            "interval low": low,
+            "interval high": high,
+        }
 
 
 def _run_row(run_id: str, s: ScenarioResult, t: TrialResult, insight_ids: Iterable[str]) -> Row:
@@ -165,6 +198,7 @@ def _insights(run_id: str, t: TrialResult) -> Iterator[Row]:
             "passed": None,
             "score": None,
             "weight": None,
+            "group": None,
             "featured": None,
             "override": override_text(v.override) or None,
         }
@@ -183,6 +217,7 @@ def _insights(run_id: str, t: TrialResult) -> Iterator[Row]:
             "passed": i.passed,
             "score": i.score,
             "weight": i.weight,
+            "group": i.group,
             "featured": i.featured,
             "override": override_text(i.override) or None,
         }
@@ -240,7 +275,7 @@ def fit_cell(text: str, limit: int = MAX_CELL_CHARS) -> str:
 
 
 def render_csv_zip(result: RunResult) -> bytes:
-    """The csv-zip export: `runs.csv`, `insights.csv`, `transcript.csv` (UTF-8 with a
+    """The csv-zip export: `runs.csv`, `insights.csv`, `transcript.csv`, `rates.csv` (UTF-8 with a
     byte order mark, so spreadsheet programs read the text right), entries dated at the
     run's start, so the same run gives the same bytes."""
     out = io.BytesIO()
@@ -305,7 +340,7 @@ def require_openpyxl() -> ModuleType:
 
 
 def write_xlsx(result: RunResult, path: Path) -> None:
-    """Write the xlsx export of `result` to `path` (sheets Runs, Insights, Transcript, each
+    """Write the xlsx export of `result` to `path` (the `export_sheets`, each
     with a bold, frozen header row and filters), creating parent folders.
 
     Raises:

@@ -65,6 +65,7 @@ from sparring.reports.outcome import (
     trial_ranges,
     verdict_what,
 )
+from sparring.reports.rates import CriterionRate, rates_across_trials
 from sparring.results import (
     InsightResult,
     ReplyNote,
@@ -223,6 +224,9 @@ class ScenarioView:
     problems: list[str]
     not_run: str | None
     trials: list[TrialView]
+    criteria: list[CriterionRate] = field(default_factory=list[CriterionRate])
+    """Each criterion, `should`, check and gating insight met across trials (with more
+    than one trial), with its 95% interval."""
 
 
 def render_html(
@@ -387,6 +391,7 @@ def _scenario(s: ScenarioResult, why_not_run: str, keys: Iterator[str]) -> Scena
         problems=[_problem_text(p) for p in problems(s, skipped=False)],
         not_run=not_run,
         trials=[_trial(t, len(s.trials), _user_label(s), keys) for t in trials],
+        criteria=rates_across_trials(s),
     )
 
 

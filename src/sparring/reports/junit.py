@@ -51,7 +51,7 @@ from sparring.reports.insights import (
     value_text,
 )
 from sparring.reports.outcome import model_text, passed_text, verdict_what
-from sparring.reports.rates import interval_text
+from sparring.reports.rates import interval_text, rates_across_trials
 from sparring.results import RunResult, ScenarioResult, TrialResult, Verdict, usage_totals
 
 _XML_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -131,8 +131,10 @@ def _hooks_suite(errors: list[str], *, timestamp: str) -> ET.Element:
 
 
 def _properties(scenario: ScenarioResult, models: dict[str, str]) -> ET.Element:
-    """The scenario's facts, usage, and the models' sampling settings (`model.judge`:
-    `judge openai:gpt-4o-mini, temperature 0, seed 1234`)."""
+    """The scenario's facts, usage, the models' sampling settings (`model.judge`:
+    `judge openai:gpt-4o-mini, temperature 0, seed 1234`) and, with several trials, each
+    criterion, `should`, check and gating insight met across them (`met_across_trials.c1`:
+    `7/10 met, 70% [40%, 89%]`)."""
     props = ET.Element("properties")
     values = {
         "name": scenario.name,
@@ -157,8 +159,9 @@ def _properties(scenario: ScenarioResult, models: dict[str, str]) -> ET.Element:
         }
     )
     values.update(models)
+    values.update({f"met_across_trials.{c.id}": c.text for c in rates_across_trials(scenario)})
     for name, value in values.items():
-        ET.SubElement(props, "property", name=name, value=_clean(value))
+        ET.SubElement(props, "property", name=_clean(name), value=_clean(value))
     return props
 
 

@@ -65,7 +65,7 @@ from sparring.reports.outcome import (
     trial_ranges,
     verdict_what,
 )
-from sparring.reports.rates import criterion_rates, rate_text, run_counts, with_interval
+from sparring.reports.rates import rate_text, rates_across_trials, run_counts, with_interval
 from sparring.results import ReplyNote, RunResult, ScenarioResult, TrialResult, Verdict, pass_hat_k
 from sparring.transcript import Message, Transcript
 
@@ -343,13 +343,11 @@ def _facts(s: ScenarioResult) -> list[str]:
 
 
 def _criterion_table(s: ScenarioResult) -> list[str]:
-    """Each criterion, `should` and check: met in how many of the trials that decided it,
-    with the 95% interval (a flaky one shows); nothing for a single trial."""
-    rates = criterion_rates(s) if len(s.trials) > 1 else []
+    """Each criterion, `should`, check and gating insight: met in how many of the trials
+    that decided it, with the 95% interval (a flaky one shows); nothing for one trial."""
     rows = [
-        f"| `{_inline(c.id)}` | {c.kind} | {_cell(one_line(c.description, 120))} | "
-        f"{rate_text(c.met, c.decided).replace(' passed', ' met')} |"
-        for c in rates
+        f"| `{_inline(c.id)}` | {c.kind} | {_cell(one_line(c.description, 120))} | {c.text} |"
+        for c in rates_across_trials(s)
     ]
     if not rows:
         return []

@@ -9,7 +9,7 @@ criterion, `should` and check across the trials that decided it, so a flaky crit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from sparring.judging.statistics import wilson_interval
 from sparring.reports import percent, shown_status
@@ -54,19 +54,31 @@ def run_counts(result: RunResult) -> tuple[int, int]:
     return sum(s.passed_trials for s in shown), sum(len(s.counted) for s in shown)
 
 
+RateKind = VerdictKind | Literal["insight"]
+"""What a `CriterionRate` is of: a verdict's kind, or `insight` for a gating insight."""
+
+
 @dataclass(frozen=True)
 class CriterionRate:
-    """How often one criterion, `should` or check was met across a scenario's trials.
+    """How often one criterion, `should`, check or gating insight was met across a
+    scenario's trials.
 
     `decided` counts the trials where it was `met` or `not_met` (not `error` or `skipped`);
     `met` those where every such verdict of it was `met` (a `should` is judged per reply).
+    A gating insight (`kind` `insight`, id `evaluation.insight`) is decided when it has a
+    value, and met when its pass rule (`pass_when`) held.
     """
 
     id: str
-    kind: VerdictKind
+    kind: RateKind
     description: str
     met: int
     decided: int
+
+    @property
+    def text(self) -> str:
+        """`7/10 met, 70% [40%, 89%]`; `0/0 met` when no trial decided it."""
+        return rate_text(self.met, self.decided).replace(" passed", " met")
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON report's entry: the fields, `pass_rate` and `pass_rate_interval`."""
@@ -82,7 +94,8 @@ class CriterionRate:
 
 
 def criterion_rates(scenario: ScenarioResult) -> list[CriterionRate]:
-    """One `CriterionRate` per verdict id of the scenario's trials, in first-seen order."""
+    """One `CriterionRate` per verdict id of the scenario's trials, in first-seen order,
+    then one per gating insight (`gate_rates`)."""
     seen: dict[str, tuple[VerdictKind, str]] = {}
     met: dict[str, int] = {}
     decided: dict[str, int] = {}
@@ -95,9 +108,40 @@ def criterion_rates(scenario: ScenarioResult) -> list[CriterionRate]:
             if found & {"met", "not_met"}:
                 decided[id_] = decided.get(id_, 0) + 1
                 met[id_] = met.get(id_, 0) + (found & {"met", "not_met"} == {"met"})
-    return [
+    verdicts = [
         CriterionRate(id_, kind, text, met.get(id_, 0), decided.get(id_, 0))
         for id_, (kind, text) in seen.items()
+    ]
+    return verdicts + gate_rates(scenario)
+
+
+def rates_across_trials(scenario: ScenarioResult) -> list[CriterionRate]:
+    """`criterion_rates` of a scenario with more than one trial (`[]` for one trial or
+    none: a rate across one trial says nothing more than the trial), as the reports' tables
+    of rates across trials show them."""
+    return criterion_rates(scenario) if len(scenario.trials) > 1 else []
+
+
+def unsteady_rates(scenario: ScenarioResult) -> list[CriterionRate]:
+    """`rates_across_trials` not met in every trial that decided them (the flaky and the
+    always failing ones), as the console's compact summary shows them."""
+    return [c for c in rates_across_trials(scenario) if c.met < c.decided]
+
+
+def gate_rates(scenario: ScenarioResult) -> list[CriterionRate]:
+    """One `CriterionRate` (kind `insight`) per gating insight of the scenario's trials, in
+    first-seen order: decided when it has a value (not `error`), met when it passed."""
+    seen: dict[str, str] = {}
+    met: dict[str, int] = {}
+    decided: dict[str, int] = {}
+    for insight in (i for t in scenario.trials for i in t.insights if i.gating):
+        seen.setdefault(insight.id, f"pass rule of evaluation {insight.evaluation}")
+        if insight.status == "ok":
+            decided[insight.id] = decided.get(insight.id, 0) + 1
+            met[insight.id] = met.get(insight.id, 0) + bool(insight.passed)
+    return [
+        CriterionRate(id_, "insight", text, met.get(id_, 0), decided.get(id_, 0))
+        for id_, text in seen.items()
     ]
 
 
