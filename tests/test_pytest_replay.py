@@ -16,6 +16,7 @@ import json
 import sys
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -366,3 +367,22 @@ def test_python_tests_sessions_and_shoulds_replay_strictly(
     result.stdout.fnmatch_lines(["replay: agent: 4 replayed, 0 live; judge: 3 replayed, 0 live"])
     assert "not judged" not in result.stdout.str()
     assert model_calls(pytester) == calls
+
+
+def test_merging_worker_cassettes_reads_every_part_before_writing(tmp_path: Path) -> None:
+    from sparring.errors import UserError
+    from sparring.runner.replay_cassettes import CassetteWriter, merge_cassettes
+
+    for worker, text in (("gw0", "one"), ("gw1", "two")):
+        writer = CassetteWriter("agent", tmp_path / worker, scrub=str)
+        writer.write({"key": text, "scenario": text, "trial": 1, "seq": 1, "reply": text})
+        writer.close()
+    merge_cassettes([tmp_path / "gw0", tmp_path / "gw1"], tmp_path / "tapes")
+    merged = (tmp_path / "tapes/agent.jsonl").read_text().splitlines()
+    assert [json.loads(line).get("reply") for line in merged] == [None, "one", "two"]
+    assert (tmp_path / "tapes/judge.jsonl").read_text().count("\n") == 1  # the header
+    with (tmp_path / "gw1/agent.jsonl").open("a") as damaged:
+        damaged.write('{"key": "x"}\n')
+    with pytest.raises(UserError, match=r"gw1/agent.jsonl:3: the line was changed"):
+        merge_cassettes([tmp_path / "gw0", tmp_path / "gw1"], tmp_path / "tapes")
+    assert (tmp_path / "tapes/agent.jsonl").read_text().splitlines() == merged

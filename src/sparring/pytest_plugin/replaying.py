@@ -113,8 +113,8 @@ class SessionReplay:
         elif self.record is not None and self.controller:
             shutil.rmtree(self.record / PARTS, ignore_errors=True)  # a killed session's
         settings = state.settings
-        secrets = Secrets.load(file=settings.secrets_file, api_key=settings.api_key)
         try:
+            secrets = Secrets.load(file=settings.secrets_file, api_key=settings.api_key)
             replayed = replay_options(options, option_prefix="--sparring-")
             self.roles = ReplayRoles.prepare(replayed, settings=settings, scrub=secrets.scrub)
         except UserError as e:
