@@ -50,6 +50,7 @@ from sparring.runner.context import (
     CURRENT_TRIAL,
     ConditionsNotMet,
     ConditionsUndecided,
+    SimulationSkipped,
     TrialContext,
     UserPlay,
     masked_verdict,
@@ -345,10 +346,13 @@ async def _run_code(state: _TrialState, scenario: CodeScenario, target: Target |
     ctx = state.ctx
     trial = _trial_context(state, scenario, target)
     token = CURRENT_TRIAL.set(trial)
+    stopped: SimulationSkipped | None = None  # simulate() without a model: skipped there
     try:
         if scenario.before is not None:
             await _hook(scenario.before, "a before hook", ctx.scrub)
         await call_body(scenario.body, trial)
+    except SimulationSkipped as e:
+        stopped = e
     except (ConditionsNotMet, ConditionsUndecided):
         pass  # their verdicts are recorded and decide the trial
     except AssertionError as e:
@@ -374,6 +378,8 @@ async def _run_code(state: _TrialState, scenario: CodeScenario, target: Target |
         raise trial.target_failure
     if forgotten:
         raise _TestRaised(forgotten)
+    if stopped is not None and trial_status(state.verdicts) in ("passed", "skipped"):
+        raise stopped  # checks passed so far cannot pass a test that stopped there
     state.evidence = trial.evidence  # a browser session's screenshots and page URL
     await _evaluate_code(state, scenario, trial.judge.model)
     return "script_done"
@@ -524,6 +530,8 @@ async def _play(state: _TrialState, target: Target | None) -> Outcome:
         return "invalid", "simulator_failed", str(e)
     except MissingPart as e:  # e.g. no Chromium or espeak-ng: skipped, as without a model
         return "skipped", "skipped", str(e)
+    except SimulationSkipped as e:
+        return "skipped", "skipped", e.verdicts[0].reason
     except Exception as e:  # a bug or an unexpected failure must not lose the trial
         state.traceback = traceback.format_exc()
         return (
