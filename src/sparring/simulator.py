@@ -9,6 +9,10 @@ or invisible message, JSON, the assistant's voice, leaked instructions or reason
 for word repeat. Such an answer is asked for again once, with the reason, in the same repair
 call as an unparseable one; a second bad answer raises `ModelOutputError`, and the runner
 ends the conversation (`simulator_failed`) without sending it.
+
+A reusable simulated user in voice mode (`mode: voice`) writes what it would say aloud
+(`SPOKEN`, one line added to its profile); a voice target speaks its messages with its speech
+provider, any other target gets them as text (`voice_mode_notes` says so before a run).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import ast
 import json
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -25,6 +30,7 @@ from sparring.models.structured import complete_json
 from sparring.prompts import DEFAULT_LIMITS, Limits, Scrub, render_for_user
 from sparring.results import Usage
 from sparring.scenario import SimulatedScenario
+from sparring.targets.voice import is_voice_target
 from sparring.transcript import Transcript
 
 DoneReason = Literal["goal_achieved", "user_gave_up"]
@@ -70,6 +76,12 @@ Answer with one JSON object: {{"message": "<your next message>", "done": false, 
 "done_reason": null}}. Set "done": true with "done_reason" "goal_achieved" once your goal is \
 achieved, or "user_gave_up" when the assistant clearly cannot or will not help; "message" \
 may then be empty (it is not sent)."""
+
+SPOKEN = (
+    "You are on a voice call: write only the words you say aloud, no markdown, lists, links "
+    'or emoji, numbers as spoken ("ten thirty"), in short turns.'
+)
+"""The profile line of a simulated user in voice mode."""
 
 
 async def next_user_message(
@@ -142,7 +154,27 @@ def _profile(scenario: SimulatedScenario) -> str:
         lines.append(f"How to go about it: {scenario.instructions}")
     if scenario.context:
         lines.append(f"Your situation: {scenario.context}")
+    if user is not None and user.mode == "voice":
+        lines.append(SPOKEN)
     return "\n".join(lines)
+
+
+def voice_mode_notes(scenarios: Iterable[object]) -> list[str]:
+    """A note for each scenario whose simulated user is in voice mode but whose target is
+    not a voice target: its messages, written as spoken, are sent as text."""
+    notes: list[str] = []
+    for scenario in scenarios:
+        user = getattr(scenario, "simulated_user", None)
+        target = getattr(scenario, "target", None)
+        if user is None or user.mode != "voice" or target is None or is_voice_target(target):
+            continue
+        where = getattr(scenario, "source", None) or getattr(scenario, "id", "")
+        notes.append(
+            f"{where}: simulated user {user.name!r} is in voice mode, but the target is not a "
+            "voice target (`type: voice`): it writes as it would speak, and its messages are "
+            "sent as text"
+        )
+    return notes
 
 
 def _turn_prompt(

@@ -325,6 +325,7 @@ def _load(
     from sparring.loaders.python import load_suites
     from sparring.loaders.yaml import load_paths
     from sparring.redteam import expand_red_team
+    from sparring.simulator import voice_mode_notes
 
     if given is not None:
         return given, SuiteRun([], settings=settings)
@@ -334,6 +335,8 @@ def _load(
         scenarios = load_paths(yaml_files, pattern=pattern) if yaml_files else []
     for w in caught:  # e.g. a `should` that is not a verb phrase, at its file:line
         click.secho(f"warning: {w.filename}:{w.lineno}: {w.message}", fg="yellow", err=True)
+    for note in voice_mode_notes(scenarios):  # a voice-mode user typing to a text target
+        click.secho(f"note: {note}", fg="yellow", err=True)
     scenarios = expand_red_team(scenarios)
     return scenarios, SuiteRun(load_suites(py_files, named=paths), settings=settings)
 

@@ -241,6 +241,14 @@ def voice_message(reply: Any, *, target: str) -> Any:
     return Message(role="agent", content=reply.text, tool_calls=calls, audio_ms=audio_ms)
 
 
+def is_voice_target(target: object) -> bool:
+    """Whether `target`, a target spec or a `Target`, plays each user message as audio (a
+    `type: voice` spec, a `VoiceCallableTarget` or a LiveKit adapter)."""
+    return isinstance(target, VoiceTargetSpec) or isinstance(
+        getattr(target, "audio", None), UserAudio
+    )
+
+
 def voice_target(spec: VoiceTargetSpec) -> Target:
     """The target of a `type: voice` spec: its `callable`, or its `livekit` session factory
     in a `LiveKitAdapter`.
