@@ -174,7 +174,8 @@ def test_a_failed_scenario_names_its_failed_verdicts_reasons_and_turns(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*sparring scenario 'cancel_slot' failed: 0/1 trials passed (0%), threshold 100%",
+            "*sparring scenario 'cancel_slot' failed: 0/1 trials passed, 0% [[]0%, 79%], "
+            "threshold 100%",
             "trial 1: failed (end reason script_done)",
             "  turn 1: t1.check1 (contains*cancelled*) not met: expected turn 1 to contain*"
             "Sorry, I can only book slots.*",
@@ -220,7 +221,8 @@ def test_live_failures_give_the_judges_reason(
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
-            "*sparring scenario 'judged_booking' failed: 0/3 trials passed (0%), threshold 66%",
+            "*sparring scenario 'judged_booking' failed: 0/3 trials passed, 0% [[]0%, 56%], "
+            "threshold 66%",
             "trial 1: failed*",
             "  turn 1: t1.should1 (should confirm the booking*) not met: the judge says not_met",
             "*sparring scenario 'simulated_booking' failed*",

@@ -398,17 +398,21 @@ def _planned(item: pytest.Item) -> tuple[int, float]:
 
 
 def describe_failure(result: ScenarioResult) -> str:
-    """`k/N trials passed (rate), threshold T`, then each trial that did not pass with its
-    error and failed verdicts (`turn N: id (kind: description) not met: reason`)."""
+    """`k/N trials passed, rate [low, high], threshold T` (the 95% Wilson interval), then
+    each trial that did not pass with its error, failed verdicts (`turn N: id (kind:
+    description) not met: reason`) and evaluation gates that did not pass (`evaluation.
+    insight (insight = value (pass rule of evaluation E)) not met: reasoning`)."""
     from sparring.reports import one_line, percent
+    from sparring.reports.insights import gate_verdicts
     from sparring.reports.outcome import verdict_what
+    from sparring.reports.rates import interval_text
 
-    counted = len(result.counted)
+    passed, counted = result.passed_trials, len(result.counted)
     noun = "test" if result.kind == "python" else "scenario"
+    rate = f", {percent(result.pass_rate)} {interval_text(passed, counted)}" if counted else ""
     lines = [
         f"sparring {noun} {result.scenario_id!r} {result.status}: "
-        f"{result.passed_trials}/{counted} trials passed ({percent(result.pass_rate)}), "
-        f"threshold {percent(result.threshold)}"
+        f"{passed}/{counted} trials passed{rate}, threshold {percent(result.threshold)}"
     ]
     if result.missing_trials:
         lines.append(f"{result.missing_trials} planned trials did not run")
@@ -419,7 +423,7 @@ def describe_failure(result: ScenarioResult) -> str:
             f"trial {trial.trial}: {trial.status} (end reason {trial.end_reason})"
             + (f": {one_line(trial.error, 1000)}" if trial.error else "")
         )
-        for v in trial.failures:
+        for v in [*trial.failures, *gate_verdicts(trial.insights)]:
             at = f"turn {v.turn}: " if v.turn is not None else ""
             status = "not met" if v.status == "not_met" else v.status
             lines.append(
