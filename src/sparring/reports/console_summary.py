@@ -1,11 +1,11 @@
 """The summary printed at the end of a run, and the symbols and styles the console shares.
 
 `print_summary` prints, in order: the scenario table (what passed against what each
-threshold needs), failures, errors and invalid trials (identical problems of several trials
-on one line, `trials 1-3`), explanations, the criteria and gates a scenario of several
-trials did not meet in every trial (with the 95% interval), skipped work grouped by why,
-the totals, the models' settings, usage, the group gates when there are some, and the exit
-code with its causes.
+threshold needs), failures, errors, invalid trials and what failed as expected (identical
+problems of several trials on one line, `trials 1-3`), explanations, the criteria and gates
+a scenario of several trials did not meet in every trial (with the 95% interval), skipped
+work grouped by why, the totals, the models' settings, usage, the group gates when there
+are some, and the exit code with its causes.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from sparring.reports import (
 from sparring.reports import one_line as _one_line
 from sparring.reports.insights import EXPLANATION_LABEL, override_text, score_text
 from sparring.reports.outcome import (
+    Problem,
     cited_turns,
     exit_meaning,
     model_text,
@@ -37,6 +38,7 @@ from sparring.reports.outcome import (
 )
 from sparring.reports.rates import rate_text, run_counts, unsteady_rates, with_interval
 from sparring.results import RunResult, ScenarioResult, Verdict
+from sparring.runner.code import failed_as_expected
 
 SYMBOLS = {
     "passed": "✔",
@@ -144,11 +146,12 @@ def print_summary(
     console.print()
     if table:
         console.print(_scenario_table(result, sym))
-    failures, errors, invalid = _problem_lines(result, sym)
+    failures, errors, invalid, expected = _problem_lines(result, sym)
     titles = (
         ("Failures", failures, "red"),
         ("Errors", errors, "yellow"),
         ("Invalid: the simulated user failed, the agent was not judged", invalid, "magenta"),
+        ("Failed as expected", expected, "green"),
     )
     for title, lines, style in titles:
         if lines:
@@ -241,25 +244,41 @@ def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
 
 
 def _problem_lines(result: RunResult, sym: dict[str, str]) -> tuple[list[str], ...]:
-    """(failures, errors, invalid trials): one line per problem of a scenario, the same
-    problem of several trials once (`trials 1-3`); failed suite hooks are errors."""
+    """(failures, errors, invalid trials, failed as expected): one line per problem of a
+    scenario, the same problem of several trials once (`trials 1-3`); failed suite hooks
+    are errors. What failed in the trials of an `expect_failure` test that failed is
+    listed once, as expected (not as failures, nor their "failed as expected" as errors)."""
     failures: list[str] = []
     errors: list[str] = []
     invalid: list[str] = []
+    expected: list[str] = []
     for s in result.scenarios:
-        for p in problems(s, skipped=False):
+        wanted = {t.trial for t in s.trials if failed_as_expected(t)}
+        found = problems(s, skipped=False)
+        said = {n for p in found if p.verdict is not None for n in p.trials}
+        for p in found:
             where = f"{s.scenario_id} · {trial_ranges(p.trials)}"
-            if p.verdict is not None:
+            if wanted and set(p.trials) <= wanted:
+                if p.verdict is None and set(p.trials) <= said:
+                    continue  # "failed as expected": the checks that failed say how
+                expected.append(_problem_line(p, where, sym["passed"]))
+            elif p.verdict is not None:
                 target = failures if p.status == "not_met" else errors
-                text = verdict_text(p.verdict, reason=False)
-                text += f": {p.text or '(no reason given)'}{cited_turns(p.verdict)}"
-                line = f"{sym[VERDICT_SYMBOL[p.status]]} {where} · {text}"
+                target.append(_problem_line(p, where, sym[VERDICT_SYMBOL[p.status]]))
             else:
                 target = {"invalid": invalid, "failed": failures}.get(p.status, errors)
-                line = f"{sym.get(p.status, sym['error'])} {where}: {p.text}"
-            target.append(_one_line(line, _LINE))
+                target.append(_problem_line(p, where, sym.get(p.status, sym["error"])))
     errors += [_one_line(f"{sym['error']} {e}", _LINE) for e in result.hook_errors]
-    return failures, errors, invalid
+    return failures, errors, invalid, expected
+
+
+def _problem_line(p: Problem, where: str, symbol: str) -> str:
+    """`✘ refund · trial 2 · c1 The assistant ...: <reason>`, or `⚠ refund · trial 2: <error>`."""
+    if p.verdict is None:
+        return _one_line(f"{symbol} {where}: {p.text}", _LINE)
+    text = verdict_text(p.verdict, reason=False)
+    text += f": {p.text or '(no reason given)'}{cited_turns(p.verdict)}"
+    return _one_line(f"{symbol} {where} · {text}", _LINE)
 
 
 def _skipped_lines(result: RunResult, sym: dict[str, str]) -> list[str]:

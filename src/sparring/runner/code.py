@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import anyio
 
 from sparring.models.base import Model
-from sparring.results import TrialStatus
+from sparring.results import TrialResult, TrialStatus
 from sparring.runner.context import TrialContext
-from sparring.scenario.evaluations import Evaluation, SimulatedUser
+from sparring.scenario.base import TrialRange
+from sparring.scenario.evaluations import Evaluation, SimulatedUser, ToolArgsJudge
 from sparring.targets.base import Target
 
 if TYPE_CHECKING:
@@ -44,13 +45,17 @@ class CodeScenario:
         target: Spec (built by the run's target pool) or Target object; `None` when the body
             opens its own sessions.
         source: `file:line` of the test.
-        trials: Repetitions; `threshold`: pass rate required across them (0-1).
+        trials: Repetitions, or a `TrialRange` for adaptive trials; `threshold`: pass
+            rate required across them (0-1).
         timeout_s: Limit for one trial, in seconds; `reply_timeout_s` for one reply.
         judge_model: Judges this test's `should`s instead of the run's judge model.
         before: Awaited before each trial's body (setup hooks); raising makes it `error`.
         after: Awaited after each trial with `(passed, error)`; raising makes it `error`.
         evaluations: Scorecards the judge values on the trial's conversation after the body
             (one judge call), like a YAML scenario's `evaluations`.
+        tool_args_judge: Rubrics on a tool call's arguments, judged in that same call.
+        explain_failures: One more model call per failed trial explains why (`None`:
+            as the run's settings say).
         persona, goal: The simulated user of `Session.simulate` (the Suite's): a
             description, or a reusable `SimulatedUser`.
         expect_failure: The test must fail: a failed trial passes, a passed one fails.
@@ -61,7 +66,7 @@ class CodeScenario:
     body: Body
     target: AnyTargetSpec | Target | None = None
     source: str | None = None
-    trials: int = 1
+    trials: int | TrialRange = 1
     threshold: float = 1.0
     timeout_s: float = 600
     reply_timeout_s: float | None = None
@@ -69,6 +74,8 @@ class CodeScenario:
     before: Callable[[], Awaitable[None]] | None = None
     after: Callable[[bool, str | None], Awaitable[None]] | None = None
     evaluations: tuple[Evaluation, ...] = ()
+    tool_args_judge: tuple[ToolArgsJudge, ...] = ()
+    explain_failures: bool | None = None
     persona: str | SimulatedUser | None = None
     goal: str | None = None
     expect_failure: bool = False
@@ -80,15 +87,25 @@ class CodeScenario:
         return self.display_name
 
 
+EXPECTED = "failed as expected"
+"""How the error text of an `expect_failure` test's trial that failed (so passed) starts."""
+
+
 def as_expected_failure(status: TrialStatus, error: str | None) -> tuple[TrialStatus, str | None]:
     """A trial of an `expect_failure` test: `failed` becomes `passed` (the error text kept,
-    prefixed "failed as expected"), `passed` becomes `failed`; anything else (an error, a
-    skip) stays, since it says nothing about whether the test fails."""
+    prefixed `EXPECTED`), `passed` becomes `failed`; anything else (an error, a skip) stays,
+    since it says nothing about whether the test fails."""
     if status == "failed":
-        return "passed", f"failed as expected: {error}" if error else "failed as expected"
+        return "passed", f"{EXPECTED}: {error}" if error else EXPECTED
     if status == "passed":
         return "failed", "expected to fail (expect_failure=True), but every check passed"
     return status, error
+
+
+def failed_as_expected(trial: TrialResult) -> bool:
+    """Whether `trial` passed because its `expect_failure` test failed: its failed checks
+    and criteria are what was expected."""
+    return trial.status == "passed" and (trial.error or "").startswith(EXPECTED)
 
 
 class HookError(Exception):
