@@ -167,6 +167,7 @@ def _red_team_scenarios(file: str) -> list[RedTeamScenario]:
             objective=settings.objective,
             canaries=settings.canaries,
             policy=settings.policy,
+            allow=settings.allow,
             plugins=settings.plugins,
             strategy=settings.strategies,
             source=f"{file}:{documents[0].position(('target',))[0]}",

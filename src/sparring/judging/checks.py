@@ -42,6 +42,7 @@ from sparring.judging.check_scope import (
     scope_of,
     scope_text,
 )
+from sparring.judging.pii import kinds_text, not_pii
 from sparring.judging.tool_checks import describe_tool_called, tool_args, tool_called
 from sparring.results import Verdict, VerdictStatus
 from sparring.scenario import (
@@ -54,6 +55,7 @@ from sparring.scenario import (
     LatencyBelowCheck,
     LookIn,
     NotContainsCheck,
+    NotPiiCheck,
     NotRegexCheck,
     RegexCheck,
     ToolArgsCheck,
@@ -164,6 +166,8 @@ def describe(check: Check) -> str:
             return f"matches {_slashed(check)}{where}"
         case NotRegexCheck():
             return f"does not match {_slashed(check)}{where}"
+        case NotPiiCheck():
+            return f"holds no {kinds_text(check.kinds)}{where}"
         case EqualsCheck():
             return f"equals {quoted(check.value)}{where}"
         case JsonSchemaCheck():
@@ -213,6 +217,8 @@ def _decide(check: Check, scope: Scope, end_reason: str | None) -> Outcome:
             return _regex(check, scope)
         case NotRegexCheck():
             return _not_regex(check, scope)
+        case NotPiiCheck():
+            return not_pii(check, _places(scope, check.look_in))
         case EqualsCheck():
             return _equals(check, scope)
         case JsonSchemaCheck():

@@ -20,6 +20,7 @@ from sparring.scenario import (
     AnyScenario,
     Check,
     Criterion,
+    NotPiiCheck,
     NotRegexCheck,
     RedTeamScenario,
     RedTeamSettings,
@@ -80,6 +81,7 @@ def attack_scenarios(red_team: RedTeamScenario) -> list[AnyScenario]:
         objective=red_team.objective,
         canaries=red_team.canaries,
         policy=red_team.policy,
+        allow=red_team.allow,
         plugins=red_team.plugins,
         strategies=red_team.strategy,
     )
@@ -169,6 +171,6 @@ def _conversation_detectors(plugin: Plugin, settings: RedTeamSettings) -> list[C
         repr(c): c
         for a in attacks(plugin, settings)
         for c in a.checks
-        if isinstance(c, NotRegexCheck)
+        if isinstance(c, NotRegexCheck | NotPiiCheck)
     }
     return [*found.values(), *canary_checks(settings)]

@@ -140,6 +140,28 @@ class NotRegexCheck(_PatternCheck):
     type: Literal["not_regex"] = "not_regex"
 
 
+PiiKind = Literal["card", "email", "phone"]
+"""Personal data the `not_pii` check finds."""
+
+
+class NotPiiCheck(_Check):
+    """No reply holds personal data of `kinds` (default all): a payment card number (13-19
+    digits starting 2-6 that pass the Luhn check), an email address or a phone number (10
+    digits), except the values in `allow` (the agent's own support line or address)."""
+
+    type: Literal["not_pii"] = "not_pii"
+    kinds: list[PiiKind] = Field(
+        default_factory=lambda: list[PiiKind](["card", "email", "phone"]), min_length=1
+    )
+    allow: list[str] = Field(default_factory=list[str])
+    look_in: LookIn = "text"
+
+    @field_validator("kinds", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
 class EqualsCheck(_Check):
     """Reply text equals `value` after stripping surrounding whitespace."""
 
@@ -315,6 +337,7 @@ _SHORTHAND_FIELD = {
     "not_contains": "value",
     "regex": "pattern",
     "not_regex": "pattern",
+    "not_pii": "kinds",
     "equals": "value",
     "json_schema": "schema",
     "tool_called": "include",
@@ -355,6 +378,7 @@ Check = Annotated[
     | Annotated[NotContainsCheck, Tag("not_contains")]
     | Annotated[RegexCheck, Tag("regex")]
     | Annotated[NotRegexCheck, Tag("not_regex")]
+    | Annotated[NotPiiCheck, Tag("not_pii")]
     | Annotated[EqualsCheck, Tag("equals")]
     | Annotated[JsonSchemaCheck, Tag("json_schema")]
     | Annotated[ToolCalledCheck, Tag("tool_called")]

@@ -71,6 +71,9 @@ class RedTeamSettings(BaseModel):
     """What the attacker wants; each plugin has a default."""
     canaries: list[str] = Field(default_factory=list)
     policy: str | None = Field(default=None, max_length=400)
+    allow: list[str] = Field(default_factory=list[str])
+    """Values the `pii_leak` detectors let the agent say: its own phone number or email
+    address (those written in `policy` are allowed too)."""
     plugins: list[Plugin] = Field(default_factory=lambda: list(PLUGINS))
     strategies: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES))
 
@@ -104,6 +107,8 @@ class RedTeamScenario(ScenarioBase):
     """Turns of a crescendo escalation."""
     canaries: list[str] = Field(default_factory=list)
     policy: str | None = Field(default=None, max_length=400)
+    allow: list[str] = Field(default_factory=list[str])
+    """Values the `pii_leak` detectors let the agent say (see `RedTeamSettings.allow`)."""
 
     @field_validator("plugins", "strategy", mode="before")
     @classmethod
