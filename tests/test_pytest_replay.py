@@ -386,3 +386,18 @@ def test_merging_worker_cassettes_reads_every_part_before_writing(tmp_path: Path
     with pytest.raises(UserError, match=r"gw1/agent.jsonl:3: the line was changed"):
         merge_cassettes([tmp_path / "gw0", tmp_path / "gw1"], tmp_path / "tapes")
     assert (tmp_path / "tapes/agent.jsonl").read_text().splitlines() == merged
+
+
+def test_a_session_without_the_options_imports_nothing_of_replay(
+    pytester: pytest.Pytester,
+) -> None:
+    project(pytester, "http://127.0.0.1:9/chat", model=None, text=ONLY_CHECKS)
+    pytester.makepyfile(
+        test_plain="""
+        import sys
+
+        def test_nothing_of_replay_is_loaded():
+            assert not [m for m in sys.modules if m.startswith("sparring.runner")]
+        """
+    )
+    pytester.runpytest_subprocess("test_plain.py").assert_outcomes(passed=1)
