@@ -19,10 +19,16 @@ def blocks(language: str) -> list[str]:
 
 def test_every_yaml_block_loads_as_written() -> None:
     found = blocks("yaml")
-    assert len(found) == 2
+    assert len(found) == 3
     loaded = [load_text(block, path="llms.txt") for block in found]
-    assert [s.id for s in loaded[0]] == ["order-status", "refund-window", "impatient-customer"]
+    assert [s.id for s in loaded[0]] == [
+        "order-status",
+        "refund-window",
+        "impatient-customer",
+        "greeting-then-simulated",
+    ]
     assert [s.id for s in loaded[1]] == ["refund[late-order]", "refund[2]"]
+    assert [(s.id, s.kind) for s in loaded[2]] == [("discount-code", "red_team")]
 
 
 def test_the_python_block_defines_its_tests() -> None:
@@ -31,6 +37,8 @@ def test_the_python_block_defines_its_tests() -> None:
     exec(compile(block, "llms.txt", "exec"), namespace)  # noqa: S102 - our own document
     assert callable(namespace["test_return_policy"])
     assert callable(namespace["test_refund_flow"])
+    assert callable(namespace["test_written_then_simulated"])
+    assert callable(namespace["test_known_gap"])
 
 
 def test_the_check_names_it_lists_are_sparrings() -> None:
