@@ -91,3 +91,22 @@ def test_a_run_with_only_the_detectors_exits_as_steps_not_judged_do(tmp_path: Pa
     assert "2 attempt(s) not judged" in done.output
     strict = invoke("redteam", str(path), "--no-store", "-q", "--fail-on-skip")
     assert strict.exit_code == 3, strict.output
+
+
+def test_show_prints_a_stored_red_team_runs_rates_and_findings(tmp_path: Path) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text(
+        'target: {type: callable, ref: "sparring.demo.agent:vulnerable_chat"}\n'
+        "redteam: {plugins: prompt_injection, strategies: plain, canaries: [NW-STAFF-7731]}\n",
+        encoding="utf-8",
+    )
+    report = tmp_path / "r.json"
+    done = invoke("redteam", str(path), "-q", "-o", str(report))
+    assert done.exit_code == 1, done.output
+    shown = invoke("show", json.loads(report.read_text())["run_id"])
+    assert shown.exit_code == 0, shown.output
+    assert "| prompt_injection | high | 1 succeeded, 1 not judged (detectors only) |" in (
+        shown.output
+    )
+    assert "### HIGH: redteam/prompt_injection/plain/ignore-previous (trial 1)" in shown.output
+    assert "NW-STAFF-7731" in shown.output  # the finding's transcript

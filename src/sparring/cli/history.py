@@ -121,6 +121,7 @@ def show(run_id: str, scenario_id: str | None, trial: int | None, store: str | N
         click.echo(f"Run {result.run_id}, started {result.started_at}")
         view = ConsoleView(console=default_console(), live=False, summary_at_exit=False)
         view.summary(result)
+        _print_red_team(result)
         _print_overridden(result)
         return
     scenario = _scenario(result, scenario_id)
@@ -148,6 +149,16 @@ def _trial(scenario: ScenarioResult, number: int) -> TrialResult:
             return trial
     have = ", ".join(str(t.trial) for t in scenario.trials) or "none"
     raise UserError(f"scenario {scenario.scenario_id!r} has no trial {number} (it has: {have})")
+
+
+def _print_red_team(result: RunResult) -> None:
+    """After a red-team run's summary, what `sparring redteam` printed: attack success per
+    plugin and strategy, and each successful attack's transcript."""
+    from sparring.redteam import render_summary, summarize
+
+    attacks = summarize(result)
+    if attacks.plugins:
+        click.echo(render_summary(attacks))
 
 
 def _print_overridden(result: RunResult) -> None:
