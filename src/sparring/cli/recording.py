@@ -194,6 +194,12 @@ def _stored_call(
         run_id, failed = _failed_scenarios(store, rerun or None)
         recording = Recording(store=store, only=failed)
     stored = run_invocation(store, run_id)
+    if "suite_id" in stored:  # run by `sparring serve`: its test cases live in the store
+        raise UserError(
+            f"run {run_id} is a run of the dashboard's test suite {stored['suite_id']}: resume "
+            "it from the dashboard (Resume on the suite's page, or POST "
+            f"/api/suites/{stored['suite_id']}/resume), or Rerun it there"
+        )
     if stored.get("cwd") != str(Path.cwd()):
         raise UserError(
             f"run {run_id} ran in {stored.get('cwd')}; run this from there (its test paths "

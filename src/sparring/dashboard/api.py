@@ -20,6 +20,7 @@ from sparring.dashboard.compare import suite_diff
 from sparring.dashboard.state import Dashboard
 from sparring.dashboard.views import conversation_rows, label, metrics_table
 from sparring.store.reading import RunSummary
+from sparring.store.suites import SuiteCase
 
 router = APIRouter(prefix="/api", tags=["dashboard"])
 Viewer = Annotated[Principal, Depends(allowed("view"))]
@@ -39,9 +40,27 @@ class RunOut(BaseModel):
     baseline: bool
 
 
+class CaseOut(BaseModel):
+    """A saved suite's test case, as `PUT /api/suites/{id}` takes it back: agent and
+    simulated user (asset ids), their revisions (`null`: Latest published), the simulated
+    user's goal and criteria, and the advanced settings (timeout in seconds, max turns
+    (`null`: no limit of its own), session count)."""
+
+    agent_id: int
+    user_id: int
+    agent_revision: int | None
+    user_revision: int | None
+    goal: str | None
+    criteria: list[str]
+    timeout_s: float
+    max_turns: int | None
+    sessions: int
+
+
 class SuiteOut(BaseModel):
     """One suite as the list shows it: `saved` when made in the dashboard (else made of
-    test files), status with its reason, `runs` newest first."""
+    test files), status with its reason, `resumable` when its interrupted latest run can be
+    resumed, `runs` newest first, and a saved suite's test `cases` (`null` for test files)."""
 
     id: str
     name: str
@@ -54,12 +73,16 @@ class SuiteOut(BaseModel):
     users: list[str]
     reason: str | None
     overridden: bool
+    resumable: bool
     runs: list[RunOut]
+    cases: list[CaseOut] | None
 
 
 class ConversationOut(BaseModel):
     """One conversation of a suite; `score` 0-1; `insights` by id (`evaluation.insight`)
-    with value, reasoning and evidence."""
+    with value, reasoning and evidence; a saved suite's conversation names its agent and
+    simulated user with the revisions it ran (`Published:3`); `overridden` when a person
+    corrected one of its verdicts or insights."""
 
     run_id: str
     scenario_id: str
@@ -67,6 +90,11 @@ class ConversationOut(BaseModel):
     trial: int
     status: str
     reason: str | None
+    agent: str | None
+    agent_revision: str | None
+    user: str | None
+    user_revision: str | None
+    overridden: bool
     duration_ms: float | None
     score: float | None
     evaluations_passed: str | None
@@ -115,11 +143,28 @@ def suite_out(suite: SuiteRow) -> SuiteOut:
         status_label=label(suite.status),
         reason=suite.reason,
         overridden=suite.overridden,
+        resumable=suite.resumable,
         last_run=suite.last_run,
         duration_ms=suite.duration_ms,
         agents=suite.agents,
         users=suite.users,
         runs=[run_out(r) for r in suite.runs],
+        cases=None if suite.saved is None else [case_out(c) for c in suite.saved.cases],
+    )
+
+
+def case_out(case: SuiteCase) -> CaseOut:
+    """Test case `case` as the API gives it."""
+    return CaseOut(
+        agent_id=case.agent_id,
+        user_id=case.user_id,
+        agent_revision=case.agent_revision,
+        user_revision=case.user_revision,
+        goal=case.goal,
+        criteria=list(case.criteria),
+        timeout_s=case.timeout_s,
+        max_turns=case.max_turns,
+        sessions=case.sessions,
     )
 
 
@@ -162,6 +207,11 @@ async def suite_conversations(
             trial=row.trial,
             status=row.status,
             reason=row.reason,
+            agent=row.case and row.case.agent.name,
+            agent_revision=row.case and row.case.agent.label,
+            user=row.case and row.case.user.name,
+            user_revision=row.case and row.case.user.label,
+            overridden=row.overridden,
             duration_ms=row.duration_ms,
             score=row.result.score if row.result else None,
             evaluations_passed=row.result.evaluations_passed if row.result else None,

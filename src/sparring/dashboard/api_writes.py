@@ -268,6 +268,16 @@ async def run_suite(request: Request, who: SuiteRunner, suite_id: str) -> Starte
     return StartedOut(suite_id=suite_id, run_id=run_id)
 
 
+@router.post("/suites/{suite_id}/resume", status_code=202)
+async def resume_suite(request: Request, who: SuiteRunner, suite_id: str) -> StartedOut:
+    """Resume the suite's interrupted latest run (its server stopped mid-run): only the
+    conversations that did not end run, into the same run, with the revisions it used.
+    422 when there is nothing to resume (with why) or it is In progress."""
+    dashboard = _dashboard(request)
+    run_id = await dashboard.resume(dashboard.saved(suite_id).id, who)
+    return StartedOut(suite_id=suite_id, run_id=run_id)
+
+
 @router.post("/tests", status_code=202)
 async def run_tests(request: Request, who: SuiteRunner, body: TestsIn) -> StartedOut:
     """Run a test file sent in the request (work from the API): loaded as `sparring run`

@@ -44,6 +44,8 @@ class SuiteRow:
     users: list[str] = field(default_factory=list[str])
     overridden: bool = False
     """A person corrected a verdict of the latest run (its status is marked so)."""
+    resumable: bool = False
+    """A saved suite whose latest run was interrupted: Resume runs what did not end."""
 
     @property
     def latest(self) -> RunSummary | None:
@@ -121,7 +123,12 @@ def saved_suite(
         agents=sorted({names.get(c.agent_id, "?") for c in suite.cases}),
         users=sorted({names.get(c.user_id, "?") for c in suite.cases}),
         overridden=last is not None and last.overridden,
+        resumable=last is not None and _interrupted(stored.get(last.run_id or "")),
     )
+
+
+def _interrupted(run: RunSummary | None) -> bool:
+    return run is not None and run.status == "interrupted"
 
 
 @dataclass(frozen=True)

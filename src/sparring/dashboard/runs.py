@@ -6,7 +6,8 @@ and is kept in the store as it goes (`Recorder`: the run row when it starts, eac
 it ends), so a page reload shows where it is. The suite is claimed first (one run of a
 suite at a time, `start_suite_run`); a run that cannot start records why
 (`fail_suite_run`). When the server stops, runs still going are cancelled and kept
-`interrupted`, with every trial that ended.
+`interrupted`, with every trial that ended; Resume runs the trials that did not end into
+the same run (`sparring.store.suite_resume`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from sparring.secrets import MODEL_KEY_VARIABLES, Secrets
 from sparring.store.database import Store, open_store
 from sparring.store.provenance import current_provenance
 from sparring.store.recorder import Recorder
+from sparring.store.suite_resume import claim_resume, release_resume, resume_plan
 from sparring.store.suites import (
     fail_suite_run,
     link_suite_run,
@@ -58,7 +60,8 @@ NO_MODEL_REASON = (
 class _Launch:
     """One run to start: its scenarios, the paths and invocation it is kept with, what to
     do once the runner named it (`linked`) or when it could not start (`failed`, with
-    why); `named` gets its run id."""
+    why); `named` gets its run id. With `resumed`, it completes that stored run instead
+    (trial numbers by `missing`, see `Recorder`)."""
 
     scenarios: list[AnyScenario]
     paths: list[str]
@@ -66,6 +69,8 @@ class _Launch:
     linked: Callable[[str], None]
     failed: Callable[[str], None]
     named: list[str] = field(default_factory=list[str])
+    resumed: str | None = None
+    missing: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
 
 
 @dataclass
@@ -127,6 +132,34 @@ class SuiteRunner:
         )
         return await self._launch(group, launch)
 
+    async def resume(self, suite_id: int, *, author: str) -> str | None:
+        """Resume saved suite `suite_id`'s interrupted latest run: run only its
+        conversations that did not end, into that run, with the revisions it used; returns
+        the run's id once it runs again (`None` when it could not start: it stays
+        interrupted).
+
+        Raises:
+            SuiteNotFound: no such suite.
+            SuiteError: nothing to resume (`sparring.store.suite_resume.resume_plan` says why).
+            SuiteBusy: the run is being resumed already.
+            UserError: the server is not serving, or an agent's target is not one the
+                dashboard runs (`sparring.dashboard.guards`).
+        """
+        group = self._serving()
+        plan = resume_plan(self.store, suite_id)
+        check_scenarios(plan.scenarios)
+        claim_resume(self.store, plan, provenance=current_provenance(self.cwd))
+        launch = _Launch(
+            scenarios=list(plan.scenarios),
+            paths=[f"suite:{plan.suite.name}"],
+            invocation={"suite_id": plan.suite.id, "author": author},
+            linked=lambda _run_id: None,
+            failed=lambda _why: release_resume(self.store, plan.run_id),
+            resumed=plan.run_id,
+            missing=plan.missing,
+        )
+        return await self._launch(group, launch)
+
     async def start_tests(self, scenarios: Sequence[AnyScenario], *, name: str, author: str) -> str:
         """Run `scenarios` (a test file sent to the API) as a run of paths `api:<name>`,
         so it is listed as the suite `api:<name>`; returns the run's id.
@@ -174,13 +207,19 @@ class SuiteRunner:
             settings={},
             provenance=current_provenance(self.cwd),
         )
-        recorder = Recorder(store=open_store(self.store.url), record=record)
+        recorder = Recorder(
+            store=open_store(self.store.url),
+            record=record,
+            resumed=launch.resumed,
+            missing=launch.missing,
+        )
         finished: list[RunResult] = []
 
         def observe(event: Event) -> None:
             if isinstance(event, RunStarted) and event.run is not None:
-                launch.linked(event.run.run_id)
-                launch.named.append(event.run.run_id)
+                run_id = launch.resumed or event.run.run_id
+                launch.linked(run_id)
+                launch.named.append(run_id)
                 started.set()
             elif isinstance(event, RunFinished):
                 finished.append(event.result)

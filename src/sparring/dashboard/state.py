@@ -127,11 +127,29 @@ class Dashboard:
             UserError: `who` may not run suites, this server runs none, or the suite
                 cannot run now (SuiteBusy, SuiteError).
         """
+        return await self._runner_for(who).start(suite_id, author=who.name)
+
+    def _runner_for(self, who: Principal) -> SuiteRunner:
+        """The runner of saved suites, when `who` may run them.
+
+        Raises:
+            UserError: `who` may not run suites, or this server runs none.
+        """
         if not who.may("run_suites"):
             raise UserError(f"{who.name} is a {who.role} and may not run test suites")
         if self.runner is None:
             raise UserError("this dashboard runs no suites (it was started without a runner)")
-        return await self.runner.start(suite_id, author=who.name)
+        return self.runner
+
+    async def resume(self, suite_id: int, who: Principal) -> str | None:
+        """Resume saved suite `suite_id`'s interrupted run for `who` (see
+        `SuiteRunner.resume`): the run's id, `None` when it could not start.
+
+        Raises:
+            UserError: `who` may not run suites, this server runs none, or there is
+                nothing to resume (SuiteError says why) or it is being resumed (SuiteBusy).
+        """
+        return await self._runner_for(who).resume(suite_id, author=who.name)
 
     async def run_tests(self, text: str, *, name: str, who: Principal) -> str:
         """Run the test file `text` (YAML or JSON, any dialect `sparring run` reads) sent

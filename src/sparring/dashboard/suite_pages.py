@@ -1,5 +1,5 @@
 """The pages that change test suites: the suite editor (test cases, revisions, advanced
-settings; Save, Save and run), Rerun, Delete (after asking).
+settings; Save, Save and run), Rerun, Resume (an interrupted run), Delete (after asking).
 
 A test case's Revision lists offer the Preview and Published revisions of the agent and
 simulated user it has chosen only: choosing another one swaps the list for the server's
@@ -138,6 +138,14 @@ async def rerun(request: Request, who: SuiteRunner, suite_id: str) -> Response:
     """Rerun: run the suite again with its current settings."""
     dashboard = _dashboard(request)
     await dashboard.start(dashboard.saved(suite_id).id, who)
+    return RedirectResponse(f"/suites/{suite_id}", status_code=303)
+
+
+@router.post("/suites/{suite_id}/resume")
+async def resume(request: Request, who: SuiteRunner, suite_id: str) -> Response:
+    """Resume the suite's interrupted run: only its conversations that did not end run."""
+    dashboard = _dashboard(request)
+    await dashboard.resume(dashboard.saved(suite_id).id, who)
     return RedirectResponse(f"/suites/{suite_id}", status_code=303)
 
 

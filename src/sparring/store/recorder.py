@@ -1,22 +1,35 @@
 """Keep a run in the store from its events: `Recorder.observe` wraps an observer, starts
 the run on `RunStarted`, streams each `TrialFinished`, and `close` writes the end.
 
-Used by `Suite.run()` / `Suite.arun()`; `sparring run` wraps it with `--resume` and
-`--rerun-failed` (`sparring.cli.recording`); `run_record` is what both keep about a run.
+Used by `Suite.run()` / `Suite.arun()` and the dashboard's runs (which resume a stored run
+with `resumed`); `sparring run` wraps it with `--resume` and `--rerun-failed`
+(`sparring.cli.recording`); `run_record` is what both keep about a run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sparring.config import Settings
-from sparring.events import Event, Observer, RunStarted, TrialFinished
-from sparring.results import RunResult
+from sparring.events import (
+    Event,
+    MessageAdded,
+    Observer,
+    RunStarted,
+    ScenarioFinished,
+    TrialFinished,
+    TrialStarted,
+    VerdictAdded,
+)
+from sparring.results import RunResult, TrialResult
 from sparring.store.database import Store, open_store
 from sparring.store.location import shown_url, store_url
 from sparring.store.provenance import current_provenance
+from sparring.store.reading import load_run
 from sparring.store.writer import RunRecord, RunWriter
 
 
@@ -40,11 +53,15 @@ def run_record(
 
 @dataclass
 class Recorder:
-    """Keeps one run, seen through its events, in `store` as described by `record`."""
+    """Keeps one run, seen through its events, in `store` as described by `record`; with
+    `resumed`, the run completes that stored (interrupted) run instead: its k-th trial of a
+    scenario is the scenario's k-th number in `missing` (see `renumbered`)."""
 
     store: Store
     record: RunRecord
     writer: RunWriter | None = None
+    resumed: str | None = None
+    missing: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
 
     @classmethod
     def open(cls, settings: Settings, *, paths: list[str], cwd: Path) -> Recorder:
@@ -63,9 +80,14 @@ class Recorder:
         event to `observer` (when given)."""
 
         def recorded(event: Event) -> None:
+            if self.resumed is not None:
+                event = renumbered(event, self.missing)
             if isinstance(event, RunStarted) and event.run is not None and self.writer is None:
                 self.writer = RunWriter(self.store)
-                self.writer.start(event.run.model_copy(deep=True), record=self.record)
+                if self.resumed is not None:
+                    self.writer.reopen(self.resumed, provenance=self.record.provenance)
+                else:
+                    self.writer.start(event.run.model_copy(deep=True), record=self.record)
             elif isinstance(event, TrialFinished) and self.writer is not None:
                 self.writer.add(event.result)
             if observer is not None:
@@ -84,7 +106,40 @@ class Recorder:
             if result is None:
                 writer.abandon()
                 return writer.errors
+            if self.resumed is not None:  # the stored run, now with every trial that ended
+                writer.flush()
+                result = _whole(load_run(self.store, self.resumed), result)
             writer.finish(result, exit_code=result.exit_code)
             return writer.errors
         finally:
             self.store.close()
+
+
+def _whole(stored: RunResult, resumed: RunResult) -> RunResult:
+    """Stored run `stored` as its resume (`resumed`) ended it."""
+    stored.interrupted, stored.hook_errors = resumed.interrupted, resumed.hook_errors
+    stored.duration_ms, stored.fail_on_skip = resumed.duration_ms, resumed.fail_on_skip
+    return stored
+
+
+def renumbered(event: Event, missing: Mapping[str, Sequence[int]]) -> Event:
+    """`event` of a run that resumes a stored one, with the stored run's trial numbers: a
+    scenario's k-th trial is its k-th number in `missing` (per scenario id)."""
+
+    def number(scenario_id: str, trial: int) -> int:
+        numbers = missing.get(scenario_id)
+        return numbers[trial - 1] if numbers and trial <= len(numbers) else trial
+
+    def trial(result: TrialResult) -> TrialResult:
+        return result.model_copy(update={"trial": number(result.scenario_id, result.trial)})
+
+    match event:
+        case TrialStarted() | MessageAdded() | VerdictAdded():
+            return dataclasses.replace(event, trial=number(event.scenario_id, event.trial))
+        case TrialFinished():
+            return TrialFinished(trial(event.result))
+        case ScenarioFinished():
+            trials = [trial(t) for t in event.result.trials]
+            return ScenarioFinished(event.result.model_copy(update={"trials": trials}))
+        case _:
+            return event
