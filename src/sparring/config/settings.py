@@ -223,13 +223,25 @@ def _from_file(path: Path, *, section: tuple[str, ...]) -> tuple[dict[str, Any],
     return data, str(path)
 
 
-AGENT_EVAL_SETTINGS = ("model", "yaml_dirs")
-"""pytest-agent-eval's `[tool.agent_eval]` settings that sparring takes (below its own)."""
+AGENT_EVAL_SETTINGS = ("model", "judge_model", "yaml_dirs", "live", "groups")
+"""pytest-agent-eval's `[tool.agent_eval]` settings that sparring takes (below its own); its
+groups' `pytest_markers` are sparring's `markers`."""
 
 
 def _from_agent_eval(path: Path) -> tuple[dict[str, Any], str | None]:
     values, where = _from_file(path, section=("tool", "agent_eval"))
-    return {k: v for k, v in values.items() if k in AGENT_EVAL_SETTINGS}, where
+    taken = {k: v for k, v in values.items() if k in AGENT_EVAL_SETTINGS}
+    if isinstance(groups := taken.get("groups"), dict):
+        taken["groups"] = {
+            name: {
+                ("markers" if k == "pytest_markers" else k): v
+                for k, v in cast(dict[str, Any], group).items()
+            }
+            if isinstance(group, dict)
+            else group
+            for name, group in cast(dict[str, Any], groups).items()
+        }
+    return taken, where
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
@@ -240,6 +252,8 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
         value = env.get(f"SPARRING_{name.upper()}")
         if value:
             out[name] = value
+    if "live" not in out and env.get("EVAL_LIVE", "").lower() in ("1", "true", "yes"):
+        out["live"] = True  # pytest-agent-eval's switch
     return out
 
 

@@ -65,15 +65,21 @@ _STATE_KEY: pytest.StashKey[SparringState] = pytest.StashKey()
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Add `--sparring-live`, `--sparring-report`, `--sparring-no-store` and the record and
     replay options (`sparring.pytest_plugin.replaying`: it imports only pytest)."""
+    from importlib.util import find_spec
+
     from sparring.pytest_plugin.replaying import add_options
 
     group = parser.getgroup("sparring", "sparring conversation tests")
+    # pytest-agent-eval's own flag too, unless its plugin is installed (it registers it)
+    alias = () if find_spec("pytest_agent_eval") else ("--agent-eval-live",)
     group.addoption(
         "--sparring-live",
+        *alias,
         action="store_true",
         default=False,
         help="run sparring tests that call models (simulated users, judges); "
-        "also SPARRING_LIVE=1 or `live = true` in [tool.sparring]",
+        "also SPARRING_LIVE=1 or `live = true` in [tool.sparring] (pytest-agent-eval's "
+        "--agent-eval-live, EVAL_LIVE=1 and `live` in [tool.agent_eval] too)",
     )
     group.addoption(
         "--sparring-report",

@@ -5,6 +5,8 @@
 
 `to_native` turns such a document into the native test-file data the loader validates, with
 the positions of what the author wrote, so every error still names the file's own line.
+What sparring reads differently from the other tool (a setting taken from elsewhere, a key
+not used) is said in a `DialectNote` warning at the file's line.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from typing import Any
 
 from sparring.loaders._parse import Document, is_mapping, parse_documents
 from sparring.loaders.dialects import agent_eval, plainwright
+from sparring.loaders.dialects._common import DialectNote
 from sparring.loaders.errors import Problem, config_error
 
-__all__ = ["dialect_of", "native_documents", "to_native"]
+__all__ = ["DialectNote", "dialect_of", "native_documents", "to_native"]
 
 
 def dialect_of(doc: Document) -> str | None:
