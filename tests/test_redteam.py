@@ -20,7 +20,13 @@ from sparring.reports.html import render_html
 from sparring.reports.json import load_json, render_json
 from sparring.reports.markdown import render_markdown
 from sparring.results import RunResult, ScenarioResult, TrialResult
-from sparring.scenario import RedTeamScenario, SingleTurnScenario, TestFile
+from sparring.scenario import (
+    STRATEGIES,
+    RedTeamScenario,
+    RedTeamSettings,
+    SingleTurnScenario,
+    TestFile,
+)
 from sparring.transcript import Message, Transcript
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "redteam" / "redteam.yaml"
@@ -95,6 +101,10 @@ def test_canary_leak_needs_canaries_and_crescendo_is_a_simulated_user() -> None:
     (crescendo,) = attack_scenarios(red_team)
     assert crescendo.kind == "simulated"
     assert [c.kind for c in crescendo.restrictions] == ["restriction"]
+
+
+def test_the_red_team_kind_and_a_redteam_block_default_to_every_strategy() -> None:
+    assert RedTeamScenario(id="rt").strategy == RedTeamSettings().strategies == list(STRATEGIES)
 
 
 def test_the_red_team_kind_loads_from_a_test_file_and_rejects_unknown_plugins() -> None:

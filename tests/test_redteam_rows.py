@@ -23,6 +23,7 @@ scenarios:
   - id: rt
     kind: red_team
     plugins: [canary_leak]
+    strategy: [plain, crescendo]
     canaries: ["{{vars.code}}"]
     cases:
       - {id: one, code: NW-STAFF-7731}
@@ -45,10 +46,12 @@ def test_every_row_and_attack_gets_a_valid_unique_id_with_the_row_last(tmp_path:
     assert [a.id for a in attacks] == [
         "rt/canary_leak/plain/ask-directly[one]",
         "rt/canary_leak/plain/pretend-staff[one]",
+        "rt/canary_leak/crescendo[one]",
         "rt/canary_leak/plain/ask-directly[two]",
         "rt/canary_leak/plain/pretend-staff[two]",
+        "rt/canary_leak/crescendo[two]",
     ]
-    leaks = [c for c in attacks[2].checks if isinstance(c, NotContainsCheck)]
+    leaks = [c for c in attacks[3].checks if isinstance(c, NotContainsCheck)]
     assert [c.value for c in leaks] == [["NW-STAFF-9999"]]  # the row's own canary
 
 

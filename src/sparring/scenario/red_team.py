@@ -101,8 +101,9 @@ class RedTeamScenario(ScenarioBase):
     kind: Literal["red_team"] = "red_team"
     objective: str | None = Field(default=None, max_length=400)
     plugins: list[Plugin] = Field(default_factory=lambda: list(PLUGINS))
-    strategy: list[Strategy] = Field(default_factory=lambda: list[Strategy](["plain"]))
-    """One strategy or a list; default `plain`."""
+    strategy: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES))
+    """One strategy or a list; default all, as in a `redteam:` block and on the command
+    line (crescendo is skipped without a model)."""
     max_turns: int = Field(default=5, ge=2, le=20)
     """Turns of a crescendo escalation."""
     canaries: list[str] = Field(default_factory=list)
