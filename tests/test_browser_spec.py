@@ -272,7 +272,7 @@ async def test_the_runner_plans_the_budget_and_keeps_the_evidence_in_the_report(
     write_html(result, tmp_path / "r.html")
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "page https://shop.example/support" in html
-    assert "screenshot after turn 2: /s/02-turn-2.png" in html
+    assert 'title="/s/02-turn-2.png"><span>screenshot after turn 2</span>' in html
 
 
 @pytest.mark.anyio

@@ -226,6 +226,11 @@ def _print_trial(trial: TrialResult) -> None:
         click.echo("Verdicts on the whole conversation:")
     for verdict in rest:
         click.echo(f"  {verdict.status}: {verdict_text(verdict)}")
+    if trial.page_url:  # a browser target's page as the conversation ended
+        click.echo(f"Page: {trial.page_url}")
+    for artifact in trial.artifacts:
+        after = f" after turn {artifact.turn}" if artifact.turn else ""
+        click.echo(f"{artifact.kind.capitalize()}{after}: {artifact.path}")
     if trial.error:
         click.echo(f"Error: {trial.error}")
 

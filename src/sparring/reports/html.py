@@ -7,7 +7,8 @@ per scenario, failures first, and in it one per trial, failures first: the trial
 (failures first), then the transcript turn by turn, the simulated user and the agent
 labelled, tool calls with their arguments and results, each reply's latency, and beside each
 turn the judge's note and score on the reply and the verdicts that cite the turn. Clicking a
-verdict marks its quoted evidence in the transcript (`sparring.reports.evidence`).
+verdict marks its quoted evidence in the transcript (`sparring.reports.evidence`). A
+website chat's screenshots are links with small thumbnails (`sparring.reports.screenshots`).
 
 The page works offline from `file://`: CSS and vanilla JS are inline, nothing is fetched
 (a Content-Security-Policy allows no request and only the page's own script, by hash).
@@ -66,6 +67,7 @@ from sparring.reports.outcome import (
     verdict_what,
 )
 from sparring.reports.rates import CriterionRate, rates_across_trials
+from sparring.reports.screenshots import Screenshots, ScreenshotView
 from sparring.results import (
     InsightResult,
     ReplyNote,
@@ -205,6 +207,7 @@ class TrialView:
     subtests: list[SubtestView]
     explanation: str | None = None
     insights: list[InsightView] = field(default_factory=list[InsightView])
+    screenshots: list[ScreenshotView] = field(default_factory=list[ScreenshotView])
 
 
 @dataclass(frozen=True)
@@ -234,6 +237,7 @@ def render_html(
     *,
     exit_status: tuple[int, str] | None = None,
     gate_lines: Sequence[str] = (),
+    screenshots: Screenshots | None = None,
 ) -> str:
     """The HTML report as one self-contained page (see the module docstring).
 
@@ -242,11 +246,15 @@ def render_html(
         exit_status: `(code, meaning)` to state instead of `result.exit_code`, when
             something beyond the run decides the exit code (group gates, the pytest plugin).
         gate_lines: The group gate summary, shown verbatim after the run's facts.
+        screenshots: How browser screenshots are linked and inlined
+            (`sparring.reports.screenshots`); default: absolute links, no thumbnails.
     """
     script = _asset("report.js")
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     keys = (f"v{n}" for n in count(1))
-    views = [_scenario(s, why_not_run(result), keys) for s in _in_rank_order(result.scenarios)]
+    shots = screenshots or Screenshots()
+    why = why_not_run(result)
+    views = [_scenario(s, why, keys, shots) for s in _in_rank_order(result.scenarios)]
     return _template().render(
         result=result,
         header=_header(result, exit_status),
@@ -282,12 +290,15 @@ def write_html(
     exit_status: tuple[int, str] | None = None,
     gate_lines: Sequence[str] = (),
 ) -> None:
-    """Write `render_html(result, ...)` to `path` (UTF-8), creating parent folders.
+    """Write `render_html(result, ...)` to `path` (UTF-8), creating parent folders; its
+    screenshots linked relative to `path`, with thumbnails (`Screenshots.for_report`).
 
     Raises:
         OSError: the file cannot be written.
     """
-    write_report_text(path, render_html(result, exit_status=exit_status, gate_lines=gate_lines))
+    shots = Screenshots.for_report(path)
+    page = render_html(result, exit_status=exit_status, gate_lines=gate_lines, screenshots=shots)
+    write_report_text(path, page)
 
 
 @cache
@@ -372,7 +383,9 @@ def _filters(views: list[ScenarioView]) -> dict[str, list[tuple[str, int]]]:
     return {name: list(values.items()) for name, values in out.items()}
 
 
-def _scenario(s: ScenarioResult, why_not_run: str, keys: Iterator[str]) -> ScenarioView:
+def _scenario(
+    s: ScenarioResult, why_not_run: str, keys: Iterator[str], shots: Screenshots
+) -> ScenarioView:
     trials = sorted(s.trials, key=lambda t: (_TRIAL_RANK.get(t.status, 9), t.trial))
     not_run = "No trial ran." if not s.trials else None
     if s.missing_trials:
@@ -390,7 +403,7 @@ def _scenario(s: ScenarioResult, why_not_run: str, keys: Iterator[str]) -> Scena
         description=s.description,
         problems=[_problem_text(p) for p in problems(s, skipped=False)],
         not_run=not_run,
-        trials=[_trial(t, len(s.trials), _user_label(s), keys) for t in trials],
+        trials=[_trial(t, len(s.trials), _user_label(s), keys, shots) for t in trials],
         criteria=rates_across_trials(s),
     )
 
@@ -419,7 +432,9 @@ def _user_label(s: ScenarioResult) -> str:
     return "simulated user" if s.kind == "simulated" else "user"
 
 
-def _trial(trial: TrialResult, of: int, user_label: str, keys: Iterator[str]) -> TrialView:
+def _trial(
+    trial: TrialResult, of: int, user_label: str, keys: Iterator[str], shots: Screenshots
+) -> TrialView:
     own = tuple(f"{sub.id}." for sub in trial.subtests)
     main = [v for v in trial.verdicts if not v.id.startswith(own)]
     facts = [
@@ -429,7 +444,6 @@ def _trial(trial: TrialResult, of: int, user_label: str, keys: Iterator[str]) ->
         f"cost {_cost(trial.usage_totals())}",
         *trial_facts(trial),
         *([f"page {trial.page_url}"] if trial.page_url else []),
-        *(f"screenshot after turn {a.turn}: {a.path}" for a in trial.artifacts),
     ]
     featured = next((i for i in trial.insights if i.featured), None)
     if featured is not None:
@@ -448,6 +462,7 @@ def _trial(trial: TrialResult, of: int, user_label: str, keys: Iterator[str]) ->
         subtests=subtests,
         explanation=trial.explanation,
         insights=[_insight(i) for i in ordered(trial.insights)],
+        screenshots=shots.views(trial.artifacts),
     )
 
 

@@ -10,7 +10,7 @@ import anyio
 from rich.console import Console
 from rich.text import Text
 
-from sparring.errors import RunError
+from sparring.errors import RunError, TargetError
 from sparring.target_specs import BrowserTargetSpec
 from sparring.targets.browser import BrowserSession, BrowserTarget
 from sparring.targets.browser_page import Found
@@ -23,7 +23,9 @@ EXIT_TARGET_FAILED = 3
 @dataclass(frozen=True, slots=True)
 class BrowserProbe:
     """What one message to a website chat showed: the page, the elements the finder used,
-    the reply (or the error), the browser steps taken and the screenshots kept."""
+    the reply (or the error), the browser steps taken and the screenshots kept;
+    `page_status` is the HTTP status of a page that answered with an error (>= 400), else
+    `None`."""
 
     page_url: str
     found: Found
@@ -31,6 +33,7 @@ class BrowserProbe:
     error: str
     steps: int
     screenshots: tuple[str, ...]
+    page_status: int | None = None
 
 
 async def probe_browser(spec: BrowserTargetSpec, *, message: str) -> BrowserProbe:
@@ -42,7 +45,7 @@ async def probe_browser(spec: BrowserTargetSpec, *, message: str) -> BrowserProb
     """
     target = BrowserTarget.from_settings(spec.model_copy(update={"screenshots": "every_turn"}))
     reply: Message | None = None
-    error = ""
+    error, status = "", None
     try:
         session = await target.open_session()
         try:
@@ -50,11 +53,11 @@ async def probe_browser(spec: BrowserTargetSpec, *, message: str) -> BrowserProb
                 Transcript(messages=(Message(role="user", content=message),))
             )
         except RunError as e:
-            error = str(e)
+            error, status = str(e), e.status if isinstance(e, TargetError) else None
         finally:
             with anyio.CancelScope(shield=True):
                 await session.close()
-        return _probe(session, reply, error, target.url)
+        return _probe(session, reply, error, target.url, status)
     except RunError as e:  # no browser, or an unknown device: nothing was opened
         return BrowserProbe(target.url, Found(), None, str(e), 0, ())
     finally:
@@ -62,7 +65,9 @@ async def probe_browser(spec: BrowserTargetSpec, *, message: str) -> BrowserProb
             await target.aclose()
 
 
-def _probe(session: BrowserSession, reply: Message | None, error: str, url: str) -> BrowserProbe:
+def _probe(
+    session: BrowserSession, reply: Message | None, error: str, url: str, status: int | None
+) -> BrowserProbe:
     artifacts, page_url = session.evidence(failed=reply is None)
     return BrowserProbe(
         page_url=page_url or url,
@@ -71,6 +76,7 @@ def _probe(session: BrowserSession, reply: Message | None, error: str, url: str)
         error=error,
         steps=session.budget.used,
         screenshots=tuple(a.path for a in artifacts),
+        page_status=status if status is not None and status >= 400 else None,
     )
 
 
@@ -102,19 +108,40 @@ def browser_doctor(console: Console, spec: BrowserTargetSpec, *, message: str, s
 
 
 def _print_found(console: Console, probe: BrowserProbe) -> None:
-    found = probe.found
     console.rule("Page", align="left")
-    rows = [
-        ("Page", probe.page_url),
-        ("Chat frame", found.frame_url if found.frame_url != probe.page_url else "the page itself"),
+    if probe.page_status is not None:  # nothing to look for on an error page
+        rows = [
+            ("Page", f"{probe.page_url} (answered HTTP {probe.page_status})"),
+            ("Chat", "not looked for: the page did not load (see the error below)"),
+        ]
+    else:
+        rows = [("Page", probe.page_url), *_widget_rows(probe.found, probe.page_url)]
+    rows += [("Steps", str(probe.steps)), *(("Screenshot", path) for path in probe.screenshots)]
+    for name, value in rows:
+        console.print(Text.assemble((f"{name}: ", "bold"), value))
+
+
+def _widget_rows(found: Found, page_url: str) -> list[tuple[str, str]]:
+    """The chat elements the finder used; without an input, what it did not find."""
+    rows: list[tuple[str, str]] = []
+    if found.frame_url:
+        rows.append(
+            ("Chat frame", found.frame_url if found.frame_url != page_url else "the page itself")
+        )
+    if not found.input:
+        opened = (
+            found.opened_with
+            or "nothing: no chat input showed, and no chat bubble or launcher opened one"
+        )
+        return [
+            *rows,
+            ("Opened with", opened),
+            ("Input", "not found (the error below says what to do)"),
+        ]
+    return [
+        *rows,
         ("Opened with", found.opened_with or "nothing (the chat input was already showing)"),
-        ("Input", found.input or "not found"),
+        ("Input", found.input),
         ("Send", found.send or "none found: Enter is pressed"),
         ("Messages", found.messages or "not found"),
-        ("Steps", str(probe.steps)),
     ]
-    rows += [("Screenshot", path) for path in probe.screenshots]
-    for name, value in rows:
-        if name == "Chat frame" and not found.frame_url:
-            continue
-        console.print(Text.assemble((f"{name}: ", "bold"), value))
