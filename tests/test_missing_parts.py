@@ -62,6 +62,7 @@ def test_the_voice_example_without_espeak_is_skipped_with_the_install_line(
     example = Path(__file__).parent.parent / "examples" / "voice"
     shutil.copytree(example, tmp_path / "voice", ignore=shutil.ignore_patterns("audio"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SPARRING_"))}
+    env["SPARRING_STORE"] = os.environ["SPARRING_STORE"]  # the test's own, not the repository's
     env["PATH"] = str(tmp_path)  # no espeak-ng on it
     report = tmp_path / "r.json"
     done = subprocess.run(
@@ -72,6 +73,7 @@ def test_the_voice_example_without_espeak_is_skipped_with_the_install_line(
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    assert Path(env["SPARRING_STORE"]).is_file()  # the run is kept in tmp_path
     trials = [t for s in json.loads(report.read_text())["scenarios"] for t in s["trials"]]
     assert {t["status"] for t in trials} == {"skipped"}
     assert all("apt-get install espeak-ng" in t["error"] for t in trials)

@@ -357,6 +357,7 @@ def test_voice_example_passes(tmp_path: Path) -> None:
     example = Path(__file__).parent.parent / "examples" / "voice"
     shutil.copytree(example, tmp_path / "voice", ignore=shutil.ignore_patterns("audio"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SPARRING_"))}
+    env["SPARRING_STORE"] = os.environ["SPARRING_STORE"]  # the test's own, not the repository's
     report = tmp_path / "r.json"
     done = subprocess.run(
         [sys.executable, "-m", "sparring.cli", "run", str(tmp_path / "voice"), "-o", str(report)],
@@ -366,6 +367,7 @@ def test_voice_example_passes(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    assert Path(env["SPARRING_STORE"]).is_file()  # the run is kept in tmp_path
     (scenario,) = json.loads(report.read_text())["scenarios"]
     messages = scenario["trials"][0]["transcript"]["messages"]
     assert messages[0]["audio"].endswith("recordings/where_is_my_order.wav")
