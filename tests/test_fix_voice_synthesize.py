@@ -94,3 +94,24 @@ def test_a_generated_wav_replaced_by_a_recording_leaves_the_gitignore(
     generated = tmp_path / "audio" / "mixed"
     assert "/spoken.t1.wav" in (generated / ".gitignore").read_text().splitlines()
     assert not unignore_recording(tmp_path / "named.wav")  # nothing left to take off
+
+
+def test_a_recording_at_a_turns_generated_path_is_played(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from sparring.errors import ConfigError
+    from sparring.loaders.yaml import load_paths
+    from sparring.scenario import ScriptedScenario
+
+    test = tmp_path / "mixed.yaml"
+    test.write_text(MIXED)
+    _synthesize(monkeypatch, test)
+    generated = tmp_path / "audio" / "mixed" / "spoken.t1.wav"
+    generated.write_bytes(write_wav(Audio(tone_pcm(0.2), 24000, 1, 2)))  # recorded by hand
+    hash_path(generated).unlink()
+    test.write_text(MIXED.replace("Book me a slot.", "Book me a slot, please."))  # no hash
+    spoken = load_paths([test])[1]
+    assert isinstance(spoken, ScriptedScenario) and spoken.turns[0].audio == str(generated)
+    generated.write_bytes(b"not a wav")
+    with pytest.raises(ConfigError, match="the recording .*spoken.t1.wav is not a WAV"):
+        load_paths([test])

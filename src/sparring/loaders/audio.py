@@ -4,9 +4,11 @@
   to record it or run `sparring synthesize`; generated (it has a `.wav.hash`) from text other
   than the turn's `user:`, it is a load error saying to synthesize it again; not a WAV a
   voice target can play (no RIFF/WAVE header, not integer PCM: `read_wav`), a load error.
-- No `audio:`: the WAV `sparring synthesize` made for the turn
-  (`sparring.models.speech_files.generated_path`) when it exists and was made from the
-  turn's current text; otherwise none, and a voice target speaks the text itself.
+- No `audio:`: the WAV at the turn's generated path
+  (`sparring.models.speech_files.generated_path`) when `sparring synthesize` made it from
+  the turn's current text, or when it is a recording put there (no `.wav.hash`; one that is
+  not a playable WAV is a load error); otherwise none, and a voice target speaks the text
+  itself.
 
 `sparring synthesize` loads test files whose WAVs do not exist yet, and which may have no
 target (synthesis needs none): inside `loading_to_synthesize()` a missing `audio:` file and
@@ -61,8 +63,13 @@ def turn_audio(
     file = Path(test_file)
     if written is None:
         generated = generated_path(file, scenario_id, turn).absolute()
-        current = wav_state(generated, text=text) is WavState.CURRENT
-        return (str(generated) if current else None), None
+        state = wav_state(generated, text=text)
+        if state is WavState.RECORDED:  # a recording put where `sparring synthesize` writes
+            problem = _wav_problem(generated)
+            return str(
+                generated
+            ), None if problem is None else f"the recording {generated} {problem}"
+        return (str(generated) if state is WavState.CURRENT else None), None
     resolved = (file.parent / Path(written).expanduser()).absolute()
     shown = repr(written) if written == str(resolved) else f"{written!r} ({resolved})"
     state = wav_state(resolved, text=text)
