@@ -131,7 +131,7 @@ def test_agent_eval_judge_rubrics_become_should_and_criteria(tmp_path: Path) -> 
     )
     (scenario,) = load_paths([path])
     assert isinstance(scenario, ScriptedScenario)
-    assert scenario.turns[0].should == ["Confirms the booking."]
+    assert scenario.turns[0].should == ["meet this rubric: Confirms the booking."]
     assert [c.text for c in scenario.criteria] == ["Stays polite throughout."]
 
 

@@ -23,8 +23,8 @@ one scripted scenario::
     turns[n].judge.rubric          ->  turns[n].should (the turn-level spelling)
     judge.rubric                   ->  criteria (judged on the whole conversation)
 
-A rubric that does not read as a verb phrase ("The reply must confirm ...") becomes the
-`should` "meet this rubric: <rubric>". Notes (`DialectNote`, at the line) say what is not
+A rubric ("Reply must confirm the booking.") becomes the `should` "meet this rubric: Reply
+must confirm the booking.". Notes (`DialectNote`, at the line) say what is not
 used: a judge's `model:` (sparring judges with its `judge_model` setting), and `audio:`
 when the target is not a voice target (the `user:` text is sent instead; a voice target
 plays the WAV, and a missing one is a load error naming `sparring synthesize`).

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparring.judging.should import condition_problem
 from sparring.loaders._moves import Move
 from sparring.loaders._parse import Document, Loc, is_mapping
 from sparring.loaders.dialects._common import as_list, note, unknown_keys
@@ -92,12 +91,11 @@ def turn_expectations(turn: dict[str, Any], loc: Loc, reading: Reading) -> dict[
 
 
 def as_should(rubric: Any) -> Any:
-    """A rubric as a `should` (completing "The message should ..."): as written when it
-    reads so, else `meet this rubric: <rubric>` ("The reply must confirm the booking")."""
+    """A rubric as a `should` (which completes "The message should ..."): `meet this
+    rubric: <rubric>`, since rubrics are written as statements ("Reply must confirm ...")."""
     if not isinstance(rubric, str):
         return rubric  # validation says what a `should` must be
-    text = rubric.strip()
-    return f"meet this rubric: {text}" if condition_problem(text) is not None else text
+    return f"meet this rubric: {rubric.strip()}"
 
 
 def rubric(owner: dict[str, Any], loc: Loc, reading: Reading) -> Any:
