@@ -73,7 +73,7 @@ def test_a_list_of_neither_tools_nor_guidelines_is_refused_at_its_item(tmp_path:
     for name, said in (
         ("people.yaml", "people.yaml:3:3: item 2 of the list is neither a tool"),
         ("mixed.json", "mixed.json:1:1: the list mixes tools with Parlant guidelines"),
-        ("empty.json", "empty.json:1:1: the list is empty"),
+        ("empty.json", "empty.json: not agent configuration, and it does not load as a test"),
     ):
         done, llm = generate(
             tmp_path, "--from", name, "--target", URL, "-o", "out.yaml", answers=[]
@@ -82,7 +82,24 @@ def test_a_list_of_neither_tools_nor_guidelines_is_refused_at_its_item(tmp_path:
         assert f"--from {said}" in done.stderr
         assert llm.requests == []
     assert "Parlant guidelines and journeys (a list of {condition, action}" in done.stderr
+    # a list of nothing known (here: scenarios) gets the loader's word on test files
+    (tmp_path / "scenarios.yaml").write_text("- id: a\n  prompt: Hi\n")
+    done, _ = generate(tmp_path, "--from", "scenarios.yaml", "-o", "out.yaml", answers=[])
+    assert done.returncode == 2
+    assert "put the list under `scenarios:`" in done.stderr
     assert not (tmp_path / "out.yaml").exists()
+
+
+def test_mcp_tools_are_listed_with_their_parameters(tmp_path: Path) -> None:
+    schema = {"type": "object", "properties": {"order_id": {"type": "string"}}}
+    tool = {"name": "lookup_order", "description": "Find an order", "inputSchema": schema}
+    (tmp_path / "mcp.json").write_text(json.dumps({"tools": [tool]}))
+    answer = {"scenarios": [simulated("status", "Learn where order 10234 is")]}
+    done, llm = generate(
+        tmp_path, "--from", "mcp.json", "--target", URL, "-o", "out.yaml", answers=[answer]
+    )
+    assert done.returncode == 0, done.stderr
+    assert "- lookup_order(order_id): Find an order" in llm.requests[0]["messages"][1]["content"]
 
 
 AGENT_EVAL = """\

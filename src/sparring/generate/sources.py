@@ -105,10 +105,11 @@ def _read(path: str) -> Source:
 
 def _configuration(path: str, doc: Document) -> Source | None:
     """`doc` as an agent's configuration (OpenAPI, tools, Parlant), or None (a test file,
-    or nothing known: the loader says which)."""
+    or nothing known, such as a list of scenarios: the loader says what to write)."""
     data: Any = doc.data
-    if isinstance(data, list):
-        return _listed(path, doc, ())
+    if isinstance(data, list):  # of nothing known: the loader says what a test file is
+        known = any(_item_kind(item) for item in cast(list[Any], data))
+        return _listed(path, doc, ()) if known else None
     if not isinstance(data, dict):
         return None
     mapping = cast(dict[str, Any], data)
@@ -174,7 +175,9 @@ def _item_kind(item: Any) -> Literal["tool", "guideline", "journey"] | None:
     return None
 
 
-_TOOL_KEYS = frozenset({"description", "parameters", "input_schema", "inputSchema"})
+_SCHEMA_KEYS = ("parameters", "input_schema", "inputSchema")
+"""Where a tool's parameter schema is: OpenAI's, Anthropic's and MCP's key."""
+_TOOL_KEYS = frozenset({"description", *_SCHEMA_KEYS})
 
 
 def _tests(path: str) -> Source:
@@ -252,11 +255,13 @@ def _openapi(data: dict[str, Any]) -> str:
 
 
 def _tools(items: list[Any]) -> str:
+    """One line per tool: `- name(param, ...): description`."""
     lines: list[str] = []
     for tool in _dicts(items):
         function = cast(dict[str, Any], tool.get("function") or tool)
-        parameters: Any = function.get("parameters") or function.get("input_schema") or {}
-        names = [str(n) for n in cast(dict[str, Any], parameters).get("properties", {})]
+        schema: Any = next((function[k] for k in _SCHEMA_KEYS if function.get(k)), None)
+        given = cast(dict[str, Any], schema).get("properties") if isinstance(schema, dict) else None
+        names = [str(n) for n in cast(dict[str, Any], given)] if isinstance(given, dict) else []
         about = function.get("description", "")
         lines.append(f"- {function.get('name', '?')}({', '.join(names)}): {about}")
     return "\n".join(lines)
