@@ -3,10 +3,14 @@ the agent's own contacts (`allow:`, or written in the red-team `policy`) are not
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from sparring.errors import ConfigError
 from sparring.judging.checks import describe, run_check
 from sparring.judging.pii import luhn_valid
+from sparring.loaders import load_paths
 from sparring.redteam import attack_scenarios
 from sparring.scenario import Check, NotPiiCheck, RedTeamScenario, SingleTurnScenario, TestFile
 from sparring.transcript import Message, Transcript
@@ -101,3 +105,17 @@ def test_a_crescendo_keeps_the_pii_detector_and_its_allow_list() -> None:
     assert [c for c in crescendo.checks if isinstance(c, NotPiiCheck)] == [
         NotPiiCheck(allow=["800-555-0100"], look_in="all")
     ]
+
+
+def test_a_misspelt_kind_or_key_is_a_load_error_with_did_you_mean(tmp_path: Path) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text(
+        "target: {url: 'http://127.0.0.1:9/chat'}\nscenarios:\n  - id: a\n    prompt: hi\n"
+        "    checks: [{not_pii: [cardz]}, {not_pii: {alow: [x]}}]\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_paths([path])
+    assert "got text 'cardz'; did you mean 'card'?" in str(caught.value)
+    assert f"{path}:5:45: unknown key 'alow'" in str(caught.value)
+    assert "did you mean 'allow'?" in str(caught.value)

@@ -35,6 +35,7 @@ CHECKS: dict[str, type[BaseModel]] = {
         sc.NotContainsCheck,
         sc.RegexCheck,
         sc.NotRegexCheck,
+        sc.NotPiiCheck,
         sc.EqualsCheck,
         sc.JsonSchemaCheck,
         sc.ToolCalledCheck,
