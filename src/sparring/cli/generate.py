@@ -196,7 +196,7 @@ def _written(
 def _label(scenario: dict[str, Any]) -> str:
     """`'late-refund' ("Late refund")`: a generated scenario's id and name, for notes."""
     name = scenario.get("name")
-    return f"{scenario['id']!r}" + (f" ({name!r})" if name else "")
+    return f"{scenario['id']!r}" + (f" ({name!r})" if name and name != scenario["id"] else "")
 
 
 def _load_problem(target: dict[str, Any], scenario: dict[str, Any], out: Path) -> str | None:
