@@ -355,7 +355,7 @@ def test_python_tests_run_as_trials_against_their_threshold(pytester: pytest.Pyt
     result.stdout.fnmatch_lines(
         [
             "*sparring test 'test_agent.py::test_below_the_threshold_fails' failed: 2/4 trials "
-            "passed (50%), threshold 75%",
+            "passed, 50% [[]15%, 85%], threshold 75%",
             "trial 1: failed*",
             "*trial 1 fails on purpose*",
             "trial 2: failed*",

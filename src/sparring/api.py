@@ -26,7 +26,8 @@ from sparring.loaders.library import Library
 from sparring.loaders.yaml import load_library
 from sparring.runner.code import HookError
 from sparring.runner.context import ConditionsNotMet, ConditionsUndecided
-from sparring.scenario.evaluations import Evaluation, Insight, SimulatedUser
+from sparring.scenario.base import TrialRange
+from sparring.scenario.evaluations import Evaluation, Insight, SimulatedUser, ToolArgsJudge
 
 __all__ = [
     "AgentMessage",
@@ -43,6 +44,8 @@ __all__ = [
     "SimulatedUser",
     "Suite",
     "SuiteRun",
+    "ToolArgsJudge",
+    "TrialRange",
     "load_library",
     "open_session",
 ]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -43,6 +43,14 @@ from sparring.authoring.connect import (
     resolve_judge_model,
 )
 from sparring.authoring.session import Session, session_for, with_overrides
+from sparring.authoring.suite_options import (
+    RubricsLike,
+    TestOptions,
+    checked_evaluations,
+    checked_flag,
+    checked_rubrics,
+    suite_trials,
+)
 from sparring.authoring.suite_run import RegisteredTest, SuiteRun
 from sparring.errors import UserError
 from sparring.events import Observer
@@ -58,6 +66,7 @@ from sparring.runner.context import (
     current_trial,
 )
 from sparring.scenario import parse_threshold
+from sparring.scenario.base import TrialRange
 from sparring.scenario.evaluations import Evaluation, SimulatedUser
 
 if TYPE_CHECKING:
@@ -190,6 +199,9 @@ class Suite:
         timeout_s: float = 600,
         expect_failure: bool = False,
         evaluations: Sequence[Evaluation] = (),
+        trials: int | TrialRange | Mapping[str, int] | None = None,
+        tool_args_judge: RubricsLike = (),
+        explain_failures: bool | None = None,
     ) -> Callable[[F], F]: ...
 
     def scenario(
@@ -201,6 +213,9 @@ class Suite:
         timeout_s: float = 600,
         expect_failure: bool = False,
         evaluations: Sequence[Evaluation] = (),
+        trials: int | TrialRange | Mapping[str, int] | None = None,
+        tool_args_judge: RubricsLike = (),
+        explain_failures: bool | None = None,
     ) -> F | Callable[[F], F]:
         """Register a test: `@suite.scenario` or `@suite.scenario(repetitions=5,
         threshold="80%")`.
@@ -215,27 +230,33 @@ class Suite:
                 expected"), one that passes fails; errors and skips stay as they are.
             evaluations: Evaluations scoring this test's trials besides the suite's (one
                 judge call per trial, after the body, on its conversation).
+            trials: As in YAML, instead of `repetitions`: a count, or `{"min": 3, "max":
+                30}` (a `TrialRange`) for adaptive trials, which stop once the pass rate's
+                95% interval is clear of `threshold`.
+            tool_args_judge: As in YAML: a rubric `{"tool": NAME, "rubric": ...}` (or a
+                `ToolArgsJudge`, or a list): the agent must have called `tool` with
+                arguments that parse, then the judge grades the rubric on them, in the
+                trial's one judge call after the body.
+            explain_failures: One more model call per failed trial explains why it failed
+                (`None`: as the run's settings say).
 
         Raises:
-            UserError: bad repetitions, threshold, timeout_s or evaluations (not
-                `Evaluation`s, or a name the suite's evaluations also have), or a test name
-                used twice.
+            UserError: bad repetitions, trials (or both given), threshold, timeout_s,
+                evaluations (not `Evaluation`s, or a name the suite's evaluations also
+                have), tool_args_judge or explain_failures, or a test name used twice.
         """
-        if (
-            not isinstance(repetitions, int)  # pyright: ignore[reportUnnecessaryIsInstance]
-            or isinstance(repetitions, bool)
-            or not 1 <= repetitions <= 100
-        ):
-            raise UserError(
-                f"suite.scenario(repetitions=...) must be a whole number from 1 "
-                f"to 100, got {repetitions!r}"
-            )
+        count = suite_trials(repetitions, trials)
         _check_seconds("suite.scenario", "timeout_s", timeout_s)
         try:
             fraction = parse_threshold(threshold)
         except ValueError as e:
             raise UserError(f"threshold: {e}") from None
-        own = _checked_evaluations("suite.scenario", evaluations, also=self.evaluations)
+        own = checked_evaluations("suite.scenario", evaluations, also=self.evaluations)
+        options = TestOptions(
+            evaluations=own,
+            tool_args_judge=checked_rubrics("suite.scenario", tool_args_judge),
+            explain_failures=checked_flag("suite.scenario", "explain_failures", explain_failures),
+        )
 
         def register(test: F) -> F:
             name = getattr(test, "__name__", type(test).__name__)
@@ -245,7 +266,7 @@ class Suite:
             source = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else name
             self.tests.append(
                 RegisteredTest(
-                    test, name, source, repetitions, fraction, timeout_s, expect_failure, own
+                    test, name, source, count, fraction, timeout_s, expect_failure, options
                 )
             )
             return test
@@ -508,7 +529,7 @@ def _suite_evaluations(
         UserError: an item that is not an `Evaluation`, a name twice, or an attached
             evaluation missing (the message says how to pass them).
     """
-    given = _checked_evaluations("Suite", evaluations)
+    given = checked_evaluations("Suite", evaluations)
     names = [e.name for e in given]
     if isinstance(persona, SimulatedUser):
         missing = [n for n in persona.evaluations if n not in names]
@@ -518,30 +539,6 @@ def _suite_evaluations(
                 "attached: pass them too, e.g. Suite(persona=user, "
                 "evaluations=library.evaluations_for(user))"
             )
-    return given
-
-
-def _checked_evaluations(
-    call: str, evaluations: Sequence[Evaluation], *, also: Sequence[Evaluation] = ()
-) -> tuple[Evaluation, ...]:
-    """`evaluations` as a tuple, checked: `Evaluation` objects, their names distinct from
-    each other and from those of `also` (the suite's, for a test's own).
-
-    Raises:
-        UserError: naming `call(evaluations=...)`, what is wrong and how to fix it.
-    """
-    given = tuple(evaluations)
-    for item in given:
-        if not isinstance(item, Evaluation):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UserError(
-                f"{call}(evaluations=...) takes sparring Evaluation objects, got "
-                f"{type(item).__name__} {item!r:.60}; build one with Evaluation(...) or take "
-                "it from a library: load_library().evaluation(NAME)"
-            )
-    names = [e.name for e in (*also, *given)]
-    if twice := sorted({n for n in names if names.count(n) > 1}):
-        where = " (the suite's evaluations have it already)" if also else ""
-        raise UserError(f"{call}(evaluations=...) names {', '.join(twice)} twice{where}: keep one")
     return given
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from sparring.authoring.connect import resolve_judge_model
+from sparring.authoring.suite_options import TestOptions
 from sparring.errors import UserError
 from sparring.models.base import Model
 from sparring.runner.code import (
@@ -22,7 +23,7 @@ from sparring.runner.code import (
 from sparring.runner.context import (
     TrialContext,
 )
-from sparring.scenario.evaluations import Evaluation
+from sparring.scenario.base import TrialRange
 from sparring.transcript import valid_text
 
 if TYPE_CHECKING:
@@ -42,12 +43,13 @@ class RegisteredTest:
     fn: Callable[[], Any]
     name: str
     source: str
-    repetitions: int
+    trials: int | TrialRange
+    """`repetitions`, or `trials=` (a count or an adaptive `TrialRange`)."""
     threshold: float
     timeout_s: float
     expect_failure: bool = False
-    evaluations: tuple[Evaluation, ...] = ()
-    """The test's own evaluations, scored besides the suite's."""
+    options: TestOptions = TestOptions()
+    """The test's own evaluations (scored besides the suite's), rubrics, explain_failures."""
 
 
 def shown_path(file: str) -> str:
@@ -144,7 +146,7 @@ class SuiteRun:
             body=body,
             target=suite.target,
             source=shown_source(test.source),  # relative, like a YAML scenario's
-            trials=test.repetitions,
+            trials=test.trials,
             threshold=test.threshold,
             timeout_s=test.timeout_s,
             reply_timeout_s=suite.response_timeout,
@@ -153,7 +155,9 @@ class SuiteRun:
             after=after,
             persona=suite.persona,
             goal=suite.goal,
-            evaluations=(*suite.evaluations, *test.evaluations),
+            evaluations=(*suite.evaluations, *test.options.evaluations),
+            tool_args_judge=test.options.tool_args_judge,
+            explain_failures=test.options.explain_failures,
             expect_failure=test.expect_failure,
         )
 

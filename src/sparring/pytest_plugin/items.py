@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from sparring.pytest_plugin import (
 from sparring.pytest_plugin.replaying import session_roles
 
 if TYPE_CHECKING:
+    from sparring.authoring.suite_options import TestOptions
     from sparring.config import Settings
     from sparring.events import Event
     from sparring.models.base import Model
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from sparring.runner.context import TrialContext
     from sparring.runner.replay_roles import ReplayRoles
     from sparring.scenario import AnyScenario
+    from sparring.scenario.base import TrialRange
 
 
 # --- YAML test files ----------------------------------------------------------------------
@@ -187,26 +189,76 @@ def _ignore(event: Event) -> None:
 
 # --- Python tests ---------------------------------------------------------------------------
 
-_MARKER_OPTIONS = ("trials", "threshold", "live")
+_MARKER_OPTIONS = (
+    *("trials", "threshold", "live", "evaluations", "tool_args_judge", "explain_failures"),
+)
 _MARKER_FORM = "@pytest.mark.sparring(trials=5, threshold=0.8, live=False)"
 
 
-def marker_options(item: pytest.Function) -> tuple[int, float, bool]:
-    """`(trials, threshold, live)` of the test's `sparring` marker (defaults 1, 1.0, True).
+@dataclass(frozen=True, slots=True)
+class MarkerOptions:
+    """A Python test's `sparring` marker, checked: `trials` (a count, or a `TrialRange`
+    for adaptive trials), `threshold` (0-1), `live` (it calls models), and what it is
+    judged on besides its body (`options`: evaluations, tool-argument rubrics,
+    explain_failures)."""
+
+    trials: int | TrialRange
+    threshold: float
+    live: bool
+    options: TestOptions
+
+
+def marker_options(item: pytest.Function) -> MarkerOptions:
+    """The test's `sparring` marker options (defaults 1 trial, threshold 1.0, live), named
+    as in YAML: `trials` (`5` or `{"min": 3, "max": 30}`), `threshold`, `live`,
+    `evaluations`, `tool_args_judge`, `explain_failures`.
 
     Raises:
         UserError: positional arguments, an unknown option (with did-you-mean) or a bad
-            value (`trials` not a whole number from 1 to 100, a bad `threshold`, `live` not
-            True or False); the message names the test and the accepted form.
+            value (`trials` neither a whole number from 1 to 100 nor a range, a bad
+            `threshold`, `live` or `explain_failures` not True or False, evaluations or
+            rubrics that are none); the message names the test and the accepted form.
     """
-    import difflib
-
+    from sparring.authoring.suite_options import (
+        TestOptions,
+        checked_evaluations,
+        checked_flag,
+        checked_rubrics,
+        checked_trials,
+    )
     from sparring.errors import UserError
     from sparring.scenario import parse_threshold
 
     marker = item.get_closest_marker("sparring")
-    options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
     where = f"@pytest.mark.sparring on {item.nodeid}"
+    options = _named_options(marker, where)
+    try:
+        threshold = parse_threshold(options.get("threshold", 1.0))
+    except ValueError as e:
+        raise UserError(f"{where}: {e}, as in {_MARKER_FORM}") from None
+    live = options.get("live", True)
+    if not isinstance(live, bool):
+        raise UserError(f"{where}: live must be True or False, got {live!r}, as in {_MARKER_FORM}")
+    judged = TestOptions(
+        evaluations=checked_evaluations(where, options.get("evaluations", ())),
+        tool_args_judge=checked_rubrics(where, options.get("tool_args_judge", ())),
+        explain_failures=checked_flag(where, "explain_failures", options.get("explain_failures")),
+    )
+    trials = checked_trials(where, options.get("trials", 1), form=_MARKER_FORM)
+    return MarkerOptions(trials, threshold, live, judged)
+
+
+def _named_options(marker: pytest.Mark | None, where: str) -> dict[str, Any]:
+    """The marker's keyword options.
+
+    Raises:
+        UserError: positional arguments, or an option not in `_MARKER_OPTIONS`.
+    """
+    import difflib
+
+    from sparring.errors import UserError
+
+    options: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
     if marker is not None and marker.args:
         given = {**dict(zip(_MARKER_OPTIONS, marker.args, strict=False)), **options}
         named = ", ".join(f"{key}={value!r}" for key, value in given.items())
@@ -224,20 +276,7 @@ def marker_options(item: pytest.Function) -> tuple[int, float, bool]:
             close = difflib.get_close_matches(key, _MARKER_OPTIONS, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"use {', '.join(_MARKER_OPTIONS)}"
             raise UserError(f"{where}: unknown option {key!r}; {hint}")
-    trials = options.get("trials", 1)
-    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 100:
-        raise UserError(
-            f"{where}: trials must be a whole number from 1 to 100, got "
-            f"{trials!r}, as in {_MARKER_FORM}"
-        )
-    try:
-        threshold = parse_threshold(options.get("threshold", 1.0))
-    except ValueError as e:
-        raise UserError(f"{where}: {e}, as in {_MARKER_FORM}") from None
-    live = options.get("live", True)
-    if not isinstance(live, bool):
-        raise UserError(f"{where}: live must be True or False, got {live!r}, as in {_MARKER_FORM}")
-    return trials, threshold, live
+    return options
 
 
 def run_test(item: pytest.Function, state: SparringState) -> None:
@@ -253,7 +292,7 @@ def run_test(item: pytest.Function, state: SparringState) -> None:
     """
     from sparring.runner.code import CodeScenario, call_body
 
-    trials, threshold, live = marker_options(item)
+    marked = marker_options(item)
     function = item.obj
     arguments = {
         name: item.funcargs[name]
@@ -270,10 +309,13 @@ def run_test(item: pytest.Function, state: SparringState) -> None:
         display_name=item.name,
         body=body,
         source=f"{os.path.relpath(path)}:{(line or 0) + 1}",
-        trials=trials,
-        threshold=threshold,
+        trials=marked.trials,
+        threshold=marked.threshold,
+        evaluations=marked.options.evaluations,
+        tool_args_judge=marked.options.tool_args_judge,
+        explain_failures=marked.options.explain_failures,
     )
-    judge = _models(state)[1] if live else None
+    judge = _models(state)[1] if marked.live else None
     run_settings = _run_settings(state, None)
     roles = session_roles(item.config)
     result = state.run_async(
@@ -388,12 +430,15 @@ def _planned(item: pytest.Item) -> tuple[int, float]:
         trials = item.scenario.trials
         return trials if isinstance(trials, int) else trials.min, item.scenario.threshold
     if isinstance(item, SuiteTestItem):
-        return item.test.repetitions, item.test.threshold
+        trials = item.test.trials
+        return trials if isinstance(trials, int) else trials.min, item.test.threshold
     if isinstance(item, pytest.Function):
         try:
-            return marker_options(item)[:2]
+            marked = marker_options(item)
         except UserError:
-            pass
+            return 1, 1.0
+        trials = marked.trials
+        return trials if isinstance(trials, int) else trials.min, marked.threshold
     return 1, 1.0
 
 

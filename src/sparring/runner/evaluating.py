@@ -1,6 +1,7 @@
 """What a trial's evaluations and `explain_failures` need from the runner: which
 evaluations score a scenario, whether it has anything to pass or fail (else its trials end
-`done`), and the explanation of a failed trial."""
+`done`), a Python test's evaluations and tool-argument rubrics judged after its body, and
+the explanation of a failed trial."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from collections.abc import Sequence
 
 from sparring.errors import ModelError
 from sparring.judging.explain import explain_failure
+from sparring.judging.judge import judge_conversation, skipped_verdicts
+from sparring.judging.should import JudgeSettings
 from sparring.models.base import Model
 from sparring.prompts import Scrub
 from sparring.results import InsightResult, Usage, Verdict
@@ -73,8 +76,39 @@ def masked_insight(insight: InsightResult, scrub: Scrub | None) -> InsightResult
 
 def explains(scenario: AnyRunnable, settings: RunSettings) -> bool:
     """`explain_failures`: the scenario's own when it sets one, else the settings'."""
-    own = None if isinstance(scenario, CodeScenario) else scenario.explain_failures
+    own = scenario.explain_failures
     return settings.explain_failures if own is None else own
+
+
+async def judge_code_test(
+    scenario: CodeScenario, transcript: Transcript, judge: JudgeSettings, usage: Usage
+) -> tuple[list[Verdict], list[InsightResult]]:
+    """A Python test's evaluations and tool-argument rubrics, judged in one call on the
+    trial's conversation after its body: `(verdicts, insights)`, secrets masked. Nothing
+    when it has neither. Without a model (`judge.model`) or a conversation, the rubrics are
+    `skipped` (`not_met` when the tool was never called with arguments that parse) and the
+    evaluations not scored (their gates `pending`)."""
+    if not (scenario.evaluations or scenario.tool_args_judge):
+        return [], []
+    subject = SingleTurnScenario.model_construct(
+        id=scenario.id,
+        name=scenario.display_name,
+        prompt="",
+        tool_args_judge=list(scenario.tool_args_judge),
+    )
+    if judge.model is None or not transcript.messages:
+        return skipped_verdicts(subject, (), judge.skip_reason, transcript), []
+    outcome = await judge_conversation(
+        judge.model,
+        scenario=subject,
+        transcript=transcript,
+        evaluations=scenario.evaluations,
+        limits=judge.limits,
+        temperature=judge.temperature,
+        usage=usage,
+        scrub=judge.scrub,
+    )
+    return outcome.verdicts, [masked_insight(i, judge.scrub) for i in outcome.insights]
 
 
 async def explanation(

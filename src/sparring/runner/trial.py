@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from sparring.errors import MissingPart, ModelError, ModelOutputError, TargetError, TargetTimeout
 from sparring.events import (
+    JudgeStarted,
     MessageAdded,
     Observer,
     TrialFinished,
@@ -59,6 +60,7 @@ from sparring.runner.evaluating import (
     explains,
     explanation,
     has_gates,
+    judge_code_test,
     masked_insight,
     nothing_to_pass,
 )
@@ -287,6 +289,7 @@ async def _judge(
         state.add_verdicts(skipped_verdicts(scenario, shoulds, ctx.skip_reason, state.transcript))
         state.unjudged = ctx.skip_reason
     else:
+        ctx.observer(JudgeStarted(scenario.id, state.trial))
         outcome = await judge_conversation(
             ctx.judge_model,
             scenario=scenario,
@@ -381,7 +384,10 @@ async def _run_code(state: _TrialState, scenario: CodeScenario, target: Target |
     if stopped is not None and trial_status(state.verdicts) in ("passed", "skipped"):
         raise stopped  # checks passed so far cannot pass a test that stopped there
     state.evidence = trial.evidence  # a browser session's screenshots and page URL
-    await _evaluate_code(state, scenario, trial.judge.model)
+    verdicts, state.insights = await judge_code_test(
+        scenario, state.transcript, trial.judge, state.usage
+    )
+    state.add_verdicts(verdicts)
     return "script_done"
 
 
@@ -417,27 +423,6 @@ def _trial_context(
             skip_reason=ctx.skip_reason,
         ),
     )
-
-
-async def _evaluate_code(state: _TrialState, scenario: CodeScenario, model: Model | None) -> None:
-    """A Python test's evaluations: one judge call on the trial's conversation, made when
-    the test has evaluations and a conversation (no model: not judged, `pending`)."""
-    if not scenario.evaluations or not state.transcript.messages or model is None:
-        return
-    subject = SingleTurnScenario.model_construct(
-        id=scenario.id, name=scenario.display_name, prompt=""
-    )
-    outcome = await judge_conversation(
-        model,
-        scenario=subject,
-        transcript=state.transcript,
-        evaluations=scenario.evaluations,
-        limits=state.ctx.settings.limits,
-        temperature=state.ctx.settings.judge_temperature,
-        usage=state.usage,
-        scrub=state.ctx.scrub,
-    )
-    state.insights = [masked_insight(i, state.ctx.scrub) for i in outcome.insights]
 
 
 async def _hook(
