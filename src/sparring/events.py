@@ -56,6 +56,15 @@ class VerdictAdded:
 
 
 @dataclass(frozen=True, slots=True)
+class JudgeStarted:
+    """A trial's conversation ended and the judge call scoring it (criteria, `should`s,
+    agent evaluations) began; its `TrialFinished` follows once the judge answered."""
+
+    scenario_id: str
+    trial: int
+
+
+@dataclass(frozen=True, slots=True)
 class TrialFinished:
     """A trial ended; `result` is final."""
 
@@ -81,6 +90,7 @@ Event = (
     | TrialStarted
     | MessageAdded
     | VerdictAdded
+    | JudgeStarted
     | TrialFinished
     | ScenarioFinished
     | RunFinished

@@ -18,7 +18,7 @@ from sparring.dashboard.auth import Principal
 from sparring.dashboard.catalog import Filters, SuiteRow
 from sparring.dashboard.compare import suite_diff
 from sparring.dashboard.state import Dashboard
-from sparring.dashboard.views import conversation_rows, label, metrics_table
+from sparring.dashboard.views import label, metrics_table
 from sparring.store.reading import RunSummary
 from sparring.store.suites import SuiteCase
 
@@ -80,7 +80,8 @@ class SuiteOut(BaseModel):
 
 class ConversationOut(BaseModel):
     """One conversation of a suite; `score` 0-1; `insights` by id (`evaluation.insight`)
-    with value, reasoning and evidence; a saved suite's conversation names its agent and
+    with value, reasoning and evidence; `evaluations_passed` `yes`, `no`, `pending` (still
+    scoring) or `none` (no verdict); a saved suite's conversation names its agent and
     simulated user with the revisions it ran (`Published:3`); `overridden` when a person
     corrected one of its verdicts or insights."""
 
@@ -97,7 +98,7 @@ class ConversationOut(BaseModel):
     overridden: bool
     duration_ms: float | None
     score: float | None
-    evaluations_passed: str | None
+    evaluations_passed: str
     insights: dict[str, dict[str, Any]]
 
 
@@ -196,8 +197,7 @@ async def suite_conversations(
     and Metrics tabs); the full transcripts are in `GET /api/runs/{run_id}`."""
     dashboard = _dashboard(request)
     suite = dashboard.suite(suite_id)
-    running = {r.id for r in suite.runs if r.status == "running"}
-    rows = conversation_rows(dashboard.results(suite), running=running, cases=suite.cases)
+    rows = dashboard.conversations(suite)
     table = metrics_table(rows)
     return [
         ConversationOut(
@@ -214,7 +214,7 @@ async def suite_conversations(
             overridden=row.overridden,
             duration_ms=row.duration_ms,
             score=row.result.score if row.result else None,
-            evaluations_passed=row.result.evaluations_passed if row.result else None,
+            evaluations_passed=row.evaluations_passed,
             insights={k: i.model_dump(mode="json") for k, i in cells.items()},
         )
         for row, cells in table.rows

@@ -25,7 +25,6 @@ from sparring.dashboard.state import RUNS_SHOWN, Dashboard, NotFound
 from sparring.dashboard.views import (
     ConversationDetail,
     conversation_detail,
-    conversation_rows,
     label,
     metrics_table,
 )
@@ -119,8 +118,7 @@ async def suite_page(
     history chart, export and diff links; refreshes itself while a run is in progress."""
     dashboard = _dashboard(request)
     suite = dashboard.suite(suite_id)
-    running = {r.id for r in suite.runs if r.status == "running"}
-    rows = conversation_rows(dashboard.results(suite), running=running, cases=suite.cases)
+    rows = dashboard.conversations(suite)
     chosen = c or next((r.key for r in rows if r.result is not None), "")
     context = {
         "suite": suite,

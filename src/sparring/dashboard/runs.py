@@ -24,7 +24,7 @@ from anyio.abc import TaskGroup
 
 from sparring.dashboard.guards import check_scenarios
 from sparring.errors import UserError
-from sparring.events import Event, RunFinished, RunStarted
+from sparring.events import Event, JudgeStarted, RunFinished, RunStarted, TrialFinished
 from sparring.models.base import Model
 from sparring.results import RunResult
 from sparring.runner import RunSettings, run_scenarios
@@ -71,6 +71,8 @@ class _Launch:
     named: list[str] = field(default_factory=list[str])
     resumed: str | None = None
     missing: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
+    judging: set[tuple[str, int]] = field(default_factory=set[tuple[str, int]])
+    """(scenario id, trial) of its trials whose judge call is in flight (Evaluating)."""
 
 
 @dataclass
@@ -94,6 +96,14 @@ class SuiteRunner:
     secrets: Secrets = field(default_factory=lambda: server_secrets(None))
     cwd: Path = field(default_factory=Path.cwd)
     _group: TaskGroup | None = None
+    _live: dict[str, _Launch] = field(default_factory=dict[str, _Launch])
+
+    def judging(self, run_id: str) -> frozenset[tuple[str, int]]:
+        """(scenario id, trial) of run `run_id`'s trials being judged now: their
+        conversation ended and the judge has not answered yet (none for a run this server
+        is not running)."""
+        launch = self._live.get(run_id)
+        return frozenset(launch.judging) if launch is not None else frozenset()
 
     @asynccontextmanager
     async def serving(self) -> AsyncGenerator[None]:
@@ -220,7 +230,12 @@ class SuiteRunner:
                 run_id = launch.resumed or event.run.run_id
                 launch.linked(run_id)
                 launch.named.append(run_id)
+                self._live[run_id] = launch
                 started.set()
+            elif isinstance(event, JudgeStarted):
+                launch.judging.add((event.scenario_id, event.trial))
+            elif isinstance(event, TrialFinished):
+                launch.judging.discard((event.result.scenario_id, event.result.trial))
             elif isinstance(event, RunFinished):
                 finished.append(event.result)
 
@@ -235,6 +250,8 @@ class SuiteRunner:
                 recorder.close(finished[-1] if finished else None)
                 if not launch.named:
                     launch.failed(why)
+                for run_id in launch.named:
+                    self._live.pop(run_id, None)
             started.set()
 
     async def _execute(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from sparring.dashboard.auth import Principal, Sessions
 from sparring.dashboard.catalog import Filters, SuiteRow, file_suites, saved_suite
 from sparring.dashboard.runs import SuiteRunner
+from sparring.dashboard.views import ConversationRow, conversation_rows
 from sparring.errors import UserError
 from sparring.results import RunResult
 from sparring.store.accounts import verify_password
@@ -189,6 +190,17 @@ class Dashboard:
             return load_run(self.store, run_id)
         except UserError as e:
             raise NotFound(str(e)) from None
+
+    def conversations(self, suite: SuiteRow) -> list[ConversationRow]:
+        """Every conversation of `suite`'s latest `RUNS_SHOWN` runs (`conversation_rows`),
+        those of its runs going on in this server In progress or Evaluating."""
+        running = {r.id for r in suite.runs if r.status == "running"}
+        rows = self.results(suite)
+        if self.runner is None:
+            return conversation_rows(rows, running=running, cases=suite.cases)
+        return conversation_rows(
+            rows, running=running, cases=suite.cases, judging=self.runner.judging
+        )
 
     def results(self, suite: SuiteRow) -> list[RunResult]:
         """The results of `suite`'s latest `RUNS_SHOWN` runs, newest first (the older ones

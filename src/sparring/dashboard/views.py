@@ -7,12 +7,18 @@ beside the turns they cite, the judge's note and score and the latency on each r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import count
 
 from sparring.reports.html import ConversationView, conversation_view
-from sparring.results import InsightResult, RunResult, ScenarioResult, TrialResult
+from sparring.results import (
+    EvaluationsPassed,
+    InsightResult,
+    RunResult,
+    ScenarioResult,
+    TrialResult,
+)
 from sparring.store.overrides import trial_overridden
 from sparring.store.suite_status import STATUS_LABELS, ConversationStatus, conversation_status
 from sparring.store.suites import ResolvedCase
@@ -53,6 +59,17 @@ class ConversationRow:
         return None if self.result is None else self.result.duration_ms
 
     @property
+    def evaluations_passed(self) -> EvaluationsPassed:
+        """Evaluations passed as the Metrics tab shows it: `pending` only while the
+        conversation can still be scored (running or being judged, with agent evaluations),
+        `none` (a dash) once it ended without a judge answer (timed out, interrupted, an
+        error) or has no gating insight, else `yes` / `no`."""
+        if self.result is None:
+            return "pending" if self.case is None or self.case.evaluations else "none"
+        shown = self.result.evaluations_passed
+        return "none" if shown == "pending" else shown
+
+    @property
     def overridden(self) -> bool:
         """A person corrected one of its verdicts or insights."""
         return self.result is not None and trial_overridden(self.result)
@@ -64,20 +81,27 @@ class ConversationRow:
 
 
 def conversation_rows(
-    runs: Sequence[RunResult], *, running: set[str], cases: Cases | None = None
+    runs: Sequence[RunResult],
+    *,
+    running: set[str],
+    cases: Cases | None = None,
+    judging: Callable[[str], Collection[tuple[str, int]]] = lambda _run_id: (),
 ) -> list[ConversationRow]:
     """Every conversation of `runs` (given newest first), newest run first and in each
     run in scenario and trial order; planned trials of a run in `running` that have no
-    result yet are listed `in_progress`; `cases` label a saved suite's conversations."""
+    result yet are listed `evaluating` when `judging(run_id)` holds their (scenario id,
+    trial), else `in_progress`; `cases` label a saved suite's conversations."""
     rows: list[ConversationRow] = []
     for run in runs:
         by_scenario = {c.scenario_id: c for c in (cases or {}).get(run.run_id, ())}
+        judged = judging(run.run_id) if run.run_id in running else ()
         for scenario in run.scenarios:
             done = {t.trial: t for t in scenario.trials}
             planned = range(1, scenario.planned_trials + 1) if run.run_id in running else ()
             case = by_scenario.get(scenario.scenario_id)
             rows.extend(
-                _row(run, scenario, n, done.get(n), case) for n in sorted({*done, *planned})
+                _row(run, scenario, n, done.get(n), case, (scenario.scenario_id, n) in judged)
+                for n in sorted({*done, *planned})
             )
     return rows
 
@@ -88,8 +112,14 @@ def _row(
     trial: int,
     result: TrialResult | None,
     case: ResolvedCase | None,
+    judged: bool = False,
 ) -> ConversationRow:
-    status, reason = ("in_progress", None) if result is None else conversation_status(result, case)
+    status: ConversationStatus
+    reason: str | None = None
+    if result is None:
+        status = "evaluating" if judged else "in_progress"
+    else:
+        status, reason = conversation_status(result, case)
     return ConversationRow(
         run_id=run.run_id,
         started_at=run.started_at,

@@ -17,6 +17,7 @@ from typing import Any
 from sparring.config import Settings
 from sparring.events import (
     Event,
+    JudgeStarted,
     MessageAdded,
     Observer,
     RunStarted,
@@ -134,7 +135,7 @@ def renumbered(event: Event, missing: Mapping[str, Sequence[int]]) -> Event:
         return result.model_copy(update={"trial": number(result.scenario_id, result.trial)})
 
     match event:
-        case TrialStarted() | MessageAdded() | VerdictAdded():
+        case TrialStarted() | MessageAdded() | VerdictAdded() | JudgeStarted():
             return dataclasses.replace(event, trial=number(event.scenario_id, event.trial))
         case TrialFinished():
             return TrialFinished(trial(event.result))
