@@ -3,7 +3,8 @@
 Pydantic's schema of `TestFile` describes the validated shape; test files may also use the
 loader's shorthands, so the schema is widened to accept them: checks written as
 `{contains: "x"}`, criteria as plain text, `should` and `end_reason` as one string,
-thresholds as `80` or `"80%"`, and a whole file that is one scenario. A library file
+`tool_args_judge` as one rubric, thresholds as `80` or `"80%"`, and a whole file that is
+one scenario. A library file
 (`evaluations:` and `simulated_users:` only, `sparring.loaders.library`) is accepted too, and
 so is a `sparring redteam` file (`target:` and `redteam:`, no `scenarios:`).
 """
@@ -177,6 +178,8 @@ def _widen(props: dict[str, Any]) -> None:
         props["should"] = {**props["should"], "type": ["array", "string"]}
     if "threshold" in props:
         props["threshold"] = _THRESHOLD
+    if "tool_args_judge" in props:  # `tool_args_judge: {tool: ..., rubric: ...}`
+        _one_or_many(props, "tool_args_judge")
     for key in _CRITERIA:
         if key in props:
             props[key]["items"] = {
