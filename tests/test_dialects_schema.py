@@ -278,6 +278,7 @@ def test_a_missing_wav_matters_only_to_a_voice_target(tmp_path: Path) -> None:
         ),
         ("tool_calls_ordred: true", 5, "did you mean 'tool_calls_ordered'?"),
         ("judge: {rubric: x, modle: y}", 5, "unknown key 'modle' in turns[0].expect.judge"),
+        ("- reply_contains_any: [x]", 4, "`expect:` must be a mapping"),
     ],
 )
 def test_schema_mistakes_are_load_errors_at_file_line(

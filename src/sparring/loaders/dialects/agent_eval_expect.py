@@ -79,6 +79,8 @@ def turn_expectations(turn: dict[str, Any], loc: Loc, reading: Reading) -> dict[
         reading.moves.append((at, (*loc, "checks")))
         for k, (_, places) in enumerate(placed):
             reading.moves += [(old, (*loc, "checks", k, *sub)) for old, sub in places]
+    elif expect is not None:
+        reading.problem(at, "`expect:` must be a mapping, e.g. `expect: {tool_calls_include: [x]}`")
     shoulds: list[Any] = []
     for owner, where in ((expect, at), (turn, loc)):
         text = rubric(owner, where, reading) if is_mapping(owner) else None
