@@ -55,6 +55,7 @@ from sparring.reports.insights import (
     value_text,
 )
 from sparring.reports.outcome import (
+    NOTHING_TO_JUDGE,
     PASS_HAT_K,
     Problem,
     cited_turns,
@@ -206,13 +207,21 @@ def write_markdown(
     )
 
 
+def _run_rate(result: RunResult) -> str:
+    """`7/10 passed, 70% [40%, 89%]`; `- (nothing to judge)` when the only trials that ran
+    were `done`."""
+    passed, counted = run_counts(result)
+    done = any(t.status == "done" for s in result.scenarios for t in s.trials)
+    return f"- ({NOTHING_TO_JUDGE})" if done and not counted else rate_text(passed, counted)
+
+
 def _header(result: RunResult, exit_status: tuple[int, str] | None) -> list[str]:
     trials = sum(len(s.trials) for s in result.scenarios)
     facts = [
         f"run `{_inline(result.run_id)}`",
         plural(len(result.scenarios), "scenario"),
         plural(trials, "trial"),
-        f"pass rate {rate_text(*run_counts(result))}",
+        f"pass rate {_run_rate(result)}",
         f"{result.duration_ms / 1000:.1f} s",
     ]
     if not result.models:  # a report without the models' settings names them at least

@@ -40,11 +40,38 @@ _SHOWN_IDS = 5
 
 def passed_text(scenario: ScenarioResult) -> str:
     """`2 of 3 passed, needs 3`: passed trials out of those that decide the status, and
-    what the threshold needs; `no trial ran` when none did (all skipped)."""
+    what the threshold needs; `nothing to judge: 2 conversations done` when the trials
+    that ran were `done`; `no trial ran` when none did (all skipped)."""
     passes, out_of = scenario.needed
+    done = sum(t.status == "done" for t in scenario.trials)
     if not out_of:
-        return "no trial ran"
+        return (
+            f"{NOTHING_TO_JUDGE}: {plural(done, 'conversation')} done" if done else "no trial ran"
+        )
     return f"{scenario.passed_trials} of {out_of} passed, needs {passes}"
+
+
+NOTHING_TO_JUDGE = "nothing to judge"
+"""How reports say that conversations ran with no criterion, check, `should`, tool-argument
+rubric or evaluation gate to pass or fail (status `done`)."""
+
+
+def _done_meaning(result: RunResult) -> str | None:
+    """Exit code 0's meaning when scenarios ended `done`: `nothing to judge: 3
+    conversations ran and ended done (...)` when none passed, else the usual meaning and
+    how many were done; `None` when none was."""
+    done = [s for s in result.scenarios if s.status == "done"]
+    if not done:
+        return None
+    if any(s.status == "passed" for s in result.scenarios):
+        return (
+            f"{EXIT_CODE_MEANING[0]}; {plural(len(done), 'scenario')} had {NOTHING_TO_JUDGE} (done)"
+        )
+    ran = sum(t.status == "done" for s in done for t in s.trials)
+    return (
+        f"{NOTHING_TO_JUDGE}: {plural(ran, 'conversation')} ran and ended done (no criterion, "
+        "check, should, tool-argument rubric or evaluation gate to pass or fail)"
+    )
 
 
 def trial_ranges(numbers: Iterable[int]) -> str:
@@ -83,6 +110,8 @@ def exit_meaning(result: RunResult, code: int | None = None) -> str:
         return exit_causes(result) or EXIT_CODE_MEANING[3]
     if code == 1 and (missed := _missed(result)):
         return f"{EXIT_CODE_MEANING[1]}: the agent did not meet its {missed}"
+    if code == 0 and (done := _done_meaning(result)):
+        return done
     return EXIT_CODE_MEANING.get(code, "unknown")
 
 
