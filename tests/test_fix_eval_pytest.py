@@ -61,3 +61,23 @@ def test_a_scenario_with_no_counted_trial_states_no_interval() -> None:
     assert describe_failure(result).splitlines()[0] == (
         "sparring scenario 's' skipped: 0/0 trials passed, threshold 100%"
     )
+
+
+def test_an_undecided_test_fails_under_pytest_saying_it_is_undecided_not_failed() -> None:
+    result = ScenarioResult(
+        scenario_id="refund",
+        name="refund",
+        kind="scripted",
+        threshold=0.9,
+        max_trials=3,
+        planned_trials=3,
+        trials=[gated_trial(n, passed=True) for n in (1, 2, 3)],
+    )
+    assert result.status == "undecided"
+    lines = describe_failure(result).splitlines()
+    assert lines[0].startswith("sparring scenario 'refund' undecided: 3/3 trials passed")
+    assert lines[1] == (
+        "undecided, not failed: after 3 trials (the most allowed) the pass rate's 95% interval "
+        "still holds the threshold; raise the trials' max or lower the threshold (sparring run "
+        "exits 3 for it)"
+    )

@@ -443,10 +443,11 @@ def _planned(item: pytest.Item) -> tuple[int, float]:
 
 
 def describe_failure(result: ScenarioResult) -> str:
-    """`k/N trials passed, rate [low, high], threshold T` (the 95% Wilson interval), then
-    each trial that did not pass with its error, failed verdicts (`turn N: id (kind:
-    description) not met: reason`) and evaluation gates that did not pass (`evaluation.
-    insight (insight = value (pass rule of evaluation E)) not met: reasoning`)."""
+    """`k/N trials passed, rate [low, high], threshold T` (the 95% Wilson interval), what
+    to do about an `undecided` one, then each trial that did not pass with its error,
+    failed verdicts (`turn N: id (kind: description) not met: reason`) and evaluation
+    gates that did not pass (`evaluation.insight (insight = value (pass rule of evaluation
+    E)) not met: reasoning`)."""
     from sparring.reports import one_line, percent
     from sparring.reports.insights import gate_verdicts
     from sparring.reports.outcome import verdict_what
@@ -459,6 +460,12 @@ def describe_failure(result: ScenarioResult) -> str:
         f"sparring {noun} {result.scenario_id!r} {result.status}: "
         f"{passed}/{counted} trials passed{rate}, threshold {percent(result.threshold)}"
     ]
+    if result.status == "undecided":  # pytest has no outcome for it: a failed test says so
+        lines.append(
+            f"undecided, not failed: after {len(result.trials)} trials (the most allowed) the "
+            "pass rate's 95% interval still holds the threshold; raise the trials' max or "
+            "lower the threshold (sparring run exits 3 for it)"
+        )
     if result.missing_trials:
         lines.append(f"{result.missing_trials} planned trials did not run")
     for trial in result.trials:
