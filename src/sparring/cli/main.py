@@ -230,9 +230,10 @@ def convert(files: tuple[str, ...], out_dir: str, force: bool) -> None:
 def synthesize(
     paths: tuple[str, ...], force: bool, provider: str | None, voice: str | None
 ) -> None:
-    """Write a WAV for every scripted turn with text and no recording (PATHS: test files or
-    directories; default: yaml_dirs, else tests/conversations), for voice targets. Unchanged
-    turns are skipped (.wav.hash); hand-recorded WAVs are never overwritten."""
+    """Write a WAV for every scripted turn a voice target plays (one naming an `audio:` path,
+    or any turn of a `type: voice` scenario) with text and no recording (PATHS: test files
+    or directories; default: yaml_dirs, else tests/conversations). Unchanged turns are
+    skipped (.wav.hash); hand-recorded WAVs are never overwritten."""
     from sparring.cli.synthesize import synthesize_command
 
     sys.exit(synthesize_command(paths=paths, force=force, provider=provider, voice=voice))
