@@ -168,9 +168,10 @@ def test_metrics_show_score_evaluations_passed_and_insights_with_reasoning_on_ho
 
 def test_exports_are_xlsx_csv_zip_and_json_of_the_run(store: Store, client: TestClient) -> None:
     two_runs(store)
-    page = client.get(f"/suites/{file_suite(client)['id']}").text
-    for fmt in ("xlsx", "csv", "json"):
-        assert f"/api/runs/newer/export?format={fmt}" in page
+    suite_id = file_suite(client)["id"]
+    page = client.get(f"/suites/{suite_id}").text
+    for fmt in ("xlsx", "csv", "json"):  # the page exports every conversation of the suite
+        assert f"/api/suites/{suite_id}/export?format={fmt}" in page
     report = client.get("/api/runs/newer/export", params={"format": "json"})
     assert report.headers["content-disposition"] == 'attachment; filename="sparring-newer.json"'
     assert json.loads(report.content)["run_id"] == "newer"

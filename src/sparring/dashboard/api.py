@@ -266,6 +266,26 @@ async def export_run(
     return Response(body, media_type=media_type, headers={"Content-Disposition": disposition})
 
 
+@router.get("/suites/{suite_id}/export", response_class=Response)
+async def export_suite(
+    request: Request, who: Exporter, suite_id: str, format: Literal["xlsx", "csv", "json"]
+) -> Response:
+    """Every conversation of the suite (its latest 20 runs, as the results page lists
+    them) as a download: Excel (`xlsx`), a ZIP of one CSV per sheet (`csv`), or JSON
+    (`json`: `{"suite", "runs": [each run's JSON report]}`); sheets Runs, Insights,
+    Transcript and Rates, each row naming its run. 404 before the suite's first run."""
+    from sparring.dashboard.exporting import export_suite as exported
+    from sparring.dashboard.state import NotFound
+
+    dashboard = _dashboard(request)
+    suite = dashboard.suite(suite_id)
+    if not suite.runs:
+        raise NotFound(f"suite {suite.name!r} has not run yet: nothing to export")
+    body, media_type, filename = exported(suite.name, dashboard.results(suite), format)
+    disposition = f'attachment; filename="{filename}"'
+    return Response(body, media_type=media_type, headers={"Content-Disposition": disposition})
+
+
 @router.get("/session")
 async def whoami(request: Request) -> SessionOut:
     """Who is signed in, and the session's CSRF token (for form posts)."""

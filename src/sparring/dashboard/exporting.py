@@ -1,9 +1,12 @@
-"""A run as a download: the exports `sparring export` and `sparring run` write
-(`sparring.reports.exports`, `sparring.reports.json`), made in memory."""
+"""Runs as downloads: the exports `sparring export` and `sparring run` write
+(`sparring.reports.exports`, `sparring.reports.json`), made in memory, of one run or of a
+suite's runs together."""
 
 from __future__ import annotations
 
+import json
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +28,31 @@ def export(result: RunResult, format: ExportFormat) -> tuple[bytes, str, str]:
     stem = f"sparring-{result.run_id}"
     if format == "json":
         return render_json(result).encode(), "application/json", f"{stem}.json"
+    return _sheets(result, format, stem)
+
+
+def export_suite(
+    name: str, results: Sequence[RunResult], format: ExportFormat
+) -> tuple[bytes, str, str]:
+    """Every conversation of suite `name`'s runs `results` (newest first) as `format`:
+    `(body, media type, file name)`. The sheets hold every run's rows (each row names its
+    run); the JSON is `{"suite": name, "runs": [each run's JSON report]}`. File names
+    `sparring-suite-<name>.xlsx`, `.zip`, `.json` (the name's letters and digits).
+
+    Raises:
+        UserError: `xlsx` without openpyxl (says how to install it).
+    """
+    stem = "sparring-suite-" + "".join(c if c.isalnum() else "-" for c in name)[:80]
+    if format == "json":
+        runs = [json.loads(render_json(r)) for r in results]
+        body = json.dumps({"suite": name, "runs": runs}, ensure_ascii=False, indent=2) + "\n"
+        return body.encode(), "application/json", f"{stem}.json"
+    return _sheets(results, format, stem)
+
+
+def _sheets(
+    result: RunResult | Sequence[RunResult], format: Literal["xlsx", "csv"], stem: str
+) -> tuple[bytes, str, str]:
     if format == "csv":
         return render_csv_zip(result), "application/zip", f"{stem}.zip"
     with tempfile.TemporaryDirectory(prefix="sparring-export-") as folder:

@@ -34,7 +34,7 @@ import io
 import json
 import re
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import import_module
@@ -122,6 +122,22 @@ def export_sheets(result: RunResult) -> list[Sheet]:
         ),
         Sheet("Rates", RATE_COLUMNS, [r for s in result.scenarios for r in _rates(result, s)]),
     ]
+
+
+def suite_sheets(results: Sequence[RunResult]) -> list[Sheet]:
+    """The `export_sheets` of several runs (a suite's, in the order given) as one export:
+    each sheet holds every run's rows, its columns those of every run (a cell a run has
+    no column for is empty)."""
+    merged: list[Sheet] = []
+    for parts in zip(*(export_sheets(r) for r in results), strict=True):
+        columns = tuple(dict.fromkeys(c for sheet in parts for c in sheet.columns))
+        rows = [{c: row.get(c) for c in columns} for sheet in parts for row in sheet.rows]
+        merged.append(Sheet(parts[0].name, columns, rows))
+    return merged
+
+
+def _sheets(result: RunResult | Sequence[RunResult]) -> list[Sheet]:
+    return export_sheets(result) if isinstance(result, RunResult) else suite_sheets(result)
 
 
 def _rates(result: RunResult, s: ScenarioResult) -> Iterator[Row]:
@@ -274,14 +290,16 @@ def fit_cell(text: str, limit: int = MAX_CELL_CHARS) -> str:
     return kept + _CUT.format(n=len(text) - len(kept))
 
 
-def render_csv_zip(result: RunResult) -> bytes:
-    """The csv-zip export: `runs.csv`, `insights.csv`, `transcript.csv`, `rates.csv` (UTF-8 with a
-    byte order mark, so spreadsheet programs read the text right), entries dated at the
-    run's start, so the same run gives the same bytes."""
+def render_csv_zip(result: RunResult | Sequence[RunResult]) -> bytes:
+    """The csv-zip export of a run, or of several (`suite_sheets`): `runs.csv`,
+    `insights.csv`, `transcript.csv`, `rates.csv` (UTF-8 with a byte order mark, so
+    spreadsheet programs read the text right), entries dated at the (first) run's start,
+    so the same runs give the same bytes."""
+    first = result if isinstance(result, RunResult) else result[0]
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for sheet in export_sheets(result):
-            entry = zipfile.ZipInfo(f"{sheet.name.lower()}.csv", _zip_time(result.started_at))
+        for sheet in _sheets(result):
+            entry = zipfile.ZipInfo(f"{sheet.name.lower()}.csv", _zip_time(first.started_at))
             entry.compress_type = zipfile.ZIP_DEFLATED
             entry.external_attr = 0o644 << 16  # rw-r--r-- when unzipped
             archive.writestr(entry, _csv_text(sheet).encode("utf-8-sig"))
@@ -339,9 +357,10 @@ def require_openpyxl() -> ModuleType:
         raise UserError(f"the xlsx export needs openpyxl: {XLSX_INSTALL}") from None
 
 
-def write_xlsx(result: RunResult, path: Path) -> None:
-    """Write the xlsx export of `result` to `path` (the `export_sheets`, each
-    with a bold, frozen header row and filters), creating parent folders.
+def write_xlsx(result: RunResult | Sequence[RunResult], path: Path) -> None:
+    """Write the xlsx export of `result` (a run, or several: `suite_sheets`) to `path`
+    (the `export_sheets`, each with a bold, frozen header row and filters), creating
+    parent folders.
 
     Raises:
         UserError: openpyxl is not installed (`pip install "sparring[xlsx]"`).
@@ -349,7 +368,7 @@ def write_xlsx(result: RunResult, path: Path) -> None:
     """
     openpyxl = require_openpyxl()
     workbook: Any = openpyxl.Workbook(write_only=True)
-    for sheet in export_sheets(result):
+    for sheet in _sheets(result):
         _write_sheet(workbook.create_sheet(sheet.name), sheet, openpyxl)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
