@@ -404,7 +404,9 @@ def test_the_suite_editor_adds_cases_saves_edits_and_deletes_after_asking(
 def test_one_run_at_a_time_and_one_going_when_the_server_stops_is_kept_interrupted(
     store: Store, demo: str
 ) -> None:
-    dashboard = platform_dashboard(store, latency_seconds=0.3)
+    # every model answer waits a minute: the run is still going when the server stops, however
+    # slowly a loaded machine serves the requests below (the stop cancels the wait)
+    dashboard = platform_dashboard(store, latency_seconds=60)
     with dashboard_client(dashboard) as client:
         agent, user = the_three(client, demo)
         case = {"agent_id": agent, "user_id": user, "max_turns": 3, "sessions": 3}
