@@ -1,14 +1,18 @@
 """Smaller fixes around evaluations: the JSON schema takes `tool_args_judge` as one rubric,
-as the loader does; a run with nothing to judge says so."""
+as the loader does; a run with nothing to judge says so; a reference to a library entry that
+failed to load says so."""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import jsonschema
 import pytest
 from rich.console import Console
 
+from sparring.errors import ConfigError
+from sparring.loaders import load_paths
 from sparring.loaders.schema import test_file_json_schema
 from sparring.reports.console import print_summary
 from sparring.reports.markdown import render_markdown
@@ -77,3 +81,41 @@ def test_a_run_where_some_passed_and_some_were_done_says_both() -> None:
         "every scenario that ran passed; 1 scenario had nothing to judge (done)"
     )
     assert exit_meaning(_run_of("passed")) == "every scenario that ran passed"
+
+
+# --- a bad library entry: references to it say it did not load ------------------------------
+
+BAD_LIBRARY = """\
+evaluations:
+  - name: empathy
+    prompt: How well?
+    insights:
+      - {name: acknowledged, type: bool}
+  - name: resolution
+    prompt: Resolved?
+    insights:
+      - {name: fixed, type: boolean}
+simulated_users:
+  - name: late
+    description: Her order is late.
+    evaluations: [empathy]
+"""
+USES_IT = """\
+target: {url: "http://127.0.0.1:9/chat"}
+scenarios:
+  - {id: a, goal: Get a refund, user: late, evaluations: [resolution, empathy]}
+"""
+
+
+def test_a_reference_to_a_library_entry_that_failed_to_load_says_so(tmp_path: Path) -> None:
+    (tmp_path / "library.yaml").write_text(BAD_LIBRARY, encoding="utf-8")
+    (tmp_path / "t.yaml").write_text(USES_IT, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_paths([tmp_path], library=[])
+    lines = str(caught.value).splitlines()
+    where = f"{tmp_path / 'library.yaml'}:2:5"
+    did_not_load = f"evaluation 'empathy' did not load: its definition at {where} has an error"
+    assert lines[0].startswith(f"{tmp_path / 'library.yaml'}:5:36: evaluations[0].insights[0]")
+    assert f"simulated user 'late': {did_not_load}" in lines[1]
+    assert f"{tmp_path / 't.yaml'}:3:71: {did_not_load}" in lines[2]
+    assert len(lines) == 3  # the valid user and evaluation load: no "none is defined"

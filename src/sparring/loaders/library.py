@@ -39,11 +39,12 @@ from pydantic import ValidationError
 
 from sparring.errors import ConfigError, UserError
 from sparring.loaders._library_file import LibraryFile, is_library
-from sparring.loaders._parse import Document, Loc, parse_documents
+from sparring.loaders._parse import Document, Loc, is_mapping, parse_documents
 from sparring.loaders._places import closest
 from sparring.loaders.errors import Problem, validation_problems
 from sparring.loaders.files import TEST_FILE_SUFFIXES, discover_files, read_test_file
 from sparring.scenario import AnyScenario, ScriptedScenario, SimulatedScenario
+from sparring.scenario.checks import is_raw_list
 from sparring.scenario.evaluations import Evaluation, SimulatedUser
 
 T = TypeVar("T", Evaluation, SimulatedUser)
@@ -86,21 +87,57 @@ class Library:
     )
     problems: list[Problem] = field(default_factory=list[Problem])
     """Invalid library documents and names defined twice."""
+    failed: dict[str, str] = field(default_factory=dict[str, str])
+    """`evaluation NAME` / `simulated user NAME` -> `path:line:column` of a definition
+    that failed to load (its problem is in `problems`), so a reference to it says so
+    rather than that it is not defined."""
 
     def add_document(self, doc: Document, *, path: str) -> None:
         """Validate a library document (`is_library(doc.data)`) and register its names; a
-        problem (bad document, name defined twice) goes to `problems`."""
+        problem (bad document or entry, name defined twice) goes to `problems`. The valid
+        entries of a document with a bad one are still registered, and the names of the
+        bad ones kept in `failed`."""
         try:
             read = LibraryFile.model_validate(doc.data)
         except ValidationError as e:
             self.problems += validation_problems(
                 e, doc=doc, path=path, single=False, root=LibraryFile
             )
+            self._add_entries(doc, path=path)
             return
         for k, evaluation in enumerate(read.evaluations):
             self._add(self.evaluations, Defined(evaluation, path, doc, ("evaluations", k)))
         for k, user in enumerate(read.simulated_users):
             self._add(self.simulated_users, Defined(user, path, doc, ("simulated_users", k)))
+
+    def _add_entries(self, doc: Document, *, path: str) -> None:
+        """Of a document that failed to validate, register each entry that is valid on its
+        own, and record the name of each that is not in `failed`."""
+        self._add_valid(doc, path, ("evaluations", "evaluation"), Evaluation, self.evaluations)
+        users = ("simulated_users", "simulated user")
+        self._add_valid(doc, path, users, SimulatedUser, self.simulated_users)
+
+    def _add_valid(
+        self,
+        doc: Document,
+        path: str,
+        key_and_noun: tuple[str, str],
+        model: type[T],
+        known: dict[str, Defined[T]],
+    ) -> None:
+        """Register each entry under `key` that `model` validates; record the others."""
+        key, noun = key_and_noun
+        entries = doc.data.get(key) if is_mapping(doc.data) else None
+        for k, item in enumerate(entries if is_raw_list(entries) else []):
+            try:
+                value = model.model_validate(item)
+            except ValidationError:
+                name = item.get("name") if is_mapping(item) else None
+                if isinstance(name, str):
+                    line, column = doc.position((key, k))
+                    self.failed.setdefault(f"{noun} {name}", f"{path}:{line}:{column}")
+                continue
+            self._add(known, Defined(value, path, doc, (key, k)))
 
     def add_neighbour(self, file: Path) -> None:
         """Register the library documents of `file` (`neighbour_files`), leaving out its
@@ -255,7 +292,13 @@ class Library:
         return found.value if found else None
 
     def _unknown(self, noun: str, name: str) -> str:
-        """`unknown evaluation 'tne'; did you mean 'tone'? known evaluations: ...`."""
+        """`unknown evaluation 'tne'; did you mean 'tone'? known evaluations: ...`, or, for
+        a name whose definition failed to load, where that definition is."""
+        if (where := self.failed.get(f"{noun} {name}")) is not None:
+            return (
+                f"{noun} {name!r} did not load: its definition at {where} has an error "
+                "(reported there); fix that"
+            )
         evaluation = noun == "evaluation"
         known = sorted(self.evaluations if evaluation else self.simulated_users)
         if not known:
