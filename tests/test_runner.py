@@ -217,15 +217,15 @@ async def test_simulated_user_model_failure_is_a_model_error() -> None:
 
 async def test_conversation_timeout_gives_timed_out_with_partial_transcript() -> None:
     async def slow(_: Any) -> str:
-        await anyio.sleep(10)
-        return "late"
+        await anyio.sleep_forever()
+        return "never"
 
     scenario = scripted(
         turns=[
             {"user": "one", "checks": [{"contains": "a"}]},
             {"user": "two", "checks": [{"contains": "b"}]},
         ],
-        timeout_s=0.2,
+        timeout_s=2,  # turn 1 must end well within it, even on a loaded machine
     )
     result, _ = await run([scenario], ScriptedTarget(["a", slow]))
     trial = result.scenarios[0].trials[0]
