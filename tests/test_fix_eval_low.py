@@ -1,6 +1,6 @@
 """Smaller fixes around evaluations: the JSON schema takes `tool_args_judge` as one rubric,
 as the loader does; a run with nothing to judge says so; a reference to a library entry that
-failed to load says so."""
+failed to load says so; stored user turns are no model calls."""
 
 from __future__ import annotations
 
@@ -14,11 +14,17 @@ from rich.console import Console
 from sparring.errors import ConfigError
 from sparring.loaders import load_paths
 from sparring.loaders.schema import test_file_json_schema
+from sparring.models.scripted import ScriptedModel, example_for_schema
 from sparring.reports.console import print_summary
 from sparring.reports.markdown import render_markdown
 from sparring.reports.outcome import exit_meaning
 from sparring.results import RunResult, ScenarioResult, TrialResult
-from sparring.scenario import SingleTurnScenario
+from sparring.runner import RunSettings, run_scenarios
+from sparring.runner.replay_cassettes import observe
+from sparring.runner.replay_users import StoredConversation, StoredUsers
+from sparring.scenario import SimulatedScenario, SingleTurnScenario
+from sparring.targets.scripted import ScriptedTarget
+from tests.support.judging import agent_quote
 
 SCENARIO = {"id": "a", "prompt": "Where is order 4411?", "target": {"url": "http://x"}}
 RUBRIC = {"tool": "lookup_order", "rubric": "The order id is 4411"}
@@ -119,3 +125,33 @@ def test_a_reference_to_a_library_entry_that_failed_to_load_says_so(tmp_path: Pa
     assert f"simulated user 'late': {did_not_load}" in lines[1]
     assert f"{tmp_path / 't.yaml'}:3:71: {did_not_load}" in lines[2]
     assert len(lines) == 3  # the valid user and evaluation load: no "none is defined"
+
+
+# --- --replay-users: stored user turns are no model calls ----------------------------------
+
+
+@pytest.mark.anyio
+async def test_stored_user_turns_are_not_counted_as_model_calls() -> None:
+    scenario = SimulatedScenario.model_validate(
+        {"id": "refund", "persona": "A customer", "goal": "Get a refund", "criteria": ["Helps"]}
+    )
+    said = ("Hi, I want a refund", "Order 4411")
+    users = StoredUsers(
+        "r1", {"refund": [StoredConversation(said, "goal_achieved")]}, kinds={"refund": "simulated"}
+    )
+    judge = ScriptedModel(
+        handler=lambda messages, schema: example_for_schema(
+            schema or {}, text=agent_quote(messages)
+        )
+    )
+    result = await run_scenarios(
+        users.scenarios([scenario]),
+        targets=lambda _s: ScriptedTarget(["Sure, refunded."] * 4),
+        user_model=users,
+        judge_model=judge,
+        settings=RunSettings(parallel=1),
+        observer=observe(users.observe(lambda _e: None)),
+    )
+    (trial,) = result.scenarios[0].trials
+    assert tuple(m.content for m in trial.transcript.messages if m.role == "user") == said
+    assert trial.usage.model_calls == len(judge.calls) == 1  # the judge's call only

@@ -88,15 +88,16 @@ async def explain_failure(
         for _ in range(e.requests):
             usage.add_call(input_tokens=None, output_tokens=None, cost_usd=0.0)
         raise
-    usage.add_call(
-        input_tokens=completion.input_tokens,
-        output_tokens=completion.output_tokens,
-        cost_usd=call_cost_usd(
-            model.name,
+    if completion.requests:  # 0: a replayed answer, no call made
+        usage.add_call(
             input_tokens=completion.input_tokens,
             output_tokens=completion.output_tokens,
-        ),
-    )
+            cost_usd=call_cost_usd(
+                model.name,
+                input_tokens=completion.input_tokens,
+                output_tokens=completion.output_tokens,
+            ),
+        )
     text = completion.text.strip()
     text = scrub(text) if scrub is not None else text
     if not text:

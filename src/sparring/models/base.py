@@ -28,7 +28,9 @@ class Completion:
     input_tokens: int | None = None
     output_tokens: int | None = None
     requests: int = 1
-    """Requests sent for this answer: retries and requests the endpoint refused count too."""
+    """Requests sent for this answer: retries and requests the endpoint refused count too;
+    0 for an answer no request was sent for (replayed, or a stored user turn), which usage
+    does not count as a model call."""
 
 
 @runtime_checkable

@@ -335,7 +335,7 @@ class _Call:
         except ModelError as e:
             self._count_unanswered(e.requests)
             raise
-        if self.usage is not None:
+        if self.usage is not None and completion.requests:  # 0: a stored answer, no call
             self.usage.add_call(
                 input_tokens=completion.input_tokens,
                 output_tokens=completion.output_tokens,
