@@ -198,7 +198,9 @@ async def test_someone_else_posting_while_the_agent_works_cancels_the_turn(
 ) -> None:
     """A customer message posted during the agent's work makes Parlant cancel it: the old
     run ends `cancelled` + completed `ready`, a new run answers both messages."""
-    server = serve(Say("Too late.", delay_s=0.5), Say("Answering both."))
+    # the first reply takes longer than any loaded machine needs to post the second message
+    # (the server's close ends the wait)
+    server = serve(Say("Too late.", delay_s=60), Say("Answering both."))
     session = await open_session(server, http)
     failure: list[TargetError] = []
 
