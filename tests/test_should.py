@@ -73,12 +73,19 @@ async def test_each_condition_gets_its_own_call_and_verdicts_keep_their_order() 
 async def test_conditions_are_judged_concurrently() -> None:
     inside = 0
     most = 0
+    all_inside = anyio.Event()
 
     async def judge(messages: Sequence[ChatMessage], schema: Any) -> Any:
         nonlocal inside, most
         inside += 1
         most = max(most, inside)
-        await anyio.sleep(0.05)
+        if inside == 4:
+            all_inside.set()
+        # each call waits for the other three (a fixed pause could end before a call whose
+        # prompt is still being prepared in a worker thread arrives); judged one at a
+        # time, they never all get here and each gives up after 10 s
+        with anyio.move_on_after(10):
+            await all_inside.wait()
         inside -= 1
         return verdict("met")
 
