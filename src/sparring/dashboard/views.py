@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import count
+from itertools import count, groupby
 
 from sparring.reports.html import ConversationView, conversation_view
+from sparring.reports.insights import ordered
 from sparring.results import (
     EvaluationsPassed,
     InsightResult,
@@ -19,6 +20,7 @@ from sparring.results import (
     ScenarioResult,
     TrialResult,
 )
+from sparring.store.asset_specs import spec_name
 from sparring.store.overrides import trial_overridden
 from sparring.store.suite_status import STATUS_LABELS, ConversationStatus, conversation_status
 from sparring.store.suites import ResolvedCase
@@ -136,42 +138,70 @@ def _row(
 @dataclass(frozen=True)
 class MetricsTable:
     """The Metrics tab: `columns` are the insight ids shown (`evaluation.insight`),
-    `available` every insight id found, `rows` one per finished conversation with its
-    insight results by id."""
+    `available` every insight id found (featured ones first, then by group), `rows` one
+    per conversation with its insight results by id; `titles` name each insight as people
+    wrote it (agent evaluation and insight), `featured` are the featured ones, `groups` the
+    headings above the shown columns with how many columns each spans (none when no
+    insight is featured or grouped)."""
 
     columns: list[str]
     available: list[str]
     rows: list[tuple[ConversationRow, dict[str, InsightResult]]] = field(
         default_factory=list[tuple[ConversationRow, dict[str, InsightResult]]]
     )
+    titles: dict[str, str] = field(default_factory=dict[str, str])
+    featured: set[str] = field(default_factory=set[str])
+    groups: list[tuple[str, int]] = field(default_factory=list[tuple[str, int]])
 
 
 def metrics_table(rows: Sequence[ConversationRow], *, selected: Sequence[str] = ()) -> MetricsTable:
     """The Metrics table of `rows`: one column per insight (those in `selected` when any
-    is given: Select metrics), in order of first appearance."""
-    available: list[str] = []
+    is given: Select metrics), featured ones first, then by group, else in order of first
+    appearance."""
+    found: dict[str, InsightResult] = {}
+    titles: dict[str, str] = {}
     table: list[tuple[ConversationRow, dict[str, InsightResult]]] = []
     for row in rows:
-        if row.result is None:
-            table.append((row, {}))
-            continue
-        cells = {i.id: i for i in row.result.insights}
-        available.extend(i for i in cells if i not in available)
+        cells = {i.id: i for i in row.result.insights} if row.result else {}
+        for i in cells.values():
+            found.setdefault(i.id, i)
+            titles.setdefault(i.id, insight_title(i, row.case))
         table.append((row, cells))
+    available = [i.id for i in ordered(list(found.values()))]
     columns = [c for c in available if c in selected] if selected else available
-    return MetricsTable(columns=columns, available=available, rows=table)
+    headings = [_heading(found[c], titles[c]) for c in columns]
+    groups = [(h, len(list(n))) for h, n in groupby(headings)] if any(headings) else []
+    featured = {c for c, i in found.items() if i.featured}
+    return MetricsTable(columns, available, table, titles, featured, groups)
+
+
+def insight_title(insight: InsightResult, case: ResolvedCase | None) -> str:
+    """`insight` as people named it: `<agent evaluation> · <insight>` (the evaluation's
+    name from the test case `case` when it has it, else as verdict ids spell it)."""
+    names = {spec_name(e.name): e.name for e in case.evaluations} if case else {}
+    return f"{names.get(insight.evaluation, insight.evaluation)} · {insight.insight}"
+
+
+def _heading(insight: InsightResult, title: str) -> str:
+    """The group heading of an insight's column: `Featured`, `<evaluation> · <group>`,
+    or empty (ungrouped)."""
+    if insight.featured:
+        return "Featured"
+    return "" if insight.group is None else f"{title.rsplit(' · ', 1)[0]} · {insight.group}"
 
 
 @dataclass(frozen=True, kw_only=True)
 class ConversationDetail:
     """One conversation to read (`row`: its status, reason, test case), its transcript
-    laid out turn by turn (`conversation`), its insights."""
+    laid out turn by turn (`conversation`), its insights (featured first, then by group)."""
 
     row: ConversationRow
     scenario: ScenarioResult
     conversation: ConversationView
     insights: list[InsightResult]
     user_label: str
+    titles: dict[str, str] = field(default_factory=dict[str, str])
+    """Each insight's name as people wrote it (`insight_title`), by id."""
 
 
 def conversation_detail(
@@ -195,6 +225,7 @@ def conversation_detail(
         row=_row(run, scenario, trial, result, case),
         scenario=scenario,
         conversation=view,
-        insights=list(result.insights),
+        insights=ordered(result.insights),
+        titles={i.id: insight_title(i, case) for i in result.insights},
         user_label=user_label,
     )

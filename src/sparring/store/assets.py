@@ -366,10 +366,13 @@ def runnable_revision(asset: Asset, number: int | None, *, where: str = "") -> R
         raise AssetError(f"{what} is archived; choose another {KIND_LABELS[asset.kind]}")
     if number is None:
         if asset.published is None:
-            raise AssetError(
-                f"{what} has no Published revision. Publish it, or select a Preview "
-                "revision in the test case"
+            fix = (
+                "Publish it: a test case runs the Published revision of each agent "
+                "evaluation attached"
+                if asset.kind == "evaluation"
+                else "Publish it, or select a Preview revision in the test case"
             )
+            raise AssetError(f"{what} has no Published revision. {fix}")
         return asset.published
     revision = asset.revision(number)
     if revision.state not in RUNNABLE_STATES:
