@@ -1,6 +1,7 @@
 """Smaller fixes around evaluations: the JSON schema takes `tool_args_judge` as one rubric,
 as the loader does; a run with nothing to judge says so; a reference to a library entry that
-failed to load says so; stored user turns are no model calls."""
+failed to load says so; stored user turns are no model calls; a gate in error reads as not
+scored."""
 
 from __future__ import annotations
 
@@ -16,9 +17,12 @@ from sparring.loaders import load_paths
 from sparring.loaders.schema import test_file_json_schema
 from sparring.models.scripted import ScriptedModel, example_for_schema
 from sparring.reports.console import print_summary
+from sparring.reports.exports import export_sheets
+from sparring.reports.insights import evaluations_passed_text, trial_facts
+from sparring.reports.junit import render_junit
 from sparring.reports.markdown import render_markdown
 from sparring.reports.outcome import exit_meaning
-from sparring.results import RunResult, ScenarioResult, TrialResult
+from sparring.results import InsightResult, RunResult, ScenarioResult, TrialResult
 from sparring.runner import RunSettings, run_scenarios
 from sparring.runner.replay_cassettes import observe
 from sparring.runner.replay_users import StoredConversation, StoredUsers
@@ -155,3 +159,42 @@ async def test_stored_user_turns_are_not_counted_as_model_calls() -> None:
     (trial,) = result.scenarios[0].trials
     assert tuple(m.content for m in trial.transcript.messages if m.role == "user") == said
     assert trial.usage.model_calls == len(judge.calls) == 1  # the judge's call only
+
+
+# --- a gate in error reads as not scored, not as the agent failing -------------------------
+
+
+def _gated(status: str, passed: bool | None) -> TrialResult:
+    gate = InsightResult(
+        evaluation="support",
+        insight="resolved",
+        type="boolean",
+        status=status,  # type: ignore[arg-type]
+        value=None if status == "error" else passed,
+        passed=passed,
+        gating=True,
+        error="is 'yes', not a boolean" if status == "error" else None,
+    )
+    return TrialResult(
+        scenario_id="s",
+        trial=1,
+        status="error" if status == "error" else "failed",
+        end_reason="script_done",
+        insights=[gate],
+        evaluations_passed="no",
+    )
+
+
+def test_a_gate_in_error_shows_as_not_scored_rather_than_not_passed() -> None:
+    errored, failed = _gated("error", None), _gated("ok", False)
+    assert evaluations_passed_text(errored) == "error"
+    assert evaluations_passed_text(failed) == "no"
+    assert trial_facts(errored) == ["evaluations could not be scored"]
+    assert trial_facts(failed) == ["evaluations passed no"]
+    scenario = ScenarioResult(scenario_id="s", name="s", kind="scripted", threshold=1.0)
+    scenario.trials = [errored]
+    run = RunResult(sparring_version="0", run_id="r", started_at="2026-01-01T00:00:00Z")
+    run.scenarios = [scenario]
+    assert '<property name="evaluations_passed" value="error" />' in render_junit(run)
+    (row,) = next(s for s in export_sheets(run) if s.name == "Runs").rows
+    assert row["evaluations passed"] == "error"

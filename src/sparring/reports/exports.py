@@ -44,7 +44,12 @@ from typing import Any
 
 from sparring.errors import UserError
 from sparring.reports.evidence import message_turns
-from sparring.reports.insights import ordered, override_text, value_text
+from sparring.reports.insights import (
+    evaluations_passed_text,
+    ordered,
+    override_text,
+    value_text,
+)
 from sparring.reports.outcome import verdict_what
 from sparring.reports.rates import criterion_rates, interval
 from sparring.results import RunResult, ScenarioResult, TrialResult
@@ -178,7 +183,7 @@ def _run_row(run_id: str, s: ScenarioResult, t: TrialResult, insight_ids: Iterab
         "end reason": t.end_reason,
         "pass": t.status == "passed",
         "score": None if t.score is None else round(t.score, 3),
-        "evaluations passed": t.evaluations_passed,
+        "evaluations passed": evaluations_passed_text(t),
         "reply score": round(sum(scores) / len(scores), 3) if scores else None,
         "duration (s)": round(t.duration_ms / 1000, 3),
         "turns": t.transcript.user_turns,

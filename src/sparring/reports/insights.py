@@ -42,15 +42,30 @@ def score_text(score: float | None) -> str:
     return "-" if score is None else f"{score:.2f}"
 
 
+def evaluations_passed_text(trial: TrialResult) -> str:
+    """`TrialResult.evaluations_passed` as reports show it: `yes`, `no`, `pending`, `none`,
+    or `error` for a `no` that only gates in `error` made (the judge's value could not be
+    read: the agent did not fail them)."""
+    shown = trial.evaluations_passed
+    failed = [i for i in trial.insights if i.gating and not i.passed]
+    if shown == "no" and failed and all(i.status == "error" for i in failed):
+        return "error"
+    return shown
+
+
 def trial_facts(trial: TrialResult) -> list[str]:
-    """`score 0.83`, `evaluations passed yes` (`evaluations not judged` while pending):
+    """`score 0.83`, `evaluations passed yes` (`evaluations not judged` while pending,
+    `evaluations could not be scored` when only gates in error kept them from passing):
     what a trial's evaluations add to its facts (nothing when it has neither a score nor
     gating insights)."""
     facts = [f"score {score_text(trial.score)}"] if trial.score is not None else []
-    if trial.evaluations_passed == "pending":
+    shown = evaluations_passed_text(trial)
+    if shown == "pending":
         facts.append("evaluations not judged")
-    elif trial.evaluations_passed != "none":
-        facts.append(f"evaluations passed {trial.evaluations_passed}")
+    elif shown == "error":
+        facts.append("evaluations could not be scored")
+    elif shown != "none":
+        facts.append(f"evaluations passed {shown}")
     return facts
 
 

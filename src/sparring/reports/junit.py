@@ -43,6 +43,7 @@ from pathlib import Path
 from sparring.reports import one_line, percent, why_not_run, write_report_text
 from sparring.reports.insights import (
     EXPLANATION_LABEL,
+    evaluations_passed_text,
     gate_text,
     gate_verdicts,
     ordered,
@@ -229,7 +230,10 @@ def _evaluations_case(trial: TrialResult) -> ET.Element:
     """`trial N / evaluations`: the score and every insight's value as properties."""
     case = _case(trial, f"trial {trial.trial} / evaluations")
     props = ET.SubElement(case, "properties")
-    values = {"score": score_text(trial.score), "evaluations_passed": trial.evaluations_passed}
+    values = {
+        "score": score_text(trial.score),
+        "evaluations_passed": evaluations_passed_text(trial),
+    }
     for i in ordered(trial.insights):
         parts = [value_text(i), gate_text(i), i.reasoning, override_text(i.override)]
         values[f"insight.{i.id}"] = " · ".join(p for p in parts if p)
