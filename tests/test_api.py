@@ -506,7 +506,7 @@ def test_cli_connects_a_suite_s_own_model_with_the_run_s_base_url(tmp_path: Path
 def test_a_blocking_sync_test_times_out_and_sees_its_trial() -> None:
     from sparring.runner.context import current_trial
 
-    gate = threading.Event()
+    gate, entered = threading.Event(), threading.Event()
     suite = Suite(target=greeter)
     seen: list[str] = []
 
@@ -514,11 +514,13 @@ def test_a_blocking_sync_test_times_out_and_sees_its_trial() -> None:
     def test_blocks() -> None:
         trial = current_trial()
         seen.append(trial.scenario_id if trial else "no trial")
+        entered.set()
         gate.wait(30)  # a sync body runs in a thread: the loop still enforces timeout_s
 
     @suite.scenario
     def test_sync_assert() -> None:
-        assert seen, "runs after the blocked one"
+        # the blocked body's thread may start after its timeout on a loaded machine
+        assert entered.wait(30) and seen, "runs after the blocked one"
 
     try:
         result = suite.run(settings=RunSettings(parallel=1))
