@@ -109,26 +109,27 @@ def free_port() -> int:
 @contextmanager
 def served(dashboard: Dashboard) -> Generator[str]:
     """`dashboard` served by uvicorn on a free loopback port (in a thread) while inside;
-    yields its base URL."""
+    yields its base URL. The port is bound here and the socket handed to uvicorn, so no
+    other process (another test worker) can take it in between."""
     import uvicorn
 
-    port = free_port()
-    config = uvicorn.Config(
-        create_app(dashboard, hosts=allowed_hosts("127.0.0.1", port)),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="on",
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the dashboard did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        port = listening.getsockname()[1]
+        config = uvicorn.Config(
+            create_app(dashboard, hosts=allowed_hosts("127.0.0.1", port)),
+            log_level="warning",
+            lifespan="on",
+        )
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, args=([listening],), daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "the dashboard did not start"
+            time.sleep(0.05)
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
+            thread.join(timeout=20)
