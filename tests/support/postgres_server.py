@@ -45,25 +45,31 @@ def postgres_server(initdb: Path) -> Iterator[str]:
     bindir = initdb.parent
     root = Path(tempfile.mkdtemp(prefix="sparring-pg-"))
     root.chmod(0o777)  # the server user writes here
-    data, port = root / "data", _free_port()
+    data = root / "data"
 
     def run(*args: str) -> None:
         subprocess.run(_as_server_user([*args]), check=True, capture_output=True)
 
+    def start(tries: int = 3) -> int:
+        """Start the server on a free port; its port. A port found free can be taken (as
+        the local port of a connection another process opens) before the server binds it:
+        then another one is tried, `tries` times in all."""
+        port = _free_port()
+        options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        log = root / f"log-{port}"
+        try:
+            run(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log), "-w",
+                "-t", "120", "start")  # fmt: skip
+        except subprocess.CalledProcessError:
+            taken = "could not bind" in log.read_text(errors="replace") if log.exists() else False
+            if not taken or tries == 1:
+                raise
+            return start(tries - 1)
+        return port
+
     try:
         run(str(initdb), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
-        options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
-        run(
-            str(bindir / "pg_ctl"),
-            "-D",
-            str(data),
-            "-o",
-            options,
-            "-l",
-            str(root / "log"),
-            "-w",
-            "start",
-        )
+        port = start()
         try:
             yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
         finally:
