@@ -267,12 +267,11 @@ def test_sparring_serve_answers_its_own_host_only_and_reads_its_secrets_file(
     `{{secrets.NAME}}` come from (the environment's FOO_TOKEN is not)."""
     secrets_file = tmp_path / "serve.env"
     secrets_file.write_text("FILE_TOKEN=from-the-file\n", encoding="utf-8")
-    port = free_port()
     env = {**os.environ, "FOO_TOKEN": "from-the-environment"}
-    command = [sys.executable, "-m", "sparring.cli", "serve", "--port", str(port)]
+    command = [sys.executable, "-m", "sparring.cli", "serve"]
     command += ["--store", str(tmp_path / "s.db"), "--secrets-file", str(secrets_file)]
     seen: list[EchoRequest] = []
-    with echoing(seen) as agent_server, served_command(command, env, port) as base:
+    with echoing(seen) as agent_server, served_command(command, env) as base:
         rebound = httpx.get(f"{base}/api/suites", headers={"Host": REBOUND})
         assert rebound.status_code == 400
         for name in ("FILE_TOKEN", "FOO_TOKEN"):
@@ -289,21 +288,40 @@ def test_sparring_serve_answers_its_own_host_only_and_reads_its_secrets_file(
 
 
 @contextmanager
-def served_command(command: list[str], env: dict[str, str], port: int) -> Generator[str]:
-    """`command` (a `sparring serve` on `port`) running while inside; its base URL."""
-    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not port_open(port):
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, "sparring serve did not start"
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        if process.stderr is not None:
-            process.stderr.close()
+def served_command(command: list[str], env: dict[str, str]) -> Generator[str]:
+    """`command` (a `sparring serve`) with `--port` a free port, running while inside; its
+    base URL. A port found free can be taken before the server binds it (as the local port
+    of a connection another process opens): the server then exits saying so, and is started
+    again on another port."""
+    for _ in range(3):
+        port = free_port()
+        process = subprocess.Popen(
+            [*command, "--port", str(port)], env=env, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            if listening(process, port):
+                yield f"http://127.0.0.1:{port}"
+                return
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+            if process.stderr is not None:
+                process.stderr.close()
+    raise AssertionError("sparring serve found every port it was given taken")
+
+
+def listening(process: subprocess.Popen[str], port: int) -> bool:
+    """Whether `process` listens on `port` (within a minute); False if it exited because
+    the port was taken; any other exit fails the test with what it said."""
+    deadline = time.monotonic() + 60
+    while not port_open(port):
+        if process.poll() is not None:
+            said = process.stderr.read() if process.stderr else ""
+            assert f"cannot listen on 127.0.0.1:{port}" in said, said
+            return False
+        assert time.monotonic() < deadline, "sparring serve did not start"
+        time.sleep(0.1)
+    return True
 
 
 def port_open(port: int) -> bool:
