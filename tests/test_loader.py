@@ -322,8 +322,8 @@ def test_check_errors_name_the_check_and_suggest(tmp_path: Path) -> None:
     assert lines_of(load_error(path)) == [
         f"{path}:6:9: scenarios[0].checks[0]: unknown check 'contain'; did you mean 'contains'?",
         f"{path}:7:9: scenarios[0].checks[1]: unknown check type 'contans'; did you mean "
-        "'contains'? check types: contains, not_contains, regex, not_regex, equals, "
-        "json_schema, tool_called, tool_args, latency_below, end_reason",
+        "'contains'? check types: contains, not_contains, regex, not_regex, not_pii, "
+        "equals, json_schema, tool_called, tool_args, latency_below, end_reason",
         f"{path}:8:23: scenarios[0].checks[2]: one check per list item, found contains and "
         "regex; write each as its own `- ` item",
         f"{path}:9:36: unknown key 'pattern' in scenarios[0].checks[3] (contains check); "
