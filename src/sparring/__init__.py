@@ -34,6 +34,8 @@ if TYPE_CHECKING:
         SimulatedUser,
         Suite,
         SuiteRun,
+        ToolArgsJudge,
+        TrialRange,
         load_library,
         open_session,
     )
@@ -53,6 +55,8 @@ __all__ = [
     "SimulatedUser",
     "Suite",
     "SuiteRun",
+    "ToolArgsJudge",
+    "TrialRange",
     "__version__",
     "load_library",
     "open_session",

@@ -45,10 +45,8 @@ from sparring.authoring.connect import (
 from sparring.authoring.session import Session, session_for, with_overrides
 from sparring.authoring.suite_options import (
     RubricsLike,
-    TestOptions,
     checked_evaluations,
-    checked_flag,
-    checked_rubrics,
+    checked_options,
     suite_trials,
 )
 from sparring.authoring.suite_run import RegisteredTest, SuiteRun
@@ -251,27 +249,32 @@ class Suite:
             fraction = parse_threshold(threshold)
         except ValueError as e:
             raise UserError(f"threshold: {e}") from None
-        own = checked_evaluations("suite.scenario", evaluations, also=self.evaluations)
-        options = TestOptions(
-            evaluations=own,
-            tool_args_judge=checked_rubrics("suite.scenario", tool_args_judge),
-            explain_failures=checked_flag("suite.scenario", "explain_failures", explain_failures),
+        options = checked_options(
+            "suite.scenario",
+            evaluations=evaluations,
+            tool_args_judge=tool_args_judge,
+            explain_failures=explain_failures,
+            also=self.evaluations,
         )
 
         def register(test: F) -> F:
-            name = getattr(test, "__name__", type(test).__name__)
-            if any(t.name == name for t in self.tests):
-                raise UserError(f"the suite already has a test named {name!r}; rename one")
-            code = getattr(test, "__code__", None)
-            source = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else name
-            self.tests.append(
-                RegisteredTest(
-                    test, name, source, count, fraction, timeout_s, expect_failure, options
-                )
-            )
-            return test
+            return self._register(test, count, fraction, timeout_s, expect_failure, options)
 
         return register if fn is None else register(fn)
+
+    def _register(self, test: F, *settings: Any) -> F:
+        """Add `test` with its run `settings` (`RegisteredTest`'s fields after `source`).
+
+        Raises:
+            UserError: the suite has a test of that name already.
+        """
+        name = getattr(test, "__name__", type(test).__name__)
+        if any(t.name == name for t in self.tests):
+            raise UserError(f"the suite already has a test named {name!r}; rename one")
+        code = getattr(test, "__code__", None)
+        source = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else name
+        self.tests.append(RegisteredTest(test, name, source, *settings))
+        return test
 
     def before_all(self, hook: F) -> F:
         """Register `hook()` (sync or async) to run once, before the suite's first test."""

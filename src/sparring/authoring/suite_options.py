@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -30,6 +30,27 @@ class TestOptions:
     evaluations: tuple[Evaluation, ...] = ()
     tool_args_judge: tuple[ToolArgsJudge, ...] = ()
     explain_failures: bool | None = None
+
+
+def checked_options(
+    where: str,
+    *,
+    evaluations: object = (),
+    tool_args_judge: object = (),
+    explain_failures: object = None,
+    also: Sequence[Evaluation] = (),
+) -> TestOptions:
+    """A Python test's `TestOptions`, each checked (`checked_evaluations`, with `also` the
+    suite's; `checked_rubrics`; `checked_flag`).
+
+    Raises:
+        UserError: as those say, naming `where`.
+    """
+    return TestOptions(
+        evaluations=checked_evaluations(where, evaluations, also=also),
+        tool_args_judge=checked_rubrics(where, tool_args_judge),
+        explain_failures=checked_flag(where, "explain_failures", explain_failures),
+    )
 
 
 def suite_trials(repetitions: int, trials: object) -> int | TrialRange:
@@ -133,24 +154,30 @@ def checked_flag(where: str, name: str, value: object) -> bool | None:
 
 
 def checked_evaluations(
-    call: str, evaluations: Sequence[Evaluation], *, also: Sequence[Evaluation] = ()
+    call: str, evaluations: object, *, also: Sequence[Evaluation] = ()
 ) -> tuple[Evaluation, ...]:
-    """`evaluations` as a tuple, checked: `Evaluation` objects, their names distinct from
-    each other and from those of `also` (the suite's, for a test's own).
+    """`evaluations` (a list or tuple) as a tuple, checked: `Evaluation` objects, their
+    names distinct from each other and from those of `also` (the suite's, for a test's own).
 
     Raises:
         UserError: naming `call(evaluations=...)`, what is wrong and how to fix it.
     """
-    given = tuple(evaluations)
+    if not isinstance(evaluations, list | tuple):
+        raise UserError(
+            f"{call}(evaluations=...) takes a list of sparring Evaluation objects, got "
+            f"{type(evaluations).__name__} {evaluations!r:.60}"
+        )
+    given = tuple(cast("list[object]", evaluations))
     for item in given:
-        if not isinstance(item, Evaluation):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(item, Evaluation):
             raise UserError(
                 f"{call}(evaluations=...) takes sparring Evaluation objects, got "
                 f"{type(item).__name__} {item!r:.60}; build one with Evaluation(...) or take "
                 "it from a library: load_library().evaluation(NAME)"
             )
-    names = [e.name for e in (*also, *given)]
+    checked = tuple(e for e in given if isinstance(e, Evaluation))
+    names = [e.name for e in (*also, *checked)]
     if twice := sorted({n for n in names if names.count(n) > 1}):
         where = " (the suite's evaluations have it already)" if also else ""
         raise UserError(f"{call}(evaluations=...) names {', '.join(twice)} twice{where}: keep one")
-    return given
+    return checked

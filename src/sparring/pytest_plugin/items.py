@@ -219,13 +219,7 @@ def marker_options(item: pytest.Function) -> MarkerOptions:
             `threshold`, `live` or `explain_failures` not True or False, evaluations or
             rubrics that are none); the message names the test and the accepted form.
     """
-    from sparring.authoring.suite_options import (
-        TestOptions,
-        checked_evaluations,
-        checked_flag,
-        checked_rubrics,
-        checked_trials,
-    )
+    from sparring.authoring.suite_options import checked_options, checked_trials
     from sparring.errors import UserError
     from sparring.scenario import parse_threshold
 
@@ -239,10 +233,11 @@ def marker_options(item: pytest.Function) -> MarkerOptions:
     live = options.get("live", True)
     if not isinstance(live, bool):
         raise UserError(f"{where}: live must be True or False, got {live!r}, as in {_MARKER_FORM}")
-    judged = TestOptions(
-        evaluations=checked_evaluations(where, options.get("evaluations", ())),
-        tool_args_judge=checked_rubrics(where, options.get("tool_args_judge", ())),
-        explain_failures=checked_flag(where, "explain_failures", options.get("explain_failures")),
+    judged = checked_options(
+        where,
+        evaluations=options.get("evaluations", ()),
+        tool_args_judge=options.get("tool_args_judge", ()),
+        explain_failures=options.get("explain_failures"),
     )
     trials = checked_trials(where, options.get("trials", 1), form=_MARKER_FORM)
     return MarkerOptions(trials, threshold, live, judged)
