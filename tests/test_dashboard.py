@@ -535,10 +535,11 @@ def test_a_viewer_reads_and_exports_but_every_write_is_refused(store: Store) -> 
         assert viewer.get(f"/suites/{suite_id}").status_code == 200
         assert viewer.get("/api/runs/newer/export?format=csv").status_code == 200
         token = csrf(viewer)
-        writes = [
+        writes: list[tuple[str, str, dict[str, Any] | None]] = [
             ("post", "/api/assets/agent", {"name": "a", "content": {"type": "callable"}}),
             ("post", "/api/suites", {"name": "s", "cases": []}),
             ("post", "/api/suites/1/runs", {}),
+            ("post", "/api/suites/1/resume", {}),
             ("post", "/api/tests", {"name": "t", "file": "scenarios: []"}),
             ("delete", "/api/suites/1", None),
             (
