@@ -19,16 +19,12 @@ from sparring.config import Settings, load_settings
 from sparring.errors import UserError
 from sparring.events import (
     Event,
-    MessageAdded,
     Observer,
     RunFinished,
     RunStarted,
-    ScenarioFinished,
     TrialFinished,
-    TrialStarted,
-    VerdictAdded,
 )
-from sparring.results import RunResult, ScenarioResult, TrialResult
+from sparring.results import RunResult
 from sparring.secrets import MASK, mask_url
 
 if TYPE_CHECKING:
@@ -475,40 +471,18 @@ class Recording:
         if not self.resumed or self.store is None:
             return result
         from sparring.store.reading import load_run
+        from sparring.store.recorder import completed_run
 
-        whole = load_run(self.store, self.resumed)
-        whole.interrupted, whole.hook_errors = result.interrupted, result.hook_errors
-        whole.duration_ms, whole.fail_on_skip = result.duration_ms, result.fail_on_skip
-        return whole
+        return completed_run(load_run(self.store, self.resumed), result)
 
     def _renumbered(self, event: Event) -> Event:
         """`event` with trial numbers of the stored run (a resumed run's k-th trial of a
-        scenario is its k-th missing one)."""
+        scenario is its k-th missing one; see `sparring.store.recorder.renumbered`)."""
         if not self.resumed and self.shard is None:
             return event
-        match event:
-            case TrialStarted() | MessageAdded() | VerdictAdded():
-                return dataclasses.replace(
-                    event, trial=self._number(event.scenario_id, event.trial)
-                )
-            case TrialFinished():
-                return TrialFinished(self._trial(event.result))
-            case ScenarioFinished():
-                trials = [self._trial(t) for t in event.result.trials]
-                return ScenarioFinished(_scenario_with(event.result, trials))
-            case _:
-                return event
+        from sparring.store.recorder import renumbered
 
-    def _number(self, scenario_id: str, trial: int) -> int:
-        numbers = self.missing.get(scenario_id)
-        return numbers[trial - 1] if numbers and trial <= len(numbers) else trial
-
-    def _trial(self, result: TrialResult) -> TrialResult:
-        return result.model_copy(update={"trial": self._number(result.scenario_id, result.trial)})
-
-
-def _scenario_with(result: ScenarioResult, trials: list[TrialResult]) -> ScenarioResult:
-    return result.model_copy(update={"trials": trials})
+        return renumbered(event, self.missing)
 
 
 def _with_trials(runnable: AnyRunnable, trials: int) -> AnyRunnable:

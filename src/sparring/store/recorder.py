@@ -109,15 +109,17 @@ class Recorder:
                 return writer.errors
             if self.resumed is not None:  # the stored run, now with every trial that ended
                 writer.flush()
-                result = _whole(load_run(self.store, self.resumed), result)
+                result = completed_run(load_run(self.store, self.resumed), result)
             writer.finish(result, exit_code=result.exit_code)
             return writer.errors
         finally:
             self.store.close()
 
 
-def _whole(stored: RunResult, resumed: RunResult) -> RunResult:
-    """Stored run `stored` as its resume (`resumed`) ended it."""
+def completed_run(stored: RunResult, resumed: RunResult) -> RunResult:
+    """Stored run `stored` (read back whole, every trial) as the run resuming it ended
+    (`resumed`: interrupted again or not, its hook errors, duration and `fail_on_skip`);
+    `stored` is changed and returned."""
     stored.interrupted, stored.hook_errors = resumed.interrupted, resumed.hook_errors
     stored.duration_ms, stored.fail_on_skip = resumed.duration_ms, resumed.fail_on_skip
     return stored
