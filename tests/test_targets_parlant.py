@@ -165,8 +165,9 @@ async def test_preload_posts_the_history_without_the_agent_answering_it(
 
 async def test_a_slow_agent_times_out(serve: Any, http: httpx.AsyncClient) -> None:
     server = serve(Say("Too late.", delay_s=30))
-    session = await target(server, http, timeout_s=0.3).open_session()
-    with pytest.raises(TargetTimeout, match=r"'parlant:agent-1' did not reply within 0.3 s"):
+    # the limit applies to opening the session too, which must not reach it on a busy machine
+    session = await target(server, http, timeout_s=2).open_session()
+    with pytest.raises(TargetTimeout, match=r"'parlant:agent-1' did not reply within 2 s"):
         await session.send(user("Hi"))
     await session.close()
 
