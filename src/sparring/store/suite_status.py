@@ -130,10 +130,13 @@ def conversation_status(
         return "failed", trial.error
     if trial.status == "skipped":
         return "skipped", trial.error or "what would judge it could not run"
-    if trial.status == "done" or (case is not None and _ended_naturally(trial, case)):
+    by_its_end = case is not None and _judged_by_its_end(trial, case)
+    if trial.status == "done" or (by_its_end and trial.status == "passed"):
         return "done", None
     if trial.status == "passed":
         return "passed", None
+    if by_its_end and trial.end_reason == "max_turns":
+        return "failed", _MAX_TURNS_REASON
     return "failed", _failure_reason(trial)
 
 
@@ -141,12 +144,18 @@ _TIMEOUT_SETTING = ("the scenario's `timeout_s`", "Advanced settings -> Timeout 
 """How a timed-out conversation's reason names the timeout in a saved suite."""
 
 
-def _ended_naturally(trial: TrialResult, case: ResolvedCase) -> bool:
-    """Whether `trial` of test case `case` passed with no agent evaluation attached, on
-    its checks alone (the natural end; a case with criteria has criterion verdicts)."""
+_MAX_TURNS_REASON = (
+    "the conversation reached Max turns without ending naturally (the simulated user neither "
+    "reached its goal nor gave up); raise Max turns in the test case's Advanced settings if "
+    "it needs more"
+)
+
+
+def _judged_by_its_end(trial: TrialResult, case: ResolvedCase) -> bool:
+    """Whether `trial` of test case `case` had nothing but checks to judge it (no agent
+    evaluation attached, no criterion): the check that it ended naturally."""
     return (
-        trial.status == "passed"
-        and not case.evaluations
+        not case.evaluations
         and not trial.insights
         and all(v.kind == "check" for v in trial.verdicts)
     )
