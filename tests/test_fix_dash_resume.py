@@ -55,7 +55,8 @@ def test_resume_runs_only_what_did_not_end_into_the_same_run(store: Store, demo:
     (first,) = [t for t in load_run(store, run_id).scenarios[0].trials if t.trial == 1]
     with dashboard_client(platform_dashboard(store)) as client:
         suite = client.get(f"/api/suites/{suite_id}").json()
-        assert suite["reason"] == "the run was interrupted (1 of 3 conversations ended)"
+        reason = "the run was interrupted (1 of 3 conversations ended); Resume runs the others"
+        assert suite["reason"] == reason
         assert suite["resumable"] is True
         page = client.get(f"/suites/{suite_id}").text
         assert f'action="/suites/{suite_id}/resume"' in page

@@ -184,7 +184,8 @@ def run_status(
     if run.interrupted:
         ended = sum(t.end_reason != INTERRUPTED_END for t in trials)
         planned = sum(max(s.planned_trials, len(s.trials)) for s in run.scenarios)
-        return "failed", f"the run was interrupted ({ended} of {planned} conversations ended)"
+        rest = "; Resume runs the others" if cases and ended < planned else ""
+        return "failed", f"the run was interrupted ({ended} of {planned} conversations ended){rest}"
     by_scenario = {c.scenario_id: c for c in cases}
     statuses = [conversation_status(t, by_scenario.get(t.scenario_id)) for t in trials]
     return _aggregate(statuses)
