@@ -333,6 +333,50 @@ def test_interrupt_keeps_the_trials_that_finished(
     )
 
 
+# Starts and stops listening for the stop signals 300 times, as `sparring run` does once.
+LISTENING_ON_AND_OFF = """\
+import signal
+import anyio
+from sparring.cli.run import _STOP_SIGNALS, _stop_on_signal
+
+for signum in _STOP_SIGNALS:  # as `sparring run` has them before and after its run
+    signal.signal(signum, signal.SIG_IGN)
+print("ready", flush=True)
+
+
+async def run_once():
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signal, tg.cancel_scope)
+        await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+
+
+for _ in range(300):
+    anyio.run(run_once)
+print("survived", flush=True)
+"""
+
+
+def test_a_stop_signal_arriving_as_the_run_stops_listening_is_ignored() -> None:
+    """Ctrl-C or SIGTERM pressed again while the run stops listening for them never meets
+    a default handler, which would end sparring before it wrote its reports."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LISTENING_ON_AND_OFF],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    while proc.poll() is None:  # SIGTERM without pause: its default ends the process
+        try:
+            proc.send_signal(signal.SIGTERM)
+        except ProcessLookupError:
+            break
+        time.sleep(0.0005)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out) == (0, "survived\n"), err
+
+
 def test_a_sync_agent_that_never_returns_does_not_keep_sparring_alive(tmp_path: Path) -> None:
     (tmp_path / "hanging_agent.py").write_text(HANGING_AGENT)
     (tmp_path / "suite.yaml").write_text(

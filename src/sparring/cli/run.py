@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import warnings
@@ -482,13 +483,21 @@ async def _run(plan: _Plan) -> RunResult:
 
 async def _stop_on_signal(scope: anyio.CancelScope) -> None:
     """Cancel the run on SIGINT, SIGTERM or SIGHUP (`_STOP_SIGNALS`), also when the shell
-    started sparring with SIGINT ignored. Outside this receiver they are ignored until the
-    reports are written (`run_command`), so a second one changes nothing."""
+    started sparring with SIGINT ignored. Outside this task they are ignored until the
+    reports are written (`run_command`), so a second one changes nothing: each signal goes
+    from this task's handler straight back to ignored (an event loop's receiver restores
+    the default handlers on its way out, and a second Ctrl-C or SIGTERM landing right then
+    would end the process without its reports)."""
+    loop = asyncio.get_running_loop()
+
+    def stop(signum: int, frame: object) -> None:
+        loop.call_soon_threadsafe(scope.cancel)
+
     try:
-        with anyio.open_signal_receiver(*_STOP_SIGNALS) as signals:
-            async for _ in signals:
-                scope.cancel()
-    finally:  # leaving the receiver restores the default handlers, not the ignored ones
+        for signum in _STOP_SIGNALS:
+            signal.signal(signum, stop)
+        await anyio.sleep_forever()
+    finally:
         for signum in _STOP_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
 
