@@ -269,7 +269,8 @@ def test_sigterm_ends_a_run_whose_conversations_wait_on_llama(tmp_path: Path) ->
         command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as proc:
         try:
-            for _ in range(600):
+            deadline = time.monotonic() + 120  # a guard, not a measurement
+            while time.monotonic() < deadline:
                 if (tmp_path / "llama-started").exists() or proc.poll() is not None:
                     break
                 time.sleep(0.05)
