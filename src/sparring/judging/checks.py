@@ -43,6 +43,7 @@ from sparring.judging.check_scope import (
     scope_text,
 )
 from sparring.judging.pii import kinds_text, not_pii
+from sparring.judging.text_folding import folded
 from sparring.judging.tool_checks import describe_tool_called, tool_args, tool_called
 from sparring.results import Verdict, VerdictStatus
 from sparring.scenario import (
@@ -240,51 +241,18 @@ def _decide(check: Check, scope: Scope, end_reason: str | None) -> Outcome:
 
 def _find(text: str, value: str, *, case_sensitive: bool) -> tuple[int, int] | None:
     """`(start, end)` of `value` in `text`, or `None`. Without `case_sensitive`, both are
-    compared `_folded` (so `re\u00adfund`, `r\u200befund` and `Ｒｅｆｕｎｄ` hold "refund",
+    compared `folded` (so `re\u00adfund`, `r\u200befund` and `Ｒｅｆｕｎｄ` hold "refund",
     and "STRASSE" holds "straße"); the span is still `text`'s own."""
     if not case_sensitive and text.isascii() and value.isascii():
         at = text.lower().find(value.lower())
         return None if at < 0 else (at, at + len(value))
-    needle = "" if case_sensitive else _folded(value)[0]
+    needle = "" if case_sensitive else folded(value)[0]
     if not needle:  # case-sensitive, or a value of invisible characters only
         at = text.find(value)
         return None if at < 0 else (at, at + len(value))
-    folded, starts, ends = _folded(text)
-    at = folded.find(needle)
+    haystack, starts, ends = folded(text)
+    at = haystack.find(needle)
     return None if at < 0 else (starts[at], ends[at + len(needle) - 1])
-
-
-@lru_cache(maxsize=16)  # a reply is folded once for all the values checked on it
-def _folded(text: str) -> tuple[str, list[int], list[int]]:
-    """`text` without invisible format characters (zero-width, soft hyphen: Unicode category
-    Cf), NFKC-normalised and case-folded one character with its combining marks at a time
-    (`_fold`); and, per character of the result, where in `text` its source starts and ends."""
-    clusters: list[list[str]] = []
-    spans: list[tuple[int, int]] = []
-    for index, char in enumerate(text):
-        if unicodedata.category(char) == "Cf":
-            continue
-        if clusters and unicodedata.combining(char):
-            clusters[-1].append(char)
-            spans[-1] = (spans[-1][0], index + 1)
-        else:
-            clusters.append([char])
-            spans.append((index, index + 1))
-    parts: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    for cluster, (start, end) in zip(clusters, spans, strict=True):
-        part = _fold("".join(cluster))
-        parts.append(part)
-        starts += [start] * len(part)
-        ends += [end] * len(part)
-    return "".join(parts), starts, ends
-
-
-def _fold(text: str) -> str:
-    """NFKC, case-folded, NFKC again; the dotted capital İ folds to a plain i."""
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    return folded.replace("i\u0307", "i")
 
 
 def _places(scope: Scope, look_in: LookIn) -> Iterator[tuple[str, str]]:

@@ -27,6 +27,7 @@ SCENARIOS: dict[str, type[BaseModel]] = {
     "simulated": sc.SimulatedScenario,
     "scripted": sc.ScriptedScenario,
     "single_turn": sc.SingleTurnScenario,
+    "red_team": sc.RedTeamScenario,
 }
 CHECKS: dict[str, type[BaseModel]] = {
     m.model_fields["type"].default: m
@@ -69,6 +70,7 @@ _NOUN = {
     "simulated": "simulated scenario",
     "scripted": "scripted scenario",
     "single_turn": "single-turn scenario",
+    "red_team": "red-team scenario",
 }
 
 
