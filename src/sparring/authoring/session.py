@@ -34,6 +34,7 @@ from sparring.errors import ModelOutputError, RunError, TargetError, UserError
 from sparring.judging.checks import run_check
 from sparring.judging.should import Condition, judge_shoulds
 from sparring.results import SubtestResult, Verdict, trial_status
+from sparring.runner.code import refuse_in_sync_body
 from sparring.runner.context import (
     ConditionsNotMet,
     ConditionsUndecided,
@@ -257,6 +258,7 @@ class Session:
         self._connection: TargetSession | None = None
 
     async def __aenter__(self) -> Session:
+        refuse_in_sync_body("a session", self.trial.scenario_id)
         self._connection = await self._kept(self.target.open_session())
         if isinstance(self._connection, EvidenceSession) and self.trial.evidence is None:
             self._connection.plan(max_turns=UNKNOWN_TURNS)  # a browser: its step budget

@@ -59,6 +59,7 @@ from sparring.runner.code import (
     HookError,
     call_body,
     raised_text,
+    refuse_in_sync_body,
 )
 from sparring.runner.context import (
     current_trial,
@@ -312,6 +313,8 @@ class Suite:
             raise UserError(
                 "suite.client exists only while the suite runs (in hooks and tests); use it there"
             )
+        trial = current_trial()
+        refuse_in_sync_body("suite.client", trial.scenario_id if trial else None)
         return self._client
 
     def session(self, **overrides: Any) -> Session | SessionContext:
@@ -344,11 +347,13 @@ class Suite:
         secrets_file: str | Path | None = None,
         store: bool = True,
         replay: ReplayRoles | None = None,
+        secrets: Secrets | None = None,
     ) -> RunResult:
         """Run every test (those whose name matches the regex `pattern`) and return the
         result; reports are rendered from it (`sparring.reports`). `{{secrets.NAME}}` is
         filled from the environment and `secrets_file` (default: the `secrets_file`
-        setting). The run is kept in the results store as it happens (the `store`
+        setting), or from `secrets` when given (the pytest plugin's, which masks what
+        every test looked up in its cassettes). The run is kept in the results store as it happens (the `store`
         setting; `store=False`: not kept). `replay` records and replays the targets and
         the configured models (the pytest plugin's `--sparring-replay`); a suite's own
         `model` is neither, as under `sparring run`.
@@ -365,7 +370,7 @@ class Suite:
         run = SuiteRun([self])
         scenarios = run.scenarios(pattern=pattern)
         configured = load_settings({})
-        secrets = Secrets.load(
+        secrets = secrets or Secrets.load(
             file=secrets_file or configured.secrets_file, api_key=configured.api_key
         )
         recorder = self._recorder(configured) if store else None
@@ -386,8 +391,12 @@ class Suite:
     def _recorder(self, configured: Settings) -> Recorder:
         from sparring.store.recorder import Recorder
 
-        paths = sorted({t.source.rsplit(":", 1)[0] for t in self.tests if ":" in t.source})
-        return Recorder.open(configured, paths=paths, cwd=Path.cwd())
+        cwd = Path.cwd()
+        files = {Path(t.source.rsplit(":", 1)[0]) for t in self.tests if ":" in t.source}
+        paths = sorted(
+            f.relative_to(cwd).as_posix() if f.is_relative_to(cwd) else str(f) for f in files
+        )
+        return Recorder.open(configured, paths=paths, cwd=cwd)
 
     async def _arun(
         self,

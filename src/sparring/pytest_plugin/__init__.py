@@ -359,11 +359,10 @@ class SparringState:
         result = dict(report.user_properties).get(RESULT_PROPERTY)
         if isinstance(result, str) and not self.config.getoption("sparring_no_store"):
             if self.store is None:
-                from sparring.pytest_plugin.storing import SessionStore
+                from sparring.pytest_plugin.storing import SessionStore, session_paths
 
-                args = [str(a) for a in self.config.invocation_params.args]
-                cwd = self.settings_dir or self.config.rootpath
-                self.store = SessionStore(settings=self.settings, cwd=cwd, paths=args)
+                cwd, paths = self.settings_dir or self.config.rootpath, session_paths(self.config)
+                self.store = SessionStore(settings=self.settings, cwd=cwd, paths=paths)
             self.store.add(report.nodeid, result, head=self.session_run([]))
 
     @pytest.hookimpl(tryfirst=True)

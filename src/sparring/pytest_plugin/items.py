@@ -8,6 +8,7 @@ pass, skip (with why) or a `ScenarioFailed` whose message names every failed ver
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 from collections.abc import Iterator
@@ -25,11 +26,10 @@ from sparring.pytest_plugin import (
     SparringState,
     plugin_state,
 )
-from sparring.pytest_plugin.replaying import session_roles
+from sparring.pytest_plugin.replaying import session_roles, test_secrets
 
 if TYPE_CHECKING:
     from sparring.authoring.suite_options import TestOptions
-    from sparring.config import Settings
     from sparring.events import Event
     from sparring.models.base import Model
     from sparring.results import ScenarioResult
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from sparring.runner.replay_roles import ReplayRoles
     from sparring.scenario import AnyScenario
     from sparring.scenario.base import TrialRange
+    from sparring.secrets import Secrets
 
 
 # --- YAML test files ----------------------------------------------------------------------
@@ -89,7 +90,7 @@ class ScenarioItem(pytest.Item):
         result = state.run_async(
             _run_scenario,
             self.scenario,
-            state.settings,
+            test_secrets(self.config, state.settings),
             _run_settings(state, why),
             *(models or (None, None)),
             session_roles(self.config),
@@ -151,18 +152,17 @@ def _run_settings(state: SparringState, no_model_reason: str | None) -> RunSetti
 
 async def _run_scenario(
     scenario: AnyRunnable,
-    settings: Settings,
+    secrets: Secrets,
     run_settings: RunSettings,
     user_model: Model | None,
     judge_model: Model | None,
     roles: ReplayRoles | None,
 ) -> ScenarioResult:
-    """Run all trials of `scenario` (a test file's, or a Python test's), its targets
-    recorded or replayed with `roles` (`None`: no replay), then close the models."""
+    """Run all trials of `scenario` (a test file's, or a Python test's) with `secrets`
+    (`test_secrets`), its targets recorded or replayed with `roles` (`None`: no replay),
+    then close the models."""
     from sparring.runner import TargetPool, run_scenarios
-    from sparring.secrets import Secrets
 
-    secrets = Secrets.load(file=settings.secrets_file, api_key=settings.api_key)
     try:
         async with TargetPool(secrets=secrets) as pool:
             targets, observer = pool.for_scenario, _ignore
@@ -296,7 +296,7 @@ def run_test(item: pytest.Function, state: SparringState) -> None:
     }
 
     async def body(trial: TrialContext) -> None:
-        await call_body(lambda: function(**arguments))
+        await call_body(functools.partial(function, **arguments))
 
     path, line, _ = item.reportinfo()
     scenario = CodeScenario(
@@ -313,9 +313,8 @@ def run_test(item: pytest.Function, state: SparringState) -> None:
     judge = _models(state)[1] if marked.live else None
     run_settings = _run_settings(state, None)
     roles = session_roles(item.config)
-    result = state.run_async(
-        _run_scenario, scenario, state.settings, run_settings, None, judge, roles
-    )
+    secrets = test_secrets(item.config, state.settings)
+    result = state.run_async(_run_scenario, scenario, secrets, run_settings, None, judge, roles)
     conclude(item, result)
 
 
@@ -335,11 +334,15 @@ class SuiteTestItem(pytest.Item):
         state = plugin_state(self.config)
         settings = _run_settings(state, state.why_not_run(needs_model=True))
         pattern = f"^{re.escape(self.name)}$"
-        secrets_file = state.settings.secrets_file  # as every other sparring test reads it
+        secrets = test_secrets(self.config, state.settings)  # as every sparring test's
         replay = session_roles(self.config)
         result = state.run_async(
             lambda: self.suite.arun(
-                pattern=pattern, settings=settings, secrets_file=secrets_file, replay=replay
+                pattern=pattern,
+                settings=settings,
+                secrets=secrets,
+                replay=replay,
+                store=False,  # kept in the session's one run, as every sparring test
             )
         )
         conclude(self, result.scenarios[0])

@@ -15,6 +15,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from sparring.config import Settings
 from sparring.results import RunResult, ScenarioResult
 from sparring.store.database import StoreError
@@ -33,7 +35,7 @@ class SessionStore:
     settings: Settings
     cwd: Path
     paths: list[str]
-    """What pytest was given (its arguments), kept as the run's paths."""
+    """The tests pytest was given (`session_paths`), kept as the run's paths."""
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     note: str | None = None
     _recorder: Recorder | None = None
@@ -86,3 +88,19 @@ class SessionStore:
             self._writer = None
             return False
         return True
+
+
+def session_paths(config: pytest.Config) -> list[str]:
+    """The tests a pytest session runs, for its stored run's paths (its name in `sparring
+    runs` and the dashboard): each path pytest was given or took from `testpaths`, relative
+    to pytest's rootdir (a `::test` part kept), options left out; `[rootdir name]` when
+    they are the rootdir itself or nothing was given."""
+    root = config.rootpath
+    paths: list[str] = []
+    for arg in config.args:
+        file, sep, rest = str(arg).partition("::")
+        where = (config.invocation_params.dir / file).resolve()
+        relative = where.relative_to(root).as_posix() if where.is_relative_to(root) else str(where)
+        if relative != ".":
+            paths.append(relative + sep + rest)
+    return paths or [root.name]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 
+from sparring.errors import UserError
 from sparring.models.base import Model
 from sparring.results import TrialResult, TrialStatus
 from sparring.runner.context import TrialContext
@@ -25,6 +26,10 @@ if TYPE_CHECKING:
     from sparring.targets.registry import AnyTargetSpec
 
 T = TypeVar("T")
+_SYNC_BODY: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "sparring_sync_body", default=None
+)
+"""The sync test function or hook this worker thread runs (`call_body`), by name."""
 
 
 # --- code-defined scenarios, for the runner -------------------------------------------------
@@ -132,6 +137,27 @@ async def call_body(body: Callable[..., Any], *args: Any) -> None:
         await result
 
 
+def refuse_in_sync_body(what: str, scenario_id: str | None = None) -> None:
+    """Refuse `what` (a session, the run's client) in a sync test or hook's worker thread:
+    the run's targets, HTTP client and models belong to the run's event loop, and one
+    `asyncio.run` (or any other loop) there would leave their connections to a closed loop.
+
+    Raises:
+        UserError: called from a sync body; the message names it and the test
+            (`scenario_id`) and says to make it `async def`.
+    """
+    body = _SYNC_BODY.get()
+    if body is None:
+        return
+    test = f"test {scenario_id!r}: " if scenario_id else ""
+    raise UserError(
+        f"{test}{what} cannot be used in the sync function {body}(), which runs in a worker "
+        "thread: asyncio.run or another event loop there is not the run's, which the "
+        f"target and models belong to. Make it `async def {body}(...)` and use `async with "
+        "suite.session() as session:` (or `await`) directly in it"
+    )
+
+
 def assertion_text(error: AssertionError) -> str:
     """The assertion's message, else where it failed (file:line and the source line)."""
     if str(error):
@@ -159,18 +185,22 @@ async def _in_thread(call: Callable[[], T]) -> T:
     failure: list[BaseException] = []
     context = contextvars.copy_context()
 
+    name = getattr(call, "func", call)
+    label = getattr(name, "__name__", "test")
+
+    def marked() -> T:
+        _SYNC_BODY.set(label)
+        return call()
+
     def work() -> None:
         try:
-            outcome.append(context.run(call))
+            outcome.append(context.run(marked))
         except BaseException as e:  # handed to the awaiting task
             failure.append(e)
         finally:
             done.set()
 
-    name = getattr(call, "func", call)
-    threading.Thread(
-        target=work, daemon=True, name=f"sparring {getattr(name, '__name__', 'test')}"
-    ).start()
+    threading.Thread(target=work, daemon=True, name=f"sparring {label}").start()
     try:  # anyio's own worker only waits, so it is freed at once when the wait is cancelled
         await anyio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
     finally:
