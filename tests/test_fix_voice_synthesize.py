@@ -93,7 +93,7 @@ def test_a_generated_wav_replaced_by_a_recording_leaves_the_gitignore(
     assert "kept named.wav, a recording" in capsys.readouterr().out.replace(str(tmp_path) + "/", "")
     generated = tmp_path / "audio" / "mixed"
     assert "/spoken.t1.wav" in (generated / ".gitignore").read_text().splitlines()
-    assert not unignore_recording(tmp_path / "named.wav")  # nothing left to take off
+    assert not unignore_recording(tmp_path / "named.wav", root=tmp_path)  # nothing left
 
 
 def test_a_recording_at_a_turns_generated_path_is_played(

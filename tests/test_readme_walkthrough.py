@@ -407,12 +407,14 @@ def test_init_does_not_repeat_an_ignored_store(tmp_path: Path) -> None:
 def test_a_generated_audio_folder_leaves_git_status_clean(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     wav = tmp_path / "audio" / "voice" / "booking.t1.wav"
-    write_generated(wav, b"RIFF", text="Book it.", provider_key="espeak:en-us:160")
+    write_generated(wav, b"RIFF", text="Book it.", provider_key="espeak:en-us:160", root=tmp_path)
     assert _untracked(tmp_path) == []
     kept = tmp_path / "recorded.wav"  # a recording beside a user's own .gitignore
     kept.write_bytes(b"RIFF")
     (tmp_path / ".gitignore").write_text("*.pyc\n")
-    write_generated(tmp_path / "t1.wav", b"RIFF", text="Hi.", provider_key="espeak:en-us:160")
+    write_generated(
+        tmp_path / "t1.wav", b"RIFF", text="Hi.", provider_key="espeak:en-us:160", root=tmp_path
+    )
     assert sorted(_untracked(tmp_path)) == [".gitignore", "recorded.wav"]
 
 

@@ -17,6 +17,12 @@ Where each WAV goes, and when it is written (`sparring.models.speech_files`):
 - a generated WAV whose hash still matches (same text, same provider and voice) is skipped;
   `--force` makes it again;
 - each directory with generated WAVs gets a `.gitignore` entry for them and their hash files.
+
+Nothing is written outside the project root (the nearest directory up from the test file
+holding pyproject.toml, sparring.toml or .git, else the test file's own directory): an
+`audio:` path outside it (`../../x.wav`, an absolute path elsewhere) is an error unless a
+recording is already there, which is played and left alone; no `.gitignore` outside it is
+created or edited.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ class _Wanted:
     text: str
     where: str
     """`file: scenario turn N`, for messages."""
+    root: Path
+    """The project root of the test file: `wav` is under it."""
 
 
 def synthesize_command(
@@ -64,7 +72,8 @@ def synthesize_command(
 
     Raises:
         UserError: no test files, a provider that cannot work here, two turns wanting
-            different text in one WAV, or a WAV or `.gitignore` that cannot be written.
+            different text in one WAV, an `audio:` path outside the project root with no
+            recording there, or a WAV or `.gitignore` that cannot be written.
         ConfigError: a test file has a problem (at file:line).
     """
     from sparring.loaders.audio import loading_to_synthesize
@@ -112,6 +121,7 @@ def _wanted(scenarios: Sequence[object]) -> tuple[list[_Wanted], int]:
     an error."""
     from sparring.models.speech_files import generated_path
     from sparring.scenario import ScriptedScenario
+    from sparring.store.location import project_root
 
     out: dict[Path, _Wanted] = {}
     text_only = 0
@@ -119,6 +129,7 @@ def _wanted(scenarios: Sequence[object]) -> tuple[list[_Wanted], int]:
         if not isinstance(scenario, ScriptedScenario) or scenario.source is None:
             continue
         test_file = scenario.source.rpartition(":")[0]
+        root = project_root(Path(test_file).parent)
         voice = getattr(scenario.target, "type", None) == "voice"
         for n, turn in enumerate(scenario.turns, start=1):
             if turn.user is None:
@@ -129,7 +140,9 @@ def _wanted(scenarios: Sequence[object]) -> tuple[list[_Wanted], int]:
                 text_only += 1
                 continue
             wav = Path(turn.audio) if named and turn.audio else generated
-            item = _Wanted(wav, turn.user, f"{test_file}: {scenario.id} turn {n}")
+            item = _Wanted(wav, turn.user, f"{test_file}: {scenario.id} turn {n}", root)
+            if not _in_project(item):
+                continue
             seen = out.setdefault(wav, item)
             if seen.text != item.text:
                 raise UserError(
@@ -137,6 +150,26 @@ def _wanted(scenarios: Sequence[object]) -> tuple[list[_Wanted], int]:
                     "give one of them its own `audio:` path"
                 )
     return list(out.values()), text_only
+
+
+def _in_project(item: _Wanted) -> bool:
+    """Whether `item.wav` is under its project root; `False` for a recording outside it
+    (played as it is, never touched).
+
+    Raises:
+        UserError: `item.wav` is outside the project root and no recording is there.
+    """
+    from sparring.models.speech_files import WavState, outside_root, wav_state
+
+    if not outside_root(item.wav, item.root):
+        return True
+    if wav_state(item.wav, text=item.text) is WavState.RECORDED:
+        return False
+    raise UserError(
+        f"{item.where}: its `audio:` {item.wav.resolve()} is outside the project "
+        f"({item.root}), where sparring synthesize writes nothing: record that file "
+        "yourself, or move it under the project and change `audio:`"
+    )
 
 
 async def _write_all(
@@ -157,7 +190,7 @@ async def _write_all(
             continue
         data = await speech.synthesize(item.text)
         try:
-            write_generated(item.wav, data, text=item.text, provider_key=speech.key)
+            write_generated(item.wav, data, text=item.text, provider_key=speech.key, root=item.root)
         except OSError as e:
             raise UserError(f"cannot write {item.wav} ({item.where}): {e}") from None
         click.echo(f"wrote {_shown(item.wav)}  ({item.where})")
@@ -174,7 +207,7 @@ def _keep_recording(item: _Wanted) -> None:
     from sparring.models.speech_files import unignore_recording
 
     try:
-        changed = unignore_recording(item.wav)
+        changed = unignore_recording(item.wav, root=item.root)
     except OSError as e:
         raise UserError(f"cannot update {item.wav.parent / '.gitignore'}: {e}") from None
     if changed:

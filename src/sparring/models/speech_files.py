@@ -14,6 +14,9 @@ file that marks a WAV as generated, and the `.gitignore` that keeps generated au
   tracked; a `.gitignore` written there first names itself too. A generated WAV replaced
   by a recording (its hash file deleted) is taken off that list again
   (`unignore_recording`), so it can be committed; the user's own lines are never touched.
+- Nothing is written outside the project root the caller gives (`sparring synthesize`: the
+  nearest directory up from the test file with pyproject.toml, sparring.toml or .git):
+  neither a WAV nor a `.gitignore` (`outside_root`).
 """
 
 from __future__ import annotations
@@ -93,20 +96,39 @@ def wav_state(wav: Path, *, text: str, provider_key: str | None = None) -> WavSt
     return WavState.CURRENT
 
 
-def write_generated(wav: Path, data: bytes, *, text: str, provider_key: str) -> None:
+def outside_root(wav: Path, root: Path) -> bool:
+    """Whether `wav` (symbolic links followed) is not under the directory `root`."""
+    return not wav.resolve().is_relative_to(root.resolve())
+
+
+def _refuse_outside(wav: Path, root: Path) -> None:
+    if outside_root(wav, root):
+        raise ValueError(f"{wav} is outside the project root {root}: nothing is written there")
+
+
+def write_generated(wav: Path, data: bytes, *, text: str, provider_key: str, root: Path) -> None:
     """Write a generated WAV, its hash file and its directory's `.gitignore` entries; the
     WAV is replaced atomically (concurrent readers see the old or the new file).
 
+    Args:
+        wav: Where the WAV goes.
+        data: The WAV file's bytes.
+        text: The turn's text (its hash goes in the hash file).
+        provider_key: The speech provider's key, e.g. `espeak:en-us:160`.
+        root: The project root; `wav` must be under it.
+
     Raises:
+        ValueError: `wav` is `outside_root`; nothing was written.
         OSError: the directory cannot be created or written.
     """
+    _refuse_outside(wav, root)
     wav.parent.mkdir(parents=True, exist_ok=True)
     _write_atomic(wav, data)
     _write_atomic(hash_path(wav), (hash_line(text, provider_key) + "\n").encode("utf-8"))
-    ignore_generated(wav)
+    _ignore_generated(wav)
 
 
-def ignore_generated(wav: Path) -> None:
+def _ignore_generated(wav: Path) -> None:
     """Add `wav` and its hash file to the `.gitignore` of its directory (entries already
     there are not repeated; other lines are kept). One created here names itself too, so
     a directory of generated audio leaves `git status` clean."""
@@ -124,17 +146,23 @@ def ignore_generated(wav: Path) -> None:
     _write_atomic(gitignore, ("\n".join(lines) + "\n").encode("utf-8"))
 
 
-def unignore_recording(wav: Path) -> bool:
+def unignore_recording(wav: Path, *, root: Path) -> bool:
     """Take the recording `wav` (a WAV without a hash file, e.g. a generated one replaced
     by hand) and its hash file off the generated list of its directory's `.gitignore`, so
     that it can be committed; the file's other lines are kept as they are.
+
+    Args:
+        wav: The recording.
+        root: The project root; `wav` must be under it.
 
     Returns:
         Whether the `.gitignore` listed it (and was rewritten).
 
     Raises:
+        ValueError: `wav` is `outside_root`; nothing was read or written.
         OSError: the `.gitignore` cannot be read or written.
     """
+    _refuse_outside(wav, root)
     gitignore = wav.parent / ".gitignore"
     if not gitignore.is_file():
         return False
