@@ -452,6 +452,9 @@ class Secrets:
         env: Values that win (normally the process environment).
         file_values: Values from the secrets file.
         file: Where `file_values` came from, named in error messages.
+        scrubber: Keeps the values to mask (default: its own); one shared by several
+            `Secrets` masks every value any of them looked up (the pytest plugin's tests,
+            each reading the environment anew, and the session's cassettes).
     """
 
     def __init__(
@@ -460,11 +463,14 @@ class Secrets:
         *,
         file_values: Mapping[str, str] | None = None,
         file: Path | None = None,
+        scrubber: Scrubber | None = None,
     ) -> None:
         self._env = dict(env or {})
         self._file_values = dict(file_values or {})
         self._file = file
-        self._scrubber = Scrubber(self._env.get(name, "") for name in MODEL_KEY_VARIABLES)
+        self._scrubber = Scrubber() if scrubber is None else scrubber
+        for name in MODEL_KEY_VARIABLES:
+            self._scrubber.add(self._env.get(name, ""))
 
     @classmethod
     def load(
@@ -473,6 +479,7 @@ class Secrets:
         env: Mapping[str, str] | None = None,
         file: str | Path | None = None,
         api_key: str | None = None,
+        scrubber: Scrubber | None = None,
     ) -> Secrets:
         """Read secrets from `env` (default: `os.environ`) and, when given, a dotenv `file`.
 
@@ -481,13 +488,15 @@ class Secrets:
             file: A dotenv-style secrets file (`secrets_file` setting, --secrets-file);
                 `None` or `""` for none.
             api_key: The `api_key` setting (a model's key), scrubbed when given.
+            scrubber: As in `Secrets` (default: its own).
 
         Raises:
             ConfigError: `file` cannot be read or has a malformed line.
         """
         path = Path(file) if file else None
         file_values = read_secrets_file(path) if path is not None else {}
-        secrets = cls(os.environ if env is None else env, file_values=file_values, file=path)
+        values = os.environ if env is None else env
+        secrets = cls(values, file_values=file_values, file=path, scrubber=scrubber)
         if api_key:
             secrets._scrubber.add(api_key)
         return secrets

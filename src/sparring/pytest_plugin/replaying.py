@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from sparring.config import Settings
     from sparring.pytest_plugin import SparringState
     from sparring.runner.replay_roles import ReplayRoles
+    from sparring.secrets import Scrubber, Secrets
 
 PARTS = ".sparring-xdist"
 """Where, under the record directory, each pytest-xdist worker records (one directory per
@@ -27,6 +29,8 @@ worker id); removed once merged."""
 _COUNTS = "sparring_replay_counts"
 """The key of a worker's replay counts in its `workeroutput`."""
 _KEY: pytest.StashKey[SessionReplay] = pytest.StashKey()
+_SCRUBBER: pytest.StashKey[Scrubber] = pytest.StashKey()
+"""The session's scrubber: every secret a test looked up, masked in the cassettes too."""
 
 
 def add_options(group: pytest.OptionGroup) -> None:
@@ -84,6 +88,20 @@ def configure(config: pytest.Config, state: SparringState) -> None:
     config.pluginmanager.register(replay, "sparring-replay")
 
 
+def test_secrets(config: pytest.Config, settings: Settings) -> Secrets:
+    """The secrets of one sparring test, read anew (the environment, the `secrets_file`
+    setting; the models' keys and the `api_key` setting masked), whose every value looked
+    up is masked from then on in the session's cassettes too (one scrubber per session).
+
+    Raises:
+        ConfigError: the secrets file cannot be read or has a malformed line.
+    """
+    from sparring.secrets import Scrubber, Secrets
+
+    scrubber = config.stash.setdefault(_SCRUBBER, Scrubber())
+    return Secrets.load(file=settings.secrets_file, api_key=settings.api_key, scrubber=scrubber)
+
+
 def session_roles(config: pytest.Config) -> ReplayRoles | None:
     """The session's record and replay, started (`None`: not asked for).
 
@@ -100,7 +118,6 @@ class SessionReplay:
     def __init__(self, config: pytest.Config, state: SparringState, options: dict[str, Any]):
         from sparring.errors import UserError
         from sparring.runner.replay_roles import ReplayRoles, replay_options
-        from sparring.secrets import Secrets
 
         self.state, self.config = state, config
         self.worker: str | None = getattr(config, "workerinput", {}).get("workerid")
@@ -114,7 +131,7 @@ class SessionReplay:
             shutil.rmtree(self.record / PARTS, ignore_errors=True)  # a killed session's
         settings = state.settings
         try:
-            secrets = Secrets.load(file=settings.secrets_file, api_key=settings.api_key)
+            secrets = test_secrets(config, settings)  # what the tests look up, masked
             replayed = replay_options(options, option_prefix="--sparring-")
             self.roles = ReplayRoles.prepare(replayed, settings=settings, scrub=secrets.scrub)
         except UserError as e:
@@ -180,3 +197,28 @@ class SessionReplay:
             terminalreporter.write_line(summary)
         if self.note is not None:
             terminalreporter.write_line(self.note)
+        if (unrecorded := self._unrecorded_models()) is not None:
+            terminalreporter.write_line(unrecorded)
+
+    def _unrecorded_models(self) -> str | None:
+        """Why `--sparring-record` kept no model answer (no `--sparring-live`, or no model
+        configured: tests that call models were skipped) and how to record them; `None`
+        when it could, or when nothing is recorded."""
+        if self.record is None or self.config.getoption("sparring_replay"):
+            return None
+        settings = self.state.settings
+        if not self.state.live:
+            how = "pass --sparring-live (or set SPARRING_LIVE=1) to record them too"
+        elif settings.resolved_user_model is None or settings.resolved_judge_model is None:
+            how = (
+                "configure a model (`model` in [tool.sparring] or sparring.toml, or "
+                "SPARRING_MODEL) to record them too"
+            )
+        else:
+            return None
+        return (
+            f"note: sparring: --sparring-record {self.record} kept the targets' replies only: "
+            "no model was called, so tests that need one were skipped and user.jsonl and "
+            "judge.jsonl hold no answer (a --sparring-replay-strict replay of those tests "
+            f"fails); {how}"
+        )
