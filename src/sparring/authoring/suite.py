@@ -26,7 +26,6 @@ assertion at all passes, like a pytest test.
 
 from __future__ import annotations
 
-import inspect
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -36,7 +35,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
 
-from sparring.authoring.call_site import decorator_place
 from sparring.authoring.connect import (
     SessionContext,
     TargetLike,
@@ -244,26 +242,21 @@ class Suite:
         Raises:
             UserError: bad repetitions, trials (or both given), threshold, timeout_s,
                 evaluations (not `Evaluation`s, or a name the suite's evaluations also
-                have), tool_args_judge or explain_failures (at `FILE:LINE: FUNCTION`, the
-                decorator's place: `decorator_place`), or a test name used twice.
+                have), tool_args_judge or explain_failures, or a test name used twice.
         """
+        count = suite_trials(repetitions, trials)
+        _check_seconds("suite.scenario", "timeout_s", timeout_s)
         try:
-            count = suite_trials(repetitions, trials)
-            _check_seconds("suite.scenario", "timeout_s", timeout_s)
-            try:
-                fraction = parse_threshold(threshold)
-            except ValueError as e:
-                raise UserError(f"suite.scenario: threshold: {e}") from None
-            options = checked_options(
-                "suite.scenario",
-                evaluations=evaluations,
-                tool_args_judge=tool_args_judge,
-                explain_failures=explain_failures,
-                also=self.evaluations,
-            )
-        except UserError as e:
-            place = decorator_place(inspect.currentframe())
-            raise UserError(f"{place}: {e}" if place else str(e)) from None
+            fraction = parse_threshold(threshold)
+        except ValueError as e:
+            raise UserError(f"threshold: {e}") from None
+        options = checked_options(
+            "suite.scenario",
+            evaluations=evaluations,
+            tool_args_judge=tool_args_judge,
+            explain_failures=explain_failures,
+            also=self.evaluations,
+        )
 
         def register(test: F) -> F:
             return self._register(test, count, fraction, timeout_s, expect_failure, options)
