@@ -122,7 +122,8 @@ def test_summary_lists_failures_errors_skips_once_and_the_exit_code() -> None:
     assert f"⏭ skipped 2 trials and 1 verdict: {NO_MODEL}" in summary
     assert (
         "4 scenarios (1 failed, 1 error, 1 skipped, 1 passed) · 7 trials (2 passed, "
-        "1 failed, 1 timed out, 1 error, 2 skipped) · pass rate 2/5 passed, 40% [12%, 77%] · 4.3 s"
+        "1 failed, 1 timed out, 1 error, 2 skipped) · pass rate 2/5 passed, 40% [12%, 77%] "
+        "(1 passed with steps not judged) · 4.3 s"
     ) in summary
     assert summary.rstrip().endswith(
         "exit code 1: at least one scenario failed: the agent did not meet its criteria"

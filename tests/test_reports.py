@@ -441,7 +441,8 @@ def test_markdown_summary_table() -> None:
     assert "| faq | single_turn | 1 | 0 | 0% [0%, 79%] | 100% | ⚠️ error |  |" in md
     assert "| Needs a model (nomodel) | simulated | 2 | 0 | - | 50% | ⏭ skipped |  |" in md
     assert (
-        "| pipes\\|name (pipes) | scripted | 1 | 1 | 100% [21%, 100%] | 100% | ✅ passed |  |" in md
+        "| pipes\\|name (pipes) | scripted | 1 | 1 | 100% [21%, 100%] | 100% | ✅ passed (1 not "
+        "judged) |  |" in md
     )
 
 

@@ -54,12 +54,9 @@ def redteam_command(
         for s in _red_team_scenarios(file)
     ]
 
-    def show(result: Any) -> None:
-        text = render_summary(summarize(result))
-        click.echo(text)
-        if report:
-            Path(report).write_text(text, encoding="utf-8")
-            click.echo(f"Red-team report: {report}", err=True)
+    def write(result: Any) -> None:  # `run_command` has printed the summary
+        Path(str(report)).write_text(render_summary(summarize(result)), encoding="utf-8")
+        click.echo(f"Red-team report: {report}", err=True)
 
     return run_command(
         paths=(file,),
@@ -68,7 +65,7 @@ def redteam_command(
         fail_fast=False,
         fail_on_skip=fail_on_skip,
         given=expand_red_team(attacks),
-        on_result=show,
+        on_result=write if report else None,
         **options,
     )
 

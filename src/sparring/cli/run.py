@@ -120,8 +120,12 @@ def _conclude(
     reports: dict[str, str | None],
     on_result: Callable[[RunResult], None] | None,
 ) -> int:
-    """After the run: gates, reports, the store's end, the summary; returns the exit code
-    (3 when a report could not be written, whatever the run's own code)."""
+    """After the run: gates, reports, the store's end, the summary (and the red-team rates
+    of a run with attacks, on standard error when the JSON report has standard output), then
+    `on_result`; returns the exit code (3 when a report could not be written, whatever the
+    run's own code)."""
+    from sparring.redteam import render_summary, summarize
+
     exit_status, gate_lines = gate_outcome(result, settings)
     written = write_reports(result, reports, exit_status=exit_status, gate_lines=gate_lines)
     if not written and result.exit_code != 130:
@@ -131,6 +135,8 @@ def _conclude(
     if (replayed := plan.replaying.summary()) is not None:
         click.echo(replayed, err=True)
     plan.view.summary(result, gate_lines=gate_lines, exit_status=exit_status)
+    if (attacks := summarize(result)).plugins:  # red-team attacks: rates as `sparring redteam`
+        click.echo(render_summary(attacks), err=reports.get("JSON") == STDOUT)
     if on_result is not None:
         on_result(result)
     return code

@@ -107,6 +107,34 @@ def not_judged(status: str, verdicts: Iterable[Verdict], *, pending: int = 0) ->
     return f" ({skipped} not judged)" if skipped else ""
 
 
+def trial_not_judged(trial: TrialResult) -> str:
+    """`not_judged` for one trial: ` (1 not judged)` after its status, or `""`."""
+    pending = int(trial.evaluations_passed == "pending")
+    return not_judged(trial.status, trial.verdicts, pending=pending)
+
+
+def scenario_not_judged(scenario: ScenarioResult) -> str:
+    """`not_judged` for a scenario, after `shown_status(scenario)`: what its counted
+    trials (`ScenarioResult.counted`) left unjudged, ` (3 not judged)`, or `""`."""
+    counted = scenario.counted
+    pending = sum(t.evaluations_passed == "pending" for t in counted)
+    verdicts = (v for t in counted for v in t.verdicts)
+    return not_judged(shown_status(scenario), verdicts, pending=pending)
+
+
+def unjudged_passes(trials: Iterable[TrialResult]) -> int:
+    """How many of `trials` passed with something not judged (`TrialResult.not_judged`: a
+    skipped `should` or check, pending evaluation gates), so a pass rate can say how many
+    of its passes were not fully checked (as `RunResult.skipped_anything` counts them)."""
+    return sum(t.status == "passed" and t.not_judged > 0 for t in trials)
+
+
+def unjudged_note(trials: Iterable[TrialResult]) -> str:
+    """` (60 passed with steps not judged)` to follow a pass rate over `trials`, or `""`."""
+    count = unjudged_passes(trials)
+    return f" ({count} passed with steps not judged)" if count else ""
+
+
 def shown_status(scenario: ScenarioResult) -> str:
     """The status reports show for `scenario`: `interrupted` when every trial that ran was
     cut off by Ctrl-C / SIGTERM (end reason `interrupted`), so none was decided; else

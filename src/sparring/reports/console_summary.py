@@ -16,16 +16,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from sparring.reports import one_line as _one_line
 from sparring.reports import (
-    not_judged,
     percent,
     plural,
+    scenario_not_judged,
     shown_pass_rate,
     shown_status,
     stopped_by_fail_fast,
     usage_text,
 )
-from sparring.reports import one_line as _one_line
 from sparring.reports.insights import EXPLANATION_LABEL, override_text, score_text
 from sparring.reports.outcome import (
     Problem,
@@ -33,10 +33,11 @@ from sparring.reports.outcome import (
     exit_meaning,
     model_text,
     problems,
+    run_rate_text,
     trial_ranges,
     verdict_what,
 )
-from sparring.reports.rates import rate_text, run_counts, unsteady_rates, with_interval
+from sparring.reports.rates import unsteady_rates, with_interval
 from sparring.results import RunResult, ScenarioResult, Verdict
 from sparring.runner.code import failed_as_expected
 
@@ -228,9 +229,7 @@ def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
         table.add_column(column, justify="left" if column in ("Scenario", "Status") else "right")
     for s in result.scenarios:
         shown = shown_status(s)
-        status = f"{sym[shown]} {status_text(shown)}"
-        pending = sum(t.evaluations_passed == "pending" for t in s.counted)
-        status += not_judged(shown, (v for t in s.counted for v in t.verdicts), pending=pending)
+        status = f"{sym[shown]} {status_text(shown)}{scenario_not_judged(s)}"
         passes, out_of = s.needed
         table.add_row(
             Text(s.scenario_id, overflow="fold"),
@@ -321,5 +320,5 @@ def _totals(result: RunResult) -> str:
     text = f"{plural(len(result.scenarios), 'scenario')} ({scenario_part or 'none'})"
     text += f" · {plural(total_trials, 'trial')} ({trial_part or 'none'})"
     if any(s.counted for s in result.scenarios):
-        text += f" · pass rate {rate_text(*run_counts(result))}"
+        text += f" · pass rate {run_rate_text(result)}"
     return text + f" · {result.duration_ms / 1000:.1f} s"

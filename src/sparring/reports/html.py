@@ -40,9 +40,12 @@ from sparring.reports import (
     percent,
     plural,
     reply_timing,
+    scenario_not_judged,
     shown_status,
     subtest_verdicts,
+    trial_not_judged,
     trial_size,
+    unjudged_note,
     usage_text,
     usd,
     why_not_run,
@@ -61,6 +64,7 @@ from sparring.reports.outcome import (
     Problem,
     exit_meaning,
     model_text,
+    overridden_mark,
     passed_text,
     problems,
     trial_ranges,
@@ -208,6 +212,8 @@ class TrialView:
     explanation: str | None = None
     insights: list[InsightView] = field(default_factory=list[InsightView])
     screenshots: list[ScreenshotView] = field(default_factory=list[ScreenshotView])
+    marks: str = ""
+    """` (1 not judged)`, ` (overridden)` after the status, or `""`."""
 
 
 @dataclass(frozen=True)
@@ -230,6 +236,8 @@ class ScenarioView:
     criteria: list[CriterionRate] = field(default_factory=list[CriterionRate])
     """Each criterion, `should`, check and gating insight met across trials (with more
     than one trial), with its 95% interval."""
+    marks: str = ""
+    """` (3 not judged)`, ` (overridden)` after the status, or `""`."""
 
 
 def render_html(
@@ -355,6 +363,7 @@ def _cards(result: RunResult) -> dict[str, Any]:
         "counted": len(trials),
         "rate": percent(passed / len(trials)) if trials else "-",
         "interval": interval_text(passed, len(trials)) if trials else "",
+        "not_judged": unjudged_note(trials),
         "cost": _cost(result.usage_totals()),
     }
 
@@ -405,6 +414,7 @@ def _scenario(
         not_run=not_run,
         trials=[_trial(t, len(s.trials), _user_label(s), keys, shots) for t in trials],
         criteria=rates_across_trials(s),
+        marks=scenario_not_judged(s) + overridden_mark(s.trials),
     )
 
 
@@ -463,6 +473,7 @@ def _trial(
         explanation=trial.explanation,
         insights=[_insight(i) for i in ordered(trial.insights)],
         screenshots=shots.views(trial.artifacts),
+        marks=trial_not_judged(trial) + overridden_mark([trial]),
     )
 
 

@@ -1,7 +1,8 @@
 """The canonical JSON report: `RunResult.report_dict()`, versioned, UTF-8, indented.
 
 Keys keep the schema's field order (stable across runs); derived numbers (per-scenario
-status, pass rate, pass^k, per-trial failure ids, counts, exit code; 95% Wilson intervals of
+status, pass rate, pass^k, per-trial failure ids, counts, exit code, passed trials that left
+a step not judged (`passed_with_unjudged_steps`); 95% Wilson intervals of
 the scenario, run and per-criterion pass rates, `sparring.reports.rates`; for a red-team run,
 `red_team`: attack success per plugin and strategy) sit beside the data.
 `load_json` reads a report back into a `RunResult`, so other formats can be rendered, and
@@ -18,18 +19,28 @@ from pydantic import BaseModel, ValidationError
 
 from sparring.errors import UserError
 from sparring.redteam import summarize, summary_dict
-from sparring.reports import write_report_text
+from sparring.reports import unjudged_passes, write_report_text
 from sparring.reports.rates import add_intervals
 from sparring.results import SCHEMA_VERSION, RunResult, ScenarioResult, TrialResult
 
 
 def render_json(result: RunResult) -> str:
     """The JSON report text: 2-space indented, non-ASCII kept as is, ending with a newline."""
-    data = add_intervals(result.report_dict(), result)
+    data = _with_unjudged(add_intervals(result.report_dict(), result), result)
     attacks = summarize(result)
     if attacks.plugins:  # a red-team run: attack success per plugin and strategy
         data["red_team"] = summary_dict(attacks)
     return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+
+
+def _with_unjudged(data: dict[str, Any], result: RunResult) -> dict[str, Any]:
+    """`data` with `passed_with_unjudged_steps` for the run and each scenario: how many of
+    its passed trials left a step not judged (`unjudged_passes`). Returns `data`."""
+    for raw, scenario in zip(data["scenarios"], result.scenarios, strict=True):
+        raw["passed_with_unjudged_steps"] = unjudged_passes(scenario.trials)
+    trials = (t for s in result.scenarios for t in s.trials)
+    data["passed_with_unjudged_steps"] = unjudged_passes(trials)
+    return data
 
 
 def write_json(result: RunResult, path: Path) -> None:

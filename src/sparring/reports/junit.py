@@ -5,15 +5,18 @@ Layout (CI tools such as GitLab, Jenkins and GitHub test reporters read it):
 - `<testsuites name="sparring run <id>">` with totals;
 - `<testsuite name=<scenario id>>` with `tests / failures / errors / skipped / time`,
   a `timestamp`, and `<properties>` (name, kind, threshold, pass rate, status, source,
-  and the usage totals of `UsageTotals`: model calls, tokens, `cost_usd`, unpriced calls,
+  `not_judged`: the steps its counted trials left unjudged, and the usage totals of
+  `UsageTotals`: model calls, tokens, `cost_usd`, unpriced calls,
   the target's tokens, empty when unknown);
 - per trial, one `<testcase classname=<scenario id> name="trial 2 / c1: <description>">` per
   criterion, `should` and check: `<failure>` for `not_met` (reason, evidence and cited turns
-  in the text), `<error>` for `error`, `<skipped>` for `skipped`;
+  in the text), `<error>` for `error`, `<skipped>` for `skipped`; a `met` one a person
+  overrode carries an `override` property;
 - per trial with evaluations, its gating insights that did not pass as testcases like
   verdicts (`<failure>`, or `<error>` for an insight in error), and a `trial N /
   evaluations` testcase whose `<properties>` hold the score, `evaluations_passed` and each
   insight (`insight.<evaluation.insight>`: value, pass, reasoning), the featured first;
+  gates never judged (no judge call made) make that testcase `<skipped>`;
   `explain_failures`' explanation ends the text of the trial's failures;
 - a trial that errored, timed out or was `invalid` (its simulated user failed) gets a
   testcase `trial N / conversation` with an `<error>` carrying the error text, end reason
@@ -147,6 +150,7 @@ def _properties(scenario: ScenarioResult, models: dict[str, str]) -> ET.Element:
         "trials": str(len(scenario.trials)),
         "source": scenario.source or "",
         "score": score_text(scenario.score),
+        "not_judged": str(sum(t.not_judged for t in scenario.counted)),
     }
     usage = usage_totals(scenario.trials)
     values.update(
@@ -173,6 +177,10 @@ def _trial_cases(trial: TrialResult) -> list[ET.Element]:
         cases.insert(0, _conversation_case(trial))
     if trial.insights:
         cases.append(_evaluations_case(trial))
+    elif trial.evaluations_passed == "pending" and trial.status != "skipped":
+        case = _case(trial, f"trial {trial.trial} / evaluations")
+        _outcome(case, "skipped", "evaluation gates not judged: no judge call was made")
+        cases.append(case)
     for i, case in enumerate(cases):
         case.set("time", _seconds(trial.duration_ms if i == 0 else 0))
     return cases
@@ -208,6 +216,11 @@ def _verdict_case(trial: TrialResult, verdict: Verdict) -> ET.Element:
     name = f"trial {trial.trial} / {verdict.id}{at}: {verdict.description}"
     case = _case(trial, name)
     if verdict.status == "met":
+        if verdict.override is not None:  # a person made it met: say so
+            props = ET.SubElement(case, "properties")
+            ET.SubElement(
+                props, "property", name="override", value=_clean(override_text(verdict.override))
+            )
         return case
     if verdict.status == "skipped":
         _outcome(case, "skipped", verdict.reason or trial.error or "skipped")

@@ -36,10 +36,12 @@ from sparring.reports import (
     percent,
     plural,
     reply_timing,
+    scenario_not_judged,
     shown_pass_rate,
     shown_status,
     strip_control,
     subtest_verdicts,
+    trial_not_judged,
     trial_size,
     usage_text,
     why_not_run,
@@ -61,12 +63,14 @@ from sparring.reports.outcome import (
     cited_turns,
     exit_meaning,
     model_text,
+    overridden_mark,
     passed_text,
     problems,
+    run_rate_text,
     trial_ranges,
     verdict_what,
 )
-from sparring.reports.rates import rate_text, rates_across_trials, run_counts, with_interval
+from sparring.reports.rates import rates_across_trials, run_counts, with_interval
 from sparring.results import ReplyNote, RunResult, ScenarioResult, TrialResult, Verdict, pass_hat_k
 from sparring.transcript import Message, Transcript
 
@@ -210,9 +214,9 @@ def write_markdown(
 def _run_rate(result: RunResult) -> str:
     """`7/10 passed, 70% [40%, 89%]`; `- (nothing to judge)` when the only trials that ran
     were `done`."""
-    passed, counted = run_counts(result)
+    counted = run_counts(result)[1]
     done = any(t.status == "done" for s in result.scenarios for t in s.trials)
-    return f"- ({NOTHING_TO_JUDGE})" if done and not counted else rate_text(passed, counted)
+    return f"- ({NOTHING_TO_JUDGE})" if done and not counted else run_rate_text(result)
 
 
 def _header(result: RunResult, exit_status: tuple[int, str] | None) -> list[str]:
@@ -284,7 +288,7 @@ def _summary_table(scenarios: list[ScenarioResult]) -> list[str]:
             str(s.passed_trials),
             with_interval(shown_pass_rate(s), s),
             percent(s.threshold),
-            _status(shown_status(s)),
+            _status(shown_status(s)) + scenario_not_judged(s) + overridden_mark(s.trials),
             ", ".join(s.tags),
         ]
         rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
@@ -384,8 +388,11 @@ def _trial_section(trial: TrialResult, *, of: int, max_chars: int) -> list[str]:
         *trial_facts(trial),
     ]
     if trial.status == "passed":  # details are for what went wrong; keep the rest short
+        status = _status(trial.status) + trial_not_judged(trial) + overridden_mark([trial])
+        fixed = [line for v in trial.verdicts if v.override for line in _verdict_lines(v)]
         return [
-            f"- Trial {trial.trial} of {of}: {_status(trial.status)} · " + " · ".join(facts),
+            f"- Trial {trial.trial} of {of}: {status} · " + " · ".join(facts),
+            *[f"  {line}" for line in fixed],
             "",
             *_insight_table(trial),
         ]

@@ -9,11 +9,21 @@ repeating its id or kind, and the models' settings ("judge openai:gpt-4o-mini, t
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from sparring.reports import EXIT_CODE_MEANING, one_line, plural, why_not_run
+from sparring.reports import (
+    EXIT_CODE_MEANING,
+    one_line,
+    plural,
+    shown_status,
+    unjudged_note,
+    unjudged_passes,
+    why_not_run,
+)
 from sparring.reports.insights import gate_verdicts
+from sparring.reports.rates import rate_text, run_counts
 from sparring.results import (
     ModelSettings,
     RunResult,
@@ -41,14 +51,29 @@ _SHOWN_IDS = 5
 def passed_text(scenario: ScenarioResult) -> str:
     """`2 of 3 passed, needs 3`: passed trials out of those that decide the status, and
     what the threshold needs; `nothing to judge: 2 conversations done` when the trials
-    that ran were `done`; `no trial ran` when none did (all skipped)."""
+    that ran were `done`; `no trial judged: 1 skipped, 1 invalid` when the trials there are
+    decide nothing (a skipped trial may have talked: no model to judge it); `no trial ran`
+    when there is none."""
     passes, out_of = scenario.needed
     done = sum(t.status == "done" for t in scenario.trials)
-    if not out_of:
-        return (
-            f"{NOTHING_TO_JUDGE}: {plural(done, 'conversation')} done" if done else "no trial ran"
-        )
-    return f"{scenario.passed_trials} of {out_of} passed, needs {passes}"
+    if out_of:
+        return f"{scenario.passed_trials} of {out_of} passed, needs {passes}"
+    if done:
+        return f"{NOTHING_TO_JUDGE}: {plural(done, 'conversation')} done"
+    counts = Counter(t.status for t in scenario.trials)
+    return (
+        "no trial judged: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+        if counts
+        else "no trial ran"
+    )
+
+
+def run_rate_text(result: RunResult) -> str:
+    """The run's pass rate, `94/94 passed, 100% [96%, 100%]`, then how many of its passes
+    left steps not judged, ` (60 passed with steps not judged)`, so a pass with nothing
+    judged never reads as a plain one (`sparring.reports.rates.run_counts`)."""
+    trials = (t for s in result.scenarios if shown_status(s) != "interrupted" for t in s.trials)
+    return rate_text(*run_counts(result)) + unjudged_note(trials)
 
 
 NOTHING_TO_JUDGE = "nothing to judge"
@@ -56,22 +81,50 @@ NOTHING_TO_JUDGE = "nothing to judge"
 rubric or evaluation gate to pass or fail (status `done`)."""
 
 
-def _done_meaning(result: RunResult) -> str | None:
-    """Exit code 0's meaning when scenarios ended `done`: `nothing to judge: 3
-    conversations ran and ended done (...)` when none passed, else the usual meaning and
-    how many were done; `None` when none was."""
+def _zero_meaning(result: RunResult) -> str:
+    """Exit code 0's meaning, never claiming more than happened: `every scenario that ran
+    passed`, then what that leaves out (`1 scenario had nothing to judge (done)`, `2
+    scenarios skipped (<why>)`, `60 passed trials had steps not judged`); with no scenario
+    passed, what happened instead: `nothing to judge: 3 conversations ran and ended done
+    (...)`, `nothing was judged: 2 scenarios skipped (<why>)`."""
     done = [s for s in result.scenarios if s.status == "done"]
-    if not done:
-        return None
-    if any(s.status == "passed" for s in result.scenarios):
-        return (
-            f"{EXIT_CODE_MEANING[0]}; {plural(len(done), 'scenario')} had {NOTHING_TO_JUDGE} (done)"
-        )
-    ran = sum(t.status == "done" for s in done for t in s.trials)
-    return (
-        f"{NOTHING_TO_JUDGE}: {plural(ran, 'conversation')} ran and ended done (no criterion, "
-        "check, should, tool-argument rubric or evaluation gate to pass or fail)"
-    )
+    skipped = [s for s in result.scenarios if s.status == "skipped"]
+    notes = [f"{plural(len(skipped), 'scenario')} skipped ({_skip_reason(skipped)})"]
+    notes = notes if skipped else []
+    if not any(s.status == "passed" for s in result.scenarios):
+        if done:
+            ran = sum(t.status == "done" for s in done for t in s.trials)
+            head = (
+                f"{NOTHING_TO_JUDGE}: {plural(ran, 'conversation')} ran and ended done (no "
+                "criterion, check, should, tool-argument rubric or evaluation gate to pass or fail)"
+            )
+            return "; ".join([head, *notes])
+        return f"nothing was judged: {notes[0]}" if notes else EXIT_CODE_MEANING[0]
+    if done:
+        notes.insert(0, f"{plural(len(done), 'scenario')} had {NOTHING_TO_JUDGE} (done)")
+    if unjudged := unjudged_passes(t for s in result.scenarios for t in s.trials):
+        notes.append(f"{plural(unjudged, 'passed trial')} had steps not judged")
+    return "; ".join([EXIT_CODE_MEANING[0], *notes])
+
+
+def _skip_reason(skipped: list[ScenarioResult]) -> str:
+    """Why `skipped` scenarios' trials were skipped: the first reason, and how many others."""
+    reasons = list(dict.fromkeys(t.error or "skipped" for s in skipped for t in s.trials))
+    if len(reasons) <= 1:
+        return reasons[0] if reasons else "skipped"
+    return f"{reasons[0]}; and {plural(len(reasons) - 1, 'other reason')}"
+
+
+def overridden_ids(trial: TrialResult) -> list[str]:
+    """The ids of `trial`'s verdicts, then insights, that a person corrected (`sparring
+    override`), in the trial's order."""
+    verdicts = [v.id for v in trial.verdicts if v.override is not None]
+    return verdicts + [i.id for i in trial.insights if i.override is not None]
+
+
+def overridden_mark(trials: Iterable[TrialResult]) -> str:
+    """` (overridden)` after a status some of `trials` had corrected by a person, or `""`."""
+    return " (overridden)" if any(overridden_ids(t) for t in trials) else ""
 
 
 def trial_ranges(numbers: Iterable[int]) -> str:
@@ -110,8 +163,8 @@ def exit_meaning(result: RunResult, code: int | None = None) -> str:
         return exit_causes(result) or EXIT_CODE_MEANING[3]
     if code == 1 and (missed := _missed(result)):
         return f"{EXIT_CODE_MEANING[1]}: the agent did not meet its {missed}"
-    if code == 0 and (done := _done_meaning(result)):
-        return done
+    if code == 0:
+        return _zero_meaning(result)
     return EXIT_CODE_MEANING.get(code, "unknown")
 
 

@@ -540,7 +540,8 @@ def _status(state: _TrialState, end_reason: EndReason) -> Outcome:
             return "error", end_reason, f"no insight could be scored: {insights[0].error}"
         return "done", end_reason, state.note
     if status == "skipped":  # every verdict skipped (no judge model): say so, not how it ended
-        return status, "skipped", next((v.reason for v in state.verdicts if v.reason), None)
+        reasons = (v.reason for v in state.verdicts if v.reason)
+        return status, "skipped", next(reasons, state.unjudged)
     undecided = undecided_text(state.verdicts, insights) if status == "error" else None
     return status, end_reason, undecided or state.note
 
