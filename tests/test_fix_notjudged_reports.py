@@ -15,6 +15,7 @@ from sparring.dashboard.pages import _environment  # pyright: ignore[reportPriva
 from sparring.dashboard.views import conversation_rows
 from sparring.judging.should import NO_MODEL_HINT
 from sparring.reports.console import print_summary
+from sparring.reports.console_summary import SYMBOLS, scenario_line
 from sparring.reports.html import render_html
 from sparring.reports.json import render_json
 from sparring.reports.junit import render_junit
@@ -162,6 +163,13 @@ def test_the_not_judged_mark_is_in_the_markdown_table_and_the_html_rows() -> Non
     page = render_html(result)
     assert 'passed</span> (1 not judged) <span class="s-name">' in page
     assert 'passed</span> (1 not judged) <span class="t-name">' in page
+
+
+def test_the_quiet_line_of_a_scenario_marks_what_was_not_judged() -> None:
+    (scenario,) = run_of(trial("a", "passed", MET, UNJUDGED)).scenarios
+    assert scenario_line(scenario, SYMBOLS).plain.startswith(
+        "■ a: passed (1 not judged), pass rate"
+    )
 
 
 def test_the_dashboards_conversation_list_marks_what_was_not_judged() -> None:

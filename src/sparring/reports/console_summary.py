@@ -110,12 +110,14 @@ def verdict_text(v: Verdict, *, reason: bool = True) -> str:
 
 
 def scenario_line(s: ScenarioResult, sym: dict[str, str]) -> Text:
-    """`■ refund: failed, pass rate 33.3% (1 of 3 passed, needs 3; threshold 80%)`."""
+    """`■ refund: failed, pass rate 33.3% (1 of 3 passed, needs 3; threshold 80%)`; `■ faq:
+    passed (1 not judged), pass rate ...` when steps went unjudged."""
     status = shown_status(s)
     passes, out_of = s.needed
     counts = f"{s.passed_trials} of {out_of} passed, needs {passes}; " if out_of else ""
     line = (
-        f"{sym['scenario']} {s.scenario_id}: {status_text(status)}, pass rate "
+        f"{sym['scenario']} {s.scenario_id}: {status_text(status)}{scenario_not_judged(s)}, "
+        "pass rate "
         f"{with_interval(shown_pass_rate(s), s)} ({counts}threshold {percent(s.threshold)})"
     )
     score = s.score
