@@ -193,6 +193,7 @@ def test_an_overridden_verdict_is_marked_in_every_report() -> None:
     assert "| ✅ passed (overridden) |" in md
     assert "- Trial 1 of 1: ✅ passed (overridden) ·" in md
     assert "(overridden by ana (was not_met): it did say it)" in md
+    assert "│ a        │ ✔ passed (overridden) │" in console_text(result)
     page = render_html(result)
     assert 'passed</span> (overridden) <span class="s-name">' in page
     suite = ET.fromstring(render_junit(result)).find("testsuite")

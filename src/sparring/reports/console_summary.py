@@ -32,6 +32,7 @@ from sparring.reports.outcome import (
     cited_turns,
     exit_meaning,
     model_text,
+    overridden_mark,
     problems,
     run_rate_text,
     trial_ranges,
@@ -232,6 +233,7 @@ def _scenario_table(result: RunResult, sym: dict[str, str]) -> Table:
     for s in result.scenarios:
         shown = shown_status(s)
         status = f"{sym[shown]} {status_text(shown)}{scenario_not_judged(s)}"
+        status += overridden_mark(s.trials)
         passes, out_of = s.needed
         table.add_row(
             Text(s.scenario_id, overflow="fold"),
