@@ -213,16 +213,22 @@ class SparringState:
         """Whether tests that call models may run."""
         return bool(self.config.getoption("sparring_live")) or self.settings.live
 
-    def why_not_run(self, *, needs_model: bool, subject: str = "it") -> str | None:
-        """Why a test that calls models (`needs_model`) must be skipped, or `None`;
-        `subject` names it in the reason (e.g. "scenario 'refund'"). A replay runs them: its
-        cassettes answer, and name the models they were recorded from."""
-        if not needs_model or self.config.getoption("sparring_replay"):
+    def why_not_run(
+        self, *, user: bool = False, judge: bool = False, subject: str = "it"
+    ) -> str | None:
+        """Why a test that calls the simulated user's model (`user`) or the judge's
+        (`judge`) must be skipped, or `None`: the session is not live, or one it calls is not
+        configured. `subject` names it in the reason (e.g. "scenario 'refund'"). A replay
+        runs them: its cassettes answer, and name the models they were recorded from."""
+        if not (user or judge) or self.config.getoption("sparring_replay"):
             return None
         if not self.live:
             return f"sparring: {subject} {LIVE_HINT}"
         settings = self.settings
-        if settings.resolved_user_model is None or settings.resolved_judge_model is None:
+        missing = (user and settings.resolved_user_model is None) or (
+            judge and settings.resolved_judge_model is None
+        )
+        if missing:
             return f"sparring: {NO_MODEL_HINT}"
         return None
 
@@ -294,7 +300,7 @@ class SparringState:
                     marker_options(item)
             except UserError:
                 continue  # not skipped: running it reports the bad option
-            why = self.why_not_run(needs_model=live)
+            why = self.why_not_run(judge=live)  # its sessions' `should`s
             if why:
                 item.add_marker(pytest.mark.skip(reason=why))
 

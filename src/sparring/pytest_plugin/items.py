@@ -53,7 +53,7 @@ class ScenarioFile(pytest.File):
         from sparring.errors import UserError
         from sparring.loaders.yaml import load_paths
         from sparring.redteam import expand_red_team
-        from sparring.scenario import SimulatedScenario
+        from sparring.runner.script import needs_user_model
 
         try:
             scenarios = expand_red_team(load_paths([os.path.relpath(self.path)]))
@@ -64,9 +64,8 @@ class ScenarioFile(pytest.File):
             item = ScenarioItem.from_parent(  # pyright: ignore[reportUnknownMemberType]
                 self, name=scenario.id, scenario=scenario
             )
-            why = state.why_not_run(
-                needs_model=isinstance(scenario, SimulatedScenario),
-                subject=f"scenario {scenario.id!r}",
+            why = state.why_not_run(  # judged parts alone are skipped when it runs
+                user=needs_user_model(scenario), subject=f"scenario {scenario.id!r}"
             )
             if why:
                 item.add_marker(pytest.mark.skip(reason=why))
@@ -85,8 +84,9 @@ class ScenarioItem(pytest.Item):
     def runtest(self) -> None:
         """Run every trial; fail below the threshold, skip when nothing could run."""
         state = plugin_state(self.config)
-        why = state.why_not_run(needs_model=needs_model(self.scenario))
-        models = _models(state) if needs_model(self.scenario) and not why else None
+        user, judge = needed_models(self.scenario)
+        why = state.why_not_run(user=user, judge=judge)
+        models = _models(state, user=user, judge=judge) if (user or judge) and not why else None
         result = state.run_async(
             _run_scenario,
             self.scenario,
@@ -103,30 +103,29 @@ class ScenarioItem(pytest.Item):
         return self.path, int(line) - 1 if line.isdigit() else None, f"scenario {self.scenario.id}"
 
 
-def needs_model(scenario: AnyScenario) -> bool:
-    """Whether any step calls a model: a simulated user, criteria, `should`s, expected
-    output, evaluations, tool-argument rubrics. Scenarios with checks only are
-    deterministic."""
-    from sparring.scenario import ScriptedScenario, SimulatedScenario, SingleTurnScenario
+def needed_models(scenario: AnyScenario) -> tuple[bool, bool]:
+    """Whether `scenario` calls the simulated user's model (a simulated user, simulated
+    turns) and whether it calls the judge's (criteria, `should`s, expected output,
+    evaluations, tool-argument rubrics). Scenarios with checks only are deterministic."""
+    from sparring.runner.script import needs_user_model
+    from sparring.scenario import ScriptedScenario, SingleTurnScenario
 
-    if isinstance(scenario, SimulatedScenario) or scenario.all_criteria:
-        return True
-    if scenario.evaluations or scenario.tool_args_judge:
-        return True
+    judged = bool(scenario.all_criteria or scenario.evaluations or scenario.tool_args_judge)
     if isinstance(scenario, ScriptedScenario):
-        return any(turn.should for turn in scenario.turns)
-    assert isinstance(scenario, SingleTurnScenario)
-    return bool(scenario.should or scenario.expected_output)
+        judged = judged or any(turn.should for turn in scenario.turns)
+    elif isinstance(scenario, SingleTurnScenario):
+        judged = judged or bool(scenario.should or scenario.expected_output)
+    return needs_user_model(scenario), judged
 
 
-def _models(state: SparringState) -> tuple[Model | None, Model | None]:
-    """The simulated user's and the judge's model (tests without them are skipped at
-    collection, `SparringState.why_not_run`); recorded or replayed when the session is
-    (`ReplayRoles.models`: with nothing configured, the models the cassettes hold).
+def _models(state: SparringState, *, user: bool, judge: bool) -> tuple[Model | None, Model | None]:
+    """The simulated user's and the judge's model (`None` where none is configured);
+    recorded or replayed when the session is (`ReplayRoles.models`: with nothing
+    configured, the models the cassettes hold).
 
     Raises:
-        UserError: no model is configured (and no replay), or a spec cannot be resolved
-            (unknown provider, missing key).
+        UserError: the `user` or `judge` model is needed but not configured (and no
+            replay), or a spec cannot be resolved (unknown provider, missing key).
     """
     from sparring.errors import UserError
     from sparring.models.registry import models_from_settings
@@ -134,10 +133,10 @@ def _models(state: SparringState) -> tuple[Model | None, Model | None]:
     roles = session_roles(state.config)
     if roles is not None:
         return roles.models()
-    user, judge = models_from_settings(state.settings)
-    if user is None or judge is None:
+    user_model, judge_model = models_from_settings(state.settings)
+    if (user and user_model is None) or (judge and judge_model is None):
         raise UserError(NO_MODEL_HINT)
-    return user, judge
+    return user_model, judge_model
 
 
 def _run_settings(state: SparringState, no_model_reason: str | None) -> RunSettings:
@@ -310,7 +309,7 @@ def run_test(item: pytest.Function, state: SparringState) -> None:
         tool_args_judge=marked.options.tool_args_judge,
         explain_failures=marked.options.explain_failures,
     )
-    judge = _models(state)[1] if marked.live else None
+    judge = _models(state, user=False, judge=True)[1] if marked.live else None
     run_settings = _run_settings(state, None)
     roles = session_roles(item.config)
     secrets = test_secrets(item.config, state.settings)
@@ -332,7 +331,7 @@ class SuiteTestItem(pytest.Item):
         import re
 
         state = plugin_state(self.config)
-        settings = _run_settings(state, state.why_not_run(needs_model=True))
+        settings = _run_settings(state, state.why_not_run(judge=True))
         pattern = f"^{re.escape(self.name)}$"
         secrets = test_secrets(self.config, state.settings)  # as every sparring test's
         replay = session_roles(self.config)
