@@ -26,6 +26,7 @@ assertion at all passes, like a pytest test.
 
 from __future__ import annotations
 
+import inspect
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
 
+from sparring.authoring.call_site import errors_at_decorator
 from sparring.authoring.connect import (
     SessionContext,
     TargetLike,
@@ -216,8 +218,7 @@ class Suite:
         tool_args_judge: RubricsLike = (),
         explain_failures: bool | None = None,
     ) -> F | Callable[[F], F]:
-        """Register a test: `@suite.scenario` or `@suite.scenario(repetitions=5,
-        threshold="80%")`.
+        """Register a test: `@suite.scenario` or `@suite.scenario(repetitions=5, threshold=.8)`.
 
         Args:
             fn: The test function, when used as a bare `@suite.scenario`.
@@ -242,21 +243,23 @@ class Suite:
         Raises:
             UserError: bad repetitions, trials (or both given), threshold, timeout_s,
                 evaluations (not `Evaluation`s, or a name the suite's evaluations also
-                have), tool_args_judge or explain_failures, or a test name used twice.
+                have), tool_args_judge or explain_failures (said at the decorator), or a
+                test name used twice.
         """
-        count = suite_trials(repetitions, trials)
-        _check_seconds("suite.scenario", "timeout_s", timeout_s)
-        try:
-            fraction = parse_threshold(threshold)
-        except ValueError as e:
-            raise UserError(f"threshold: {e}") from None
-        options = checked_options(
-            "suite.scenario",
-            evaluations=evaluations,
-            tool_args_judge=tool_args_judge,
-            explain_failures=explain_failures,
-            also=self.evaluations,
-        )
+        with errors_at_decorator(inspect.currentframe()):
+            count = suite_trials(repetitions, trials)
+            _check_seconds("suite.scenario", "timeout_s", timeout_s)
+            try:
+                fraction = parse_threshold(threshold)
+            except ValueError as e:
+                raise UserError(f"suite.scenario: threshold: {e}") from None
+            options = checked_options(
+                "suite.scenario",
+                evaluations=evaluations,
+                tool_args_judge=tool_args_judge,
+                explain_failures=explain_failures,
+                also=self.evaluations,
+            )
 
         def register(test: F) -> F:
             return self._register(test, count, fraction, timeout_s, expect_failure, options)

@@ -115,6 +115,13 @@ def _put_on_path(directory: Path) -> None:
     sys.path.insert(0, entry)
 
 
+def _in_file(message: str, file: Path, path: Path) -> str:
+    """`message` about `file` (imported from `path`): one that starts at a place in it
+    (`PATH:LINE: ...`) shows `file` there, any other gets `file: ` in front."""
+    at = f"{path}:"
+    return f"{file}:{message[len(at) :]}" if message.startswith(at) else f"{file}: {message}"
+
+
 def _import(file: Path) -> object:
     path = file.resolve()
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]
@@ -133,7 +140,7 @@ def _import(file: Path) -> object:
         spec.loader.exec_module(module)
     except UserError as e:
         del sys.modules[name]
-        raise UserError(f"{file}: {e}") from None
+        raise UserError(_in_file(str(e), file, path)) from None
     except Exception as e:
         del sys.modules[name]
         raise UserError(
