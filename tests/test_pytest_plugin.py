@@ -160,7 +160,8 @@ def test_deterministic_scenarios_run_and_model_ones_skip_with_how_to_enable(
     result.stdout.fnmatch_lines(
         [
             "*SKIPPED ?1? evals/judged.yaml: sparring: scenario '*' calls a model*pass "
-            "--sparring-live, set SPARRING_LIVE=1, or put `live = true` in ?tool.sparring?"
+            "--sparring-live, set SPARRING_LIVE=1, or put `live = true` in ?tool.sparring? or "
+            "sparring.toml"
         ]
     )
     assert result.ret == 1

@@ -33,9 +33,8 @@ def serve_command(
 
     settings = load_settings({"secrets_file": secrets_file})
     served = prepare(settings, host=host, port=port, store=store, cwd=Path.cwd())
-    click.echo(served.banner, err=True)
-    try:
-        serve(served, host=host, port=port)
+    try:  # announced once it accepts connections, not while uvicorn still starts
+        serve(served, host=host, port=port, listening=lambda: click.echo(served.banner, err=True))
     except OSError as e:
         click.secho(f"error: {e}", fg="red", err=True)
         return 2

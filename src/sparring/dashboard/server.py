@@ -6,6 +6,9 @@ Suite runs use the project's settings (models, secrets file, parallel, limits) a
 
 from __future__ import annotations
 
+import os
+import socket
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -68,14 +71,22 @@ def prepare(settings: Settings, *, host: str, port: int, store: str | None, cwd:
     return Served(dashboard, banner)
 
 
-def serve(served: Served, *, host: str, port: int) -> None:
+def serve(
+    served: Served, *, host: str, port: int, listening: Callable[[], None] = lambda: None
+) -> None:
     """Serve `served.dashboard` on `host:port` until Ctrl-C or SIGTERM; runs still going
-    are then kept `interrupted`.
+    are then kept `interrupted`. `listening()` is called once it accepts connections.
 
     Raises:
         OSError: `host:port` cannot be bound (e.g. the port is in use).
     """
     import uvicorn
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                listening()
 
     config = uvicorn.Config(
         create_app(served.dashboard, hosts=allowed_hosts(host, port)),
@@ -84,10 +95,19 @@ def serve(served: Served, *, host: str, port: int) -> None:
         log_level="warning",
         lifespan="on",
     )
-    server = uvicorn.Server(config)
+    server = Server(config)
+    try:  # bound here, so a port in use is said once, with why (uvicorn would log it too)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        bound = socket.create_server((host, port), family=family)
+    except OSError as e:
+        served.dashboard.store.close()
+        why = os.strerror(e.errno) if e.errno else str(e)
+        raise OSError(
+            f"cannot listen on {host}:{port} ({why}); pick another port with --port"
+        ) from None
     try:
-        server.run()
-    except SystemExit:  # uvicorn's way of saying it could not bind
+        server.run(sockets=[bound])
+    except SystemExit:  # uvicorn's way of saying it could not start
         raise OSError(f"cannot listen on {host}:{port}; pick another port with --port") from None
     finally:
         served.dashboard.store.close()

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 
 LIVE_HINT = (
     "calls a model (simulated user or judge), so it runs only when asked: pass "
-    "--sparring-live, set SPARRING_LIVE=1, or put `live = true` in [tool.sparring]"
+    "--sparring-live, set SPARRING_LIVE=1, or put `live = true` in [tool.sparring] or "
+    "sparring.toml"
 )
 NO_MODEL_HINT = (
     'no model configured for sparring: set `model = "provider:name"` (e.g. '
@@ -78,7 +79,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="run sparring tests that call models (simulated users, judges); "
-        "also SPARRING_LIVE=1 or `live = true` in [tool.sparring] (pytest-agent-eval's "
+        "also SPARRING_LIVE=1 or `live = true` in [tool.sparring] or sparring.toml "
+        "(pytest-agent-eval's "
         "--agent-eval-live, EVAL_LIVE=1 and `live` in [tool.agent_eval] too)",
     )
     group.addoption(
