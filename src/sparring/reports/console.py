@@ -29,6 +29,7 @@ from rich.text import Text
 
 from sparring.events import (
     Event,
+    JudgeStarted,
     MessageAdded,
     RunFinished,
     RunStarted,
@@ -216,6 +217,8 @@ class ConsoleView:
                 self._print_waiting(every=True)
                 if not self._entered:
                     self._print_summary_once()
+            case JudgeStarted():  # the live view shows a trial running until it finished
+                pass
 
     def _on_run_started(self, event: RunStarted) -> None:
         with self._lock:
