@@ -124,6 +124,8 @@ class SessionReplay:
         self.controller = self.worker is None and getattr(config.option, "dist", "no") != "no"
         """The pytest-xdist controller: runs no test, merges what its workers recorded."""
         self.note: str | None = None
+        self.uncounted: list[str] = []
+        """The pytest-xdist workers that ended without sending their counts (killed)."""
         self.record = None if options["record"] is None else Path(options["record"])
         if self.record is not None and self.worker is not None:
             options = {**options, "record": self.record / PARTS / self.worker}
@@ -151,10 +153,15 @@ class SessionReplay:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """Count what a pytest-xdist worker replayed and asked live."""
+        """Count what a pytest-xdist worker replayed and asked live (a worker that crashed
+        or was killed sends nothing: it is named under the replay line)."""
         counts = getattr(node, "workeroutput", {}).get(_COUNTS)
-        if counts and self.roles.replay is not None:
+        if self.roles.replay is None:
+            return
+        if counts:
             self.roles.replay.add_counts(counts)
+        else:
+            self.uncounted.append(str(getattr(node, "workerinput", {}).get("workerid", "?")))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Close the cassettes and models; a worker sends its counts to the controller,
@@ -188,13 +195,22 @@ class SessionReplay:
         shutil.rmtree(parts, ignore_errors=True)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        """The replay line (`replay: agent: N replayed, M live; ...`), and a merge error."""
+        """The replay line (`replay: agent: N replayed, M live; ...`), which workers it
+        leaves out, and a merge error."""
         if self.worker is not None:
             return
         summary = self.roles.summary()
         if summary is not None:
             terminalreporter.write_sep("=", "sparring replay")
             terminalreporter.write_line(summary)
+        if self.uncounted:
+            one = len(self.uncounted) == 1
+            who = ("worker " if one else "workers ") + ", ".join(self.uncounted)
+            kept = "; what it recorded is merged all the same" if self.record else ""
+            terminalreporter.write_line(
+                f"note: the replay counts leave out {who}: {'it' if one else 'they'} ended "
+                f"without sending them (crashed or killed){kept}"
+            )
         if self.note is not None:
             terminalreporter.write_line(self.note)
         if (unrecorded := self._unrecorded_models()) is not None:

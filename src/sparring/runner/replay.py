@@ -10,6 +10,7 @@ recorded when recording.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,7 +182,31 @@ class Replay:
                 missed = f", {tape.missed} missed" if tape.missed else ""
                 lines.append(f"{tape.role}: {tape.replayed} replayed, {live} live{missed}")
         where = f"; recorded to {self.options.record}" if self.options.record else ""
+        if dropped := self.dropped():
+            where += (
+                f" ({dropped} recorded answers this run did not use were dropped: it keeps "
+                "exactly what it used; refresh with every test selected to keep them)"
+            )
         return "replay: " + "; ".join(lines or ["nothing asked"]) + where
+
+    def dropped(self) -> int:
+        """How many answers of the replayed cassettes the recorded ones lack: with `record`
+        the same directory as `replay`, a run of fewer tests (`-k`) than were recorded
+        keeps only what it used. 0 when recording elsewhere (the replayed ones stay), or
+        when the recording cannot be read."""
+        record, replay = self.options.record, self.options.replay
+        if record is None or replay is None or record.resolve() != replay.resolve():
+            return 0
+        lost = 0
+        for role, tape in self.tapes.items():
+            if tape.source is None:
+                continue
+            try:
+                kept = Counter(str(e["key"]) for e in Cassette.load(role, record).entries)
+            except UserError:
+                return 0
+            lost += (Counter(str(e["key"]) for e in tape.source.entries) - kept).total()
+        return lost
 
     def close(self) -> None:
         """Close every cassette being written."""
