@@ -190,6 +190,8 @@ def _check_prices(value: Any) -> dict[str, tuple[float, float]]:
 _FIELDS = tuple(Settings.model_fields)
 _GROUP_FIELDS = tuple(GroupGate.model_fields)
 _FILE_ONLY = ("yaml_dirs", "library", "groups", "prices")
+_SPARRING = ("tool", "sparring")
+"""sparring's table in pyproject.toml."""
 """Settings read from files only, never from the environment."""
 
 
@@ -229,6 +231,8 @@ groups' `pytest_markers` are sparring's `markers`."""
 
 
 def _from_agent_eval(path: Path) -> tuple[dict[str, Any], str | None]:
+    """The `AGENT_EVAL_SETTINGS` of `[tool.agent_eval]` in `path`, and where they are as
+    messages say it (`PATH [tool.agent_eval]`; `None` without the file)."""
     values, where = _from_file(path, section=("tool", "agent_eval"))
     taken = {k: v for k, v in values.items() if k in AGENT_EVAL_SETTINGS}
     if isinstance(groups := taken.get("groups"), dict):
@@ -241,7 +245,7 @@ def _from_agent_eval(path: Path) -> tuple[dict[str, Any], str | None]:
             else group
             for name, group in cast(dict[str, Any], groups).items()
         }
-    return taken, where
+    return taken, where and f"{where} [tool.agent_eval]"
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
@@ -257,22 +261,30 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-def _check_keys(values: dict[str, Any], where: str) -> None:
+def _check_keys(values: dict[str, Any], where: str, section: tuple[str, ...]) -> None:
+    """Every key of `values` (read from the table `section` of the file `where`) and of its
+    groups is a setting.
+
+    Raises:
+        ConfigError: an unknown key (with did-you-mean), or groups that are not tables (the
+            example names the table as the file has it, e.g. `[tool.agent_eval.groups.x]`).
+    """
     _check_known(values, _FIELDS, where=where)
     groups = values.get("groups")
     if groups is None:
         return
+    table = ".".join((*section, "groups"))
     if not isinstance(groups, dict):
         raise ConfigError(
-            "`groups` must be a table of groups, e.g. "
-            "[tool.sparring.groups.booking] with `threshold` and `tags`",
+            f"`groups` must be a table of groups, e.g. [{table}.booking] with `threshold` "
+            "and `tags`",
             path=where,
         )
     for name, group in cast(dict[str, Any], groups).items():
         if not isinstance(group, dict):
             raise ConfigError(
                 f"group {name!r} must be a table with `threshold` and `tags`, "
-                f"`markers` or `must_pass`, e.g. [tool.sparring.groups.{name}]",
+                f"`markers` or `must_pass`, e.g. [{table}.{name}]",
                 path=where,
             )
         _check_known(
@@ -311,16 +323,16 @@ def load_settings(
     origin: dict[str, str] = {}
     sources = (
         [
-            _from_agent_eval(cwd / "pyproject.toml"),
-            _from_file(cwd / "sparring.toml", section=()),
-            _from_file(cwd / "pyproject.toml", section=("tool", "sparring")),
+            (_from_agent_eval(cwd / "pyproject.toml"), ("tool", "agent_eval")),
+            (_from_file(cwd / "sparring.toml", section=()), ()),
+            (_from_file(cwd / "pyproject.toml", section=_SPARRING), _SPARRING),
         ]
         if cwd
         else []
     )
-    for values, where in sources:
+    for (values, where), section in sources:
         if where:
-            _check_keys(values, where)
+            _check_keys(values, where, section)
             merged.update(values)
             origin.update(dict.fromkeys(values, where))
     from_env = _from_env(env)

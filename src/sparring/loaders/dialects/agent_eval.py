@@ -31,7 +31,8 @@ plays the WAV, and a missing one is a load error naming `sparring synthesize`).
 
 `[tool.agent_eval]` in the nearest pyproject.toml gives `threshold` and `runs` to
 transcripts without them (its `model`, `judge_model`, `yaml_dirs`, `live` and `groups` are
-read with the settings), with a note to move them to `[tool.sparring]`. pytest-agent-eval
+read with the settings), with a note to move them to `[tool.sparring]`; a bad value there
+is a problem at its line in pyproject.toml, not in the transcript. pytest-agent-eval
 takes the agent from a pytest fixture, so the target comes from the transcript's own
 `target:` or from `target` in `[tool.agent_eval]` (a sparring target spec, e.g.
 `{type = "callable", ref = "app:agent"}`); `sparring synthesize` needs none, and reads a
@@ -40,10 +41,13 @@ transcript without one with its `audio:` kept.
 
 from __future__ import annotations
 
+import re
 import tomllib
 import warnings
 from pathlib import Path
 from typing import Any, cast
+
+from pydantic import ValidationError
 
 from sparring.loaders._moves import Move, moved
 from sparring.loaders._parse import Document, Loc, is_mapping
@@ -52,6 +56,7 @@ from sparring.loaders.dialects._common import DialectNote, as_list
 from sparring.loaders.dialects.agent_eval_expect import Reading, turn_expectations
 from sparring.loaders.dialects.agent_eval_expect import rubric as judge_rubric
 from sparring.loaders.errors import Problem
+from sparring.scenario import ScenarioBase
 
 TOP_KEYS = ("id", "threshold", "runs", "tags", "turns", "judge", "description", "target")
 TURN_KEYS = ("user", "audio", "expect", "judge")
@@ -105,6 +110,7 @@ def to_native(doc: Document, *, path: str) -> tuple[Document, list[Problem]]:
         reading.moves.append((("judge", "rubric"), ("criteria", 0)))
     if reading.tool_args_judge:
         native["tool_args_judge"] = reading.tool_args_judge
+    reading.problems += settings.problems
     if reading.problems:
         return doc, reading.problems
     settings.note()
@@ -155,16 +161,46 @@ def _turn(turn: Any, loc: Loc, reading: Reading, *, voice: bool) -> Any:
     return native
 
 
-class _Settings:
-    """`[tool.agent_eval]` of the nearest pyproject.toml, and whether any of it was used."""
+_AS_SCENARIO = {"threshold": "threshold", "runs": "trials"}
+"""`[tool.agent_eval]` keys a transcript takes, and the scenario fields they become."""
 
-    def __init__(self, table: dict[str, Any], pyproject: Path | None, line: int) -> None:
-        self.table, self.pyproject, self.line = table, pyproject, line
+
+class _Settings:
+    """`[tool.agent_eval]` of the nearest pyproject.toml (`lines`: its text; `line`: the
+    table's header line), whether any of it was used, and what is wrong in what was."""
+
+    def __init__(
+        self, table: dict[str, Any], pyproject: Path | None, lines: list[str], line: int
+    ) -> None:
+        self.table, self.pyproject, self.lines, self.line = table, pyproject, lines, line
         self.used = bool(table.keys() & {*_SETTINGS_KEYS, "target"} - {"threshold", "runs"})
+        self.problems: list[Problem] = []
 
     def use(self, key: str) -> Any:
+        """The value of `key`, checked as the scenario field it becomes (`_AS_SCENARIO`):
+        a bad one is a problem at its line in pyproject.toml."""
         self.used = True
-        return self.table[key]
+        value = self.table[key]
+        try:
+            ScenarioBase.model_validate({"id": "agent-eval", _AS_SCENARIO[key]: value})
+        except ValidationError as e:
+            message = str(e.errors(include_url=False)[0]["msg"]).removeprefix("Value error, ")
+            self.problems.append(
+                Problem(
+                    str(self.pyproject), *self._position(key), f"[tool.agent_eval] {key}: {message}"
+                )
+            )
+        return value
+
+    def _position(self, key: str) -> tuple[int, int | None]:
+        """Line and column of `key = ...` in the table (its header line when not found)."""
+        for n in range(self.line, len(self.lines)):
+            text = self.lines[n].lstrip()
+            if text.startswith("["):
+                break
+            if re.match(rf"{key}\s*=", text):
+                return n + 1, len(self.lines[n]) - len(text) + 1
+        return self.line, None
 
     def note(self) -> None:
         """Warn once per pyproject.toml that `[tool.agent_eval]` settings were used."""
@@ -196,15 +232,14 @@ def _settings(test_file: str) -> _Settings:
                 text = pyproject.read_text(encoding="utf-8")
                 tool: Any = tomllib.loads(text).get("tool", {})
             except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                return _Settings({}, None, 1)  # sparring's settings loading says what is wrong
+                return _Settings({}, None, [], 1)  # the settings loading says what is wrong
             table: Any = (
                 cast(dict[str, Any], tool).get("agent_eval") if isinstance(tool, dict) else None
             )
             if isinstance(table, dict):
-                line = next(
-                    (n for n, t in enumerate(text.splitlines(), 1) if "[tool.agent_eval" in t), 1
-                )
-                return _Settings(cast(dict[str, Any], table), pyproject, line)
+                lines = text.splitlines()
+                line = next((n for n, t in enumerate(lines, 1) if "[tool.agent_eval" in t), 1)
+                return _Settings(cast(dict[str, Any], table), pyproject, lines, line)
         if (directory / ".git").exists():
             break
-    return _Settings({}, None, 1)
+    return _Settings({}, None, [], 1)
