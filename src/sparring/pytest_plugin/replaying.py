@@ -206,9 +206,10 @@ class SessionReplay:
         if self.uncounted:
             one = len(self.uncounted) == 1
             who = ("worker " if one else "workers ") + ", ".join(self.uncounted)
-            kept = "; what it recorded is merged all the same" if self.record else ""
+            they = "it" if one else "they"
+            kept = f"; what {they} recorded is merged all the same" if self.record else ""
             terminalreporter.write_line(
-                f"note: the replay counts leave out {who}: {'it' if one else 'they'} ended "
+                f"note: the replay counts leave out {who}: {they} ended "
                 f"without sending them (crashed or killed){kept}"
             )
         if self.note is not None:
