@@ -331,7 +331,10 @@ class SuiteTestItem(pytest.Item):
         import re
 
         state = plugin_state(self.config)
-        settings = _run_settings(state, state.why_not_run(judge=True))
+        why = state.why_not_run(judge=True)
+        if state.live and self.suite.model is not None:
+            why = None  # live, the suite's own model judges (none need be configured)
+        settings = _run_settings(state, why)
         pattern = f"^{re.escape(self.name)}$"
         secrets = test_secrets(self.config, state.settings)  # as every sparring test's
         replay = session_roles(self.config)
