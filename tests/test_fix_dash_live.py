@@ -33,12 +33,13 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 
 def slow_judge_dashboard(store: Store) -> Dashboard:
-    """A dashboard whose simulated user answers at once and whose judge takes 2 s."""
+    """A dashboard whose simulated user answers at once and whose judge takes 8 s (time for
+    a loaded machine to poll while it is in flight)."""
     answers = PlatformModels()
 
     def models() -> tuple[ScriptedModel, ScriptedModel]:
         user = ScriptedModel(handler=answers.answer)
-        return user, ScriptedModel(handler=answers.answer, latency_seconds=2.0)
+        return user, ScriptedModel(handler=answers.answer, latency_seconds=8.0)
 
     runner = SuiteRunner(store=store, models=models, settings=RunSettings(parallel=1))
     return Dashboard(store=store, runner=runner)
@@ -52,7 +53,7 @@ def test_a_conversation_being_judged_is_evaluating(store: Store, demo: str) -> N
             "/api/suites", json={"name": "S", "cases": [case], "run": True}
         ).json()["id"]
         seen: set[str] = set()
-        for _ in range(600):  # up to 30 s on a busy machine
+        for _ in range(1200):  # up to a minute on a busy machine
             (row,) = client.get(f"/api/suites/{suite_id}/conversations").json()
             seen.add(row["status"])
             if row["status"] == "evaluating":
