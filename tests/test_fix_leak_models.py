@@ -2,6 +2,7 @@
 the judge's only when it has judged parts: with only `judge_model` configured (in
 `[tool.sparring]` or pytest-agent-eval's `[tool.agent_eval]`), judged tests run and are
 judged, as `sparring run` judges them; a simulated one is skipped, saying a model is missing.
+A marked Python test's `session.simulate` plays the configured simulated user.
 """
 
 from __future__ import annotations
@@ -108,3 +109,27 @@ def test_an_agent_eval_judge_model_judges_a_transcript(
     result.assert_outcomes(passed=1)
     assert "not judged" not in result.stdout.str()
     assert model_calls(pytester) == 1
+
+
+SIMULATED = """
+import pytest
+
+
+@pytest.mark.sparring
+async def test_marked_simulates(sparring):
+    async with sparring.session("{url}") as session:
+        replies = await session.simulate(turns=1, goal="Book a slot")
+        assert replies
+"""
+
+
+def test_a_marked_tests_simulate_plays_the_configured_user(
+    pytester: pytest.Pytester, agent: EchoServer
+) -> None:
+    setup(
+        pytester, '[tool.sparring]\nuser_model = "scripted:user"\njudge_model = "scripted:judge"\n'
+    )
+    pytester.makepyfile(test_marked=SIMULATED.format(url=agent.url("/chat")))
+    result = pytester.runpytest("--sparring-live", "--sparring-no-store", "-rA")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "model_calls.log").read_text().split() == ["user"]

@@ -309,11 +309,11 @@ def run_test(item: pytest.Function, state: SparringState) -> None:
         tool_args_judge=marked.options.tool_args_judge,
         explain_failures=marked.options.explain_failures,
     )
-    judge = _models(state, user=False, judge=True)[1] if marked.live else None
+    user, judge = _models(state, user=False, judge=True) if marked.live else (None, None)
     run_settings = _run_settings(state, None)
     roles = session_roles(item.config)
     secrets = test_secrets(item.config, state.settings)
-    result = state.run_async(_run_scenario, scenario, secrets, run_settings, None, judge, roles)
+    result = state.run_async(_run_scenario, scenario, secrets, run_settings, user, judge, roles)
     conclude(item, result)
 
 
