@@ -13,6 +13,7 @@ one scripted scenario::
     turns[n].expect                ->  turns[n].checks (text checks ignore case, as theirs):
       reply_contains_any / _all          {contains: [a, b], match: any / all}
       reply_matches_any: [p, q]          {regex: "(?|(?:p)|(?:q))", ignore_case: true}
+                                         (each keeps its leading flags: `(?x:q)`)
       reply_matches_all: [p, q]          {regex: p, ignore_case: true}, {regex: q, ...}
       tool_calls_include / _exclude      {tool_called: {include, exclude, ordered}}
         tool_calls_ordered: true

@@ -7,6 +7,7 @@ Empty lists check nothing, as in pytest-agent-eval (`tool_calls_include: []`,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,19 +143,48 @@ def _reply_checks(expect: dict[str, Any], at: Loc, reading: Reading) -> list[_Pl
 
 
 def _any_of(patterns: list[Any], loc: Loc, reading: Reading) -> Any:
-    """One regular expression matching where any of `patterns` does: a branch reset group
-    `(?|(?:p)|(?:q))`, so each pattern keeps its own group numbers for backreferences.
-    A pattern that does not compile on its own is a problem at its line."""
+    r"""One regular expression matching where any of `patterns` does: a branch reset group
+    `(?|(?:p)|(?x:q\n))`, so each pattern keeps its own group numbers for backreferences
+    and its own leading flags (`_scoped`). A pattern that does not compile on its own is a
+    problem at its line, quoting it; patterns that compile alone but not together (global
+    flags in the middle of one) are a problem quoting each."""
     if len(patterns) == 1 or not all(isinstance(p, str) for p in patterns):
         return patterns[0] if len(patterns) == 1 else patterns  # validation says what is wrong
     import regex
 
+    broken = False
     for k, pattern in enumerate(patterns):
         try:
             regex.compile(pattern)
         except regex.error as e:
             reading.problem((*loc, k), f"invalid regular expression {pattern!r}: {e}")
-    return "(?|" + "|".join(f"(?:{p})" for p in patterns) + ")"
+            broken = True
+    combined = "(?|" + "|".join(_scoped(p) for p in patterns) + ")"
+    if broken:  # said above, pattern by pattern
+        return combined
+    try:
+        regex.compile(combined)
+    except regex.error as e:
+        quoted = ", ".join(repr(p) for p in patterns)
+        reading.problem(
+            loc,
+            f"the patterns {quoted} each compile but not as one that matches any of them "
+            f"({e}); put inline flags such as (?x) only at the start of a pattern",
+        )
+    return combined
+
+
+_LEADING_FLAGS = re.compile(r"\(\?([a-zA-Z0-9]+)\)")
+
+
+def _scoped(pattern: str) -> str:
+    r"""`pattern` as a group that keeps its leading inline flags to itself: `(?x)a #note`
+    becomes `(?x:a #note\n)` (the newline ends a verbose comment before the group's `)`),
+    `a|b` becomes `(?:a|b)`."""
+    flags = ""
+    while match := _LEADING_FLAGS.match(pattern):
+        flags, pattern = flags + match.group(1), pattern[match.end() :]
+    return f"(?{flags}:{pattern}{chr(10) if 'x' in flags else ''})"
 
 
 def _tool_called(expect: dict[str, Any], at: Loc) -> list[_Placed]:
