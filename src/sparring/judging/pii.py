@@ -24,6 +24,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from sparring.judging.check_scope import Outcome, around, plain_list, quoted
 from sparring.judging.text_folding import folded
@@ -88,15 +89,31 @@ def _key(kind: PiiKind, value: str) -> str:
 
 def _card_spans(plain: str) -> Iterator[tuple[int, int]]:
     """`(start, end)` in `plain` of each card number: per run of digit groups, the whole
-    run, or the most groups at its start, and then at its end, that make one."""
+    run, or the most groups at its start, and then at its end, that make one. Only groups
+    of 13 to 19 digits in all are tried, so a long run costs time in proportion to it."""
     for run in DIGIT_GROUPS.finditer(plain):
         at = run.start()
         groups = [(at + m.start(), at + m.end()) for m in re.finditer(r"\d+", run.group())]
-        n = len(groups)
-        head = next((j for j in range(n, 0, -1) if _is_card(plain, groups[:j])), 0)
+        counts = list(accumulate(b - a for a, b in groups))  # digits in groups[: j + 1]
+        n, total = len(groups), counts[-1]
+        head = next(
+            (
+                j + 1
+                for j in reversed(range(n))
+                if counts[j] in _CARD_DIGITS and _is_card(plain, groups[: j + 1])
+            ),
+            0,
+        )
         if head:
             yield groups[0][0], groups[head - 1][1]
-        tail = next((i for i in range(max(head, 1), n) if _is_card(plain, groups[i:])), None)
+        tail = next(
+            (
+                i
+                for i in range(max(head, 1), n)
+                if total - counts[i - 1] in _CARD_DIGITS and _is_card(plain, groups[i:])
+            ),
+            None,
+        )
         if tail is not None:
             yield groups[tail][0], groups[-1][1]
 
