@@ -1,8 +1,10 @@
-"""A sync Python test runs in a worker thread, where the run's target and models cannot be
-used (they belong to the run's event loop): a session opened there through `asyncio.run`
-makes that test `error`, naming it and saying to write `async def`; the run goes on, writes
-its reports and ends its stored run. Before, the session's connections were left on the
-closed loop and closing the run's HTTP client killed the whole run."""
+"""A sync Python test runs in a worker thread; the run's target and models belong to the
+run's event loop. `with suite.session() as session:` there opens a session whose calls run
+on that loop and block (`send`, `should`, `check`, `unfold`...). A session opened through
+`asyncio.run` (another loop) makes that test `error`, naming it and saying what to write;
+the run goes on, writes its reports and ends its stored run. Before, the session's
+connections were left on the closed loop and closing the run's HTTP client killed the
+whole run."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from sparring.api import Suite
+from sparring.api import AgentMessage, CustomerMessage, Suite
+from sparring.errors import UserError
+from sparring.models.scripted import ScriptedModel
 from sparring.results import RunResult
 from tests.support.echo_server import Answer, EchoRequest, EchoServer
 from tests.test_cli import sparring
@@ -52,8 +56,8 @@ def test_a_session_in_asyncio_run_in_a_sync_test_is_that_tests_error_naming_what
     status, error = statuses["test_sync"]
     assert status == "error"
     assert error is not None
-    assert "test_sync()" in error and "worker thread" in error
-    assert "async def test_sync(" in error and "async with suite.session()" in error
+    assert "test_sync()" in error and "asyncio.run" in error
+    assert "with suite.session() as session:" in error and "async def test_sync(" in error
     assert result.exit_code == 3
 
 
@@ -113,3 +117,46 @@ def test_sparring_run_with_such_a_test_writes_its_report_and_ends_its_stored_run
 
     with sqlite3.connect(os.environ["SPARRING_STORE"]) as conn:
         assert conn.execute("SELECT status FROM runs").fetchall() == [("finished",)]
+
+
+def _met(quote: str) -> dict[str, object]:
+    return {"verdict": "met", "reason": "it does", "evidence": [quote], "turns": [1]}
+
+
+def test_a_sync_test_uses_a_session_with_a_plain_with_and_blocking_calls() -> None:
+    judge = ScriptedModel([_met("Hello there"), {**_met("Hello there"), "verdict": "not_met"}])
+    with EchoServer(_hello) as server:
+        suite = Suite(target={"url": server.url("/chat"), "response_path": "reply"}, model=judge)
+
+        @suite.scenario
+        def test_greets() -> None:  # pyright: ignore[reportUnusedFunction]
+            with suite.session() as session:
+                response = session.send("hi")
+                assert response.message == "Hello there" and response.turn == 1
+                response.check({"contains": "Hello"})
+                response.should("greet the customer")
+                [sub] = session.unfold(
+                    [
+                        CustomerMessage("hi"),
+                        AgentMessage("Hello there", checks=[{"contains": "Hello"}]),
+                    ]
+                )
+                assert sub.status == "passed"
+                assert len(session.transcript.messages) == 2
+
+        @suite.scenario
+        def test_unmet_should_fails() -> None:  # pyright: ignore[reportUnusedFunction]
+            with suite.session() as session:
+                session.send("hi").should("say goodbye")
+
+        result = suite.run(store=False)
+    statuses = _statuses(result)
+    assert statuses["test_greets"] == ("passed", None)
+    assert statuses["test_unmet_should_fails"][0] == "failed"
+    assert len(judge.calls) == 2
+
+
+def test_a_plain_with_outside_a_sync_test_says_to_write_async_with() -> None:
+    suite = Suite(target=_fine)
+    with pytest.raises(UserError, match="async with"), suite.session():
+        pass

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from sparring.secrets import Secrets
     from sparring.targets.registry import AnyTargetSpec
 
-from sparring.authoring.session import SYNC_WITH_HINT, Session
+from sparring.authoring.blocking import BlockingSession, SyncSession
+from sparring.authoring.session import Session
 
 TargetLike = Target | Mapping[str, Any] | str | Callable[..., Any] | BaseModel
 """What a Suite or `open_session` accepts as target: a `Target`, a target spec (a mapping as
@@ -90,6 +91,7 @@ class SessionContext:
 
     def __init__(self, opening: AbstractAsyncContextManager[Session]) -> None:
         self._opening = opening
+        self._sync: SyncSession | None = None
 
     async def __aenter__(self) -> Session:
         return await self._opening.__aenter__()
@@ -97,11 +99,16 @@ class SessionContext:
     async def __aexit__(self, *exc: Any) -> bool | None:
         return await self._opening.__aexit__(*exc)
 
-    def __enter__(self) -> NoReturn:
-        raise UserError(SYNC_WITH_HINT)
+    def __enter__(self) -> BlockingSession:
+        """`with open_session(...) as session:` in a sync test or hook sparring runs.
 
-    def __exit__(self, *exc: object) -> None:
-        return None
+        Raises:
+            UserError: anywhere else (write `async with`)."""
+        self._sync = SyncSession(self)
+        return self._sync.__enter__()
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        return self._sync.__exit__(*exc) if self._sync is not None else None
 
 
 def open_session(

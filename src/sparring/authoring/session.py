@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from pydantic import TypeAdapter, ValidationError
 
+from sparring.authoring.blocking import SYNC_WAY, BlockingSession, SyncSession
 from sparring.authoring.steps import (
     AgentMessage,
     CustomerMessage,
@@ -58,10 +59,6 @@ T = TypeVar("T")
 UNKNOWN_TURNS = 10
 """The turn limit a Python test's browser session plans its step budget by (12 + 5 x 10
 steps, over the budget's cap of 60): a test body's length is not known in advance."""
-SYNC_WITH_HINT = (
-    "sessions are asynchronous: write `async with ....session(...) as session:` inside an "
-    "`async def` test (sync tests can still assert on anything else)"
-)
 
 
 def session_for(trial: TrialContext, **overrides: Any) -> Session:
@@ -256,20 +253,26 @@ class Session:
         self.transcript = Transcript()
         """The conversation so far, as the target has it (preloaded history included)."""
         self._connection: TargetSession | None = None
+        self._sync: SyncSession | None = None
 
     async def __aenter__(self) -> Session:
-        refuse_in_sync_body("a session", self.trial.scenario_id)
+        refuse_in_sync_body("a session", self.trial.scenario_id, sync_way=SYNC_WAY)
         self._connection = await self._kept(self.target.open_session())
         if isinstance(self._connection, EvidenceSession) and self.trial.evidence is None:
             self._connection.plan(max_turns=UNKNOWN_TURNS)  # a browser: its step budget
             self.trial.evidence = self._connection  # screenshots and page URL, kept
         return self
 
-    def __enter__(self) -> NoReturn:
-        raise UserError(SYNC_WITH_HINT)
+    def __enter__(self) -> BlockingSession:
+        """`with suite.session() as session:` in a sync test or hook: calls that block.
 
-    def __exit__(self, *exc: object) -> None:
-        return None
+        Raises:
+            UserError: anywhere else (write `async with`)."""
+        self._sync = SyncSession(self)
+        return self._sync.__enter__()
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        return self._sync.__exit__(*exc) if self._sync is not None else None
 
     async def __aexit__(self, *exc: object) -> None:
         connection, self._connection = self._connection, None

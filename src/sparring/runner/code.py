@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
+from anyio.from_thread import BlockingPortal
 
 from sparring.errors import UserError
 from sparring.models.base import Model
@@ -26,10 +27,21 @@ if TYPE_CHECKING:
     from sparring.targets.registry import AnyTargetSpec
 
 T = TypeVar("T")
-_SYNC_BODY: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+
+
+@dataclass(frozen=True)
+class _SyncBody:
+    """A sync test function or hook `call_body` runs in a worker thread: its `name`, the
+    `portal` its blocking sessions call the run's loop through, the loop's `thread`."""
+
+    name: str
+    portal: BlockingPortal
+    thread: int
+
+
+_SYNC_BODY: contextvars.ContextVar[_SyncBody | None] = contextvars.ContextVar(
     "sparring_sync_body", default=None
 )
-"""The sync test function or hook this worker thread runs (`call_body`), by name."""
 
 
 # --- code-defined scenarios, for the runner -------------------------------------------------
@@ -137,25 +149,35 @@ async def call_body(body: Callable[..., Any], *args: Any) -> None:
         await result
 
 
-def refuse_in_sync_body(what: str, scenario_id: str | None = None) -> None:
-    """Refuse `what` (a session, the run's client) in a sync test or hook's worker thread:
-    the run's targets, HTTP client and models belong to the run's event loop, and one
-    `asyncio.run` (or any other loop) there would leave their connections to a closed loop.
+def refuse_in_sync_body(what: str, scenario_id: str | None = None, *, sync_way: str = "") -> None:
+    """Refuse `what` (a session, the run's client) in a sync test or hook's worker thread
+    outside the run's event loop: its targets, HTTP client and models belong to that loop,
+    and one `asyncio.run` (or any other loop) there would leave their connections to a
+    closed loop. `sync_way` says how to do it from the sync function instead, if it can.
 
     Raises:
-        UserError: called from a sync body; the message names it and the test
-            (`scenario_id`) and says to make it `async def`.
+        UserError: called there; the message names the function and the test
+            (`scenario_id`) and says to make it `async def` (or `sync_way`).
     """
     body = _SYNC_BODY.get()
-    if body is None:
+    if body is None or threading.get_ident() == body.thread:
         return
     test = f"test {scenario_id!r}: " if scenario_id else ""
+    advice = f"{sync_way}make it `async def {body.name}(...)` and `await` there"
     raise UserError(
-        f"{test}{what} cannot be used in the sync function {body}(), which runs in a worker "
-        "thread: asyncio.run or another event loop there is not the run's, which the "
-        f"target and models belong to. Make it `async def {body}(...)` and use `async with "
-        "suite.session() as session:` (or `await`) directly in it"
+        f"{test}{what} cannot be used from another event loop (asyncio.run) or thread in the "
+        f"sync function {body.name}(): it belongs to the run's loop. "
+        f"{advice[0].upper()}{advice[1:]}"
     )
+
+
+def sync_portal() -> BlockingPortal | None:
+    """The portal to the run's event loop of the sync test or hook running in this worker
+    thread (`call_body`); `None` elsewhere (the loop's own thread, code outside a run)."""
+    body = _SYNC_BODY.get()
+    if body is None or threading.get_ident() == body.thread:
+        return None
+    return body.portal
 
 
 def assertion_text(error: AssertionError) -> str:
@@ -179,22 +201,32 @@ def raised_text(error: BaseException) -> str:
 
 
 async def _in_thread(call: Callable[[], T]) -> T:
-    """`call()` in a daemon thread; cancelling the wait abandons the thread."""
-    done = threading.Event()
-    outcome: list[T] = []
-    failure: list[BaseException] = []
-    context = contextvars.copy_context()
-
+    """`call()` in a daemon thread, with a portal to this loop for its blocking sessions
+    (`sync_portal`); cancelling the wait abandons the thread."""
     name = getattr(call, "func", call)
     label = getattr(name, "__name__", "test")
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+    async with BlockingPortal() as portal:  # raised after it closes: never in a group
+        body = _SyncBody(label, portal, threading.get_ident())
+        context = contextvars.copy_context()
+        context.run(_SYNC_BODY.set, body)
+        await _wait_for(functools.partial(context.run, call), label, outcome, failure)
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
-    def marked() -> T:
-        _SYNC_BODY.set(label)
-        return call()
+
+async def _wait_for(
+    call: Callable[[], T], label: str, outcome: list[T], failure: list[BaseException]
+) -> None:
+    """`call()` in a daemon thread named after `label`, into `outcome` or `failure`;
+    cancelling the wait abandons the thread."""
+    done = threading.Event()
 
     def work() -> None:
         try:
-            outcome.append(context.run(marked))
+            outcome.append(call())
         except BaseException as e:  # handed to the awaiting task
             failure.append(e)
         finally:
@@ -205,6 +237,3 @@ async def _in_thread(call: Callable[[], T]) -> T:
         await anyio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
     finally:
         done.set()
-    if failure:
-        raise failure[0]
-    return outcome[0]
