@@ -12,12 +12,14 @@ import json
 import os
 import sqlite3
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from sparring.api import AgentMessage, CustomerMessage, Suite
 from sparring.errors import UserError
+from sparring.models.base import ChatMessage
 from sparring.models.scripted import ScriptedModel
 from sparring.results import RunResult
 from tests.support.echo_server import Answer, EchoRequest, EchoServer
@@ -124,7 +126,11 @@ def _met(quote: str) -> dict[str, object]:
 
 
 def test_a_sync_test_uses_a_session_with_a_plain_with_and_blocking_calls() -> None:
-    judge = ScriptedModel([_met("Hello there"), {**_met("Hello there"), "verdict": "not_met"}])
+    def answer(messages: Sequence[ChatMessage], schema: object) -> dict[str, object]:
+        goodbye = any("say goodbye" in m["content"] for m in messages)  # tests run at once
+        return {**_met("Hello there"), "verdict": "not_met" if goodbye else "met"}
+
+    judge = ScriptedModel(handler=answer)
     with EchoServer(_hello) as server:
         suite = Suite(target={"url": server.url("/chat"), "response_path": "reply"}, model=judge)
 
