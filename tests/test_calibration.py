@@ -205,7 +205,8 @@ def test_the_shipped_example_reads_with_both_labels_and_two_criteria() -> None:
 
 
 def _judge(name: str) -> ScriptedModel:
-    """`refund` (met when the reply mentions a refund) or `alternate` (each case met, then not_met)."""
+    """`refund` (met when the reply mentions a refund) or `alternate` (each case met, then
+    not_met)."""
     if name == "refund":
         return ScriptedModel(handler=by_refund, name="scripted:refund")
     if name == "garbage":

@@ -64,8 +64,8 @@ def export(run_id: str, fmt: str, output: str | None, store: str | None) -> None
 
 def render_sheets_json(result: RunResult) -> str:
     """The sheets of `result` as JSON: `{"run_id": ..., "sheets": {"Runs": [row, ...],
-    "Insights": [...], "Transcript": [...], "Rates": [...]}}`, each row an object keyed by column name
-    (cells uncut: JSON has no cell limit)."""
+    "Insights": [...], "Transcript": [...], "Rates": [...]}}`, each row an object keyed by
+    column name (cells uncut: JSON has no cell limit)."""
     from sparring.reports.exports import export_sheets
 
     sheets = {sheet.name: sheet.rows for sheet in export_sheets(result)}
