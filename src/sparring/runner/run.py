@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -100,11 +101,23 @@ class TargetPool:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        """Close every target, then the client. A close that fails is a warning
+        (`RuntimeWarning`), never an error: the run's results are final by now, and a
+        target left half-open (e.g. by a sync test's own event loop) must not lose them."""
         with anyio.CancelScope(shield=True):
-            for target in self._targets.values():
-                await target.aclose()
+            closers = [t.aclose for t in self._targets.values()]
             if self._client is not None:
-                await self._client.aclose()
+                closers.append(self._client.aclose)
+            for close in closers:
+                try:
+                    await close()
+                except Exception as e:
+                    warnings.warn(
+                        f"sparring: closing a target after the run failed ({e!r}); "
+                        "the results are kept",
+                        RuntimeWarning,
+                        stacklevel=1,
+                    )
 
     @property
     def client(self) -> httpx.AsyncClient:
