@@ -30,7 +30,6 @@ from sparring.models.structured import complete_json
 from sparring.prompts import DEFAULT_LIMITS, Limits, Scrub, render_for_user
 from sparring.results import Usage
 from sparring.scenario import SimulatedScenario
-from sparring.targets.voice import is_voice_target
 from sparring.transcript import Transcript
 
 DoneReason = Literal["goal_achieved", "user_gave_up"]
@@ -166,7 +165,11 @@ def voice_mode_notes(scenarios: Iterable[object]) -> list[str]:
     for scenario in scenarios:
         user = getattr(scenario, "simulated_user", None)
         target = getattr(scenario, "target", None)
-        if user is None or user.mode != "voice" or target is None or is_voice_target(target):
+        if user is None or user.mode != "voice" or target is None:
+            continue
+        from sparring.targets.voice import is_voice_target  # only for voice-mode users
+
+        if is_voice_target(target):
             continue
         where = getattr(scenario, "source", None) or getattr(scenario, "id", "")
         notes.append(
